@@ -1,0 +1,50 @@
+# Two commands for people: `make run` and `make test`. Everything else here is
+# what they need, made on demand so a fresh clone on a new machine works.
+# Django 6.1 needs Python >= 3.12 (it imports inspect.markcoroutinefunction);
+# LightRAG 1.5.7 runs in its own virtualenv on Python 3.11.
+APP_PYTHON ?= $(shell for c in python3.12 python3.13 $$HOME/.pyenv/versions/3.12*/bin/python3.12 \
+	$$HOME/.pyenv/versions/3.13*/bin/python3.13; do \
+	$$c -c 'import sys; assert sys.version_info >= (3, 12)' >/dev/null 2>&1 && { echo $$c; break; }; done)
+LIGHTRAG_PYTHON ?= python3.11
+VENV := .venv
+LIGHTRAG_VENV := .venv-lightrag
+PY := $(VENV)/bin/python
+
+.PHONY: run test install install-lightrag install-browser clean-data
+
+run: install install-lightrag
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py ensure_admin
+	$(PY) manage.py run_stack
+
+test: install install-lightrag install-browser
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: requirements/app.txt requirements/test.txt
+	@test -n "$(APP_PYTHON)" || { echo "MNote needs Python 3.12 or newer for Django 6.1; set APP_PYTHON=/path/to/python3.12"; exit 1; }
+	$(APP_PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet -r requirements/app.txt -r requirements/test.txt
+	touch $@
+
+install-lightrag: $(LIGHTRAG_VENV)/.installed
+
+# LightRAG lives in its own virtualenv: it is a separate service with its own
+# dependency tree, as it is in production.
+$(LIGHTRAG_VENV)/.installed: requirements/lightrag.txt
+	$(LIGHTRAG_PYTHON) -m venv $(LIGHTRAG_VENV)
+	$(LIGHTRAG_VENV)/bin/pip install --quiet -r requirements/lightrag.txt
+	touch $@
+
+# Browser tests drive Debian's Chromium (a test tool's own browser download
+# cannot work offline).
+install-browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "Installing Debian's chromium for the browser tests…"; \
+	  (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || \
+	  { echo "Could not install chromium (need root and Debian's package registry)."; exit 1; }; }
+
+clean-data:
+	@echo "This removes MNote's database, LightRAG's derived index and logs under data/ (never your library files)."
+	rm -rf data/mnote.sqlite3 data/lightrag data/logs data/staticfiles

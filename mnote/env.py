@@ -1,0 +1,58 @@
+"""Typed readers for settings that come from the environment.
+
+Each helper fails loudly on a value it cannot use: a typo in a deployment's
+environment must stop the app at start-up, not silently fall back.
+"""
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def env_str(name: str, default: str = "", environ: Mapping[str, str] = os.environ) -> str:
+    return environ.get(name, default).strip()
+
+
+def env_bool(name: str, default: bool, environ: Mapping[str, str] = os.environ) -> bool:
+    raw = environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use 1/0, true/false, yes/no, on/off).")
+
+
+def env_int(name: str, default: int, environ: Mapping[str, str] = os.environ, *, minimum: int | None = None) -> int:
+    raw = environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw)
+    except ValueError as e:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer.") from e
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}={value} must be at least {minimum}.")
+    return value
+
+
+def env_list(name: str, default: list[str], environ: Mapping[str, str] = os.environ) -> list[str]:
+    raw = environ.get(name)
+    if raw is None:
+        return default
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_path(name: str, default: Path, environ: Mapping[str, str] = os.environ) -> Path:
+    raw = environ.get(name, "").strip()
+    path = Path(raw).expanduser() if raw else default
+    if not path.is_absolute():
+        raise ImproperlyConfigured(f"{name}={raw!r} must be an absolute path.")
+    return path

@@ -1,0 +1,103 @@
+"""Which files of a root belong in the library.
+
+Paths are resolved and must stay inside the library base directory: ``..``,
+absolute paths and symlinks pointing outside are refused.
+"""
+
+import fnmatch
+import os
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+# As LightRAG 1.5.7 reports them (GET /documents/supported_file_types).
+SUPPORTED_EXTENSIONS = frozenset(
+    ".bat .c .conf .cpp .css .csv .docx .epub .go .h .hpp .htm .html .ini .java .js .json .less .log .md .mdx "
+    ".odt .pdf .php .pptx .properties .py .rb .rtf .scss .sh .sql .swift .tex .textpack .ts .txt .xlsx .xml "
+    ".yaml .yml".split()
+)
+SKIPPED_DIRS = frozenset({".mnote", ".git", "node_modules", "target", "__parsed__", ".venv"})
+
+
+class PathRefused(ValueError):
+    """A path that would leave the library base directory, or is not there."""
+
+
+def resolve_inside(base_dir: Path, relative: str) -> Path:
+    """The real path of ``relative`` under ``base_dir``, or PathRefused."""
+    if not relative or relative.strip() in ("", "."):
+        raise PathRefused("Give a folder or file inside the library base directory.")
+    candidate = PurePosixPath(relative.strip())
+    if candidate.is_absolute() or Path(relative).is_absolute():
+        raise PathRefused(f"“{relative}” is absolute; give a path relative to the library base directory.")
+    if ".." in candidate.parts:
+        raise PathRefused(f"“{relative}” contains “..”; paths must stay inside the library base directory.")
+    base = base_dir.resolve()
+    resolved = (base / candidate).resolve()
+    if not resolved.is_relative_to(base):
+        raise PathRefused(f"“{relative}” leads outside the library base directory (through a symlink).")
+    if not resolved.exists():
+        raise PathRefused(f"“{relative}” does not exist in the library base directory.")
+    return resolved
+
+
+@dataclass(frozen=True)
+class Candidate:
+    relative_path: str  # inside the root, POSIX style
+    absolute_path: Path  # resolved, inside the base directory
+    excluded_by: str = ""
+
+
+def matches_exclude(relative_path: str, patterns: list[str]) -> str:
+    """The first exclude glob matching the path, or "".
+
+    fnmatch's ``*`` also crosses ``/``, which is what people mean by ``**``;
+    ``**/x/**`` must also match ``x/...`` at the top of the root.
+    """
+    for pattern in patterns:
+        pattern = pattern.strip()
+        if pattern and any(fnmatch.fnmatchcase(relative_path, p) for p in (pattern, pattern.removeprefix("**/"))):
+            return pattern
+    return ""
+
+
+def expand_root(base_dir: Path, root_path: str, *, recursive: bool, exclude_patterns: list[str]) -> tuple[list[Candidate], list[str]]:
+    """Files the root holds, and the paths refused on the way (symlinks
+    escaping the base directory), both sorted."""
+    base = base_dir.resolve()
+    top = resolve_inside(base_dir, root_path)
+    if top.is_file():
+        return ([Candidate(top.name, top)] if top.suffix.lower() in SUPPORTED_EXTENSIONS else []), []
+
+    found: list[Candidate] = []
+    refused: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        current = Path(dirpath)
+        rel_dir = current.relative_to(top)
+        kept_dirs = []
+        for name in sorted(dirnames):
+            if name in SKIPPED_DIRS:
+                continue
+            full = current / name
+            if full.is_symlink():
+                target = full.resolve()
+                if not target.is_relative_to(base):
+                    refused.append(str(PurePosixPath(rel_dir / name)))
+                # Symlinked folders are not followed: one file, one path.
+                continue
+            kept_dirs.append(name)
+        dirnames[:] = kept_dirs if recursive else []
+        for name in sorted(filenames):
+            if Path(name).suffix.lower() not in SUPPORTED_EXTENSIONS:
+                continue
+            full = current / name
+            rel = PurePosixPath(rel_dir / name).as_posix()
+            real = full.resolve()
+            if not real.is_relative_to(base):
+                refused.append(rel)
+                continue
+            if not real.is_file():
+                continue
+            found.append(Candidate(rel, real, matches_exclude(rel, exclude_patterns)))
+    found.sort(key=lambda c: c.relative_path)
+    refused.sort()
+    return found, refused

@@ -1,0 +1,207 @@
+"""The registry: which folders are in the library, every source file in them
+with its state, and the persistent ledger of work sent to LightRAG.
+
+The user's files are the truth; these rows are MNote's map of them, and
+LightRAG's storage is a cache derived from them.
+"""
+
+import hashlib
+from datetime import timedelta
+from pathlib import PurePosixPath
+
+from django.conf import settings
+from django.contrib.auth.models import Group
+from django.db import models
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+
+class IndexedRoot(models.Model):
+    """A folder (or a single file) under MNOTE_LIBRARY_BASE_DIR that an admin
+    put in the library. Nothing outside an enabled root is ever indexed."""
+
+    name = models.CharField(_("name"), max_length=120, unique=True)
+    path = models.CharField(
+        _("path"),
+        max_length=1024,
+        unique=True,
+        help_text=_("Relative to the library base directory."),
+    )
+    recursive = models.BooleanField(_("recursive"), default=True)
+    exclude_patterns = models.JSONField(
+        _("exclude patterns"),
+        default=list,
+        blank=True,
+        help_text=_("Globs such as **/draft-private/**"),
+    )
+    run_on_change = models.BooleanField(_("run on change"), default=True)
+    enabled = models.BooleanField(_("enabled"), default=True)
+    visible_to_all = models.BooleanField(_("visible to all members"), default=True)
+    visible_to_groups = models.ManyToManyField(
+        Group, blank=True, related_name="visible_roots", verbose_name=_("visible to groups")
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = _("indexed root")
+        verbose_name_plural = _("indexed roots")
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def absolute_path(self):
+        return settings.MNOTE_LIBRARY_BASE_DIR / self.path
+
+
+class SourceQuerySet(models.QuerySet):
+    def in_progress(self):
+        return self.filter(status__in=Source.IN_PROGRESS)
+
+    def citable(self):
+        """Only these may back a citation: indexed, current, not deleted."""
+        return self.filter(status=Source.Status.INDEXED, stale=False, deleted_at__isnull=True).exclude(
+            lightrag_doc_id=""
+        )
+
+
+class Source(models.Model):
+    """One file of the library, as MNote last saw it."""
+
+    class Status(models.TextChoices):
+        NOT_INDEXED = "not_indexed", _("not indexed")
+        QUEUED = "queued", _("queued")
+        INDEXING = "indexing", _("indexing")
+        INDEXED = "indexed", _("indexed")
+        FAILED = "failed", _("failed")
+        STALE = "stale", _("stale")
+        DELETE_SUBMITTED = "delete_submitted", _("delete submitted")
+        REMOVED = "removed", _("removed")
+        EXCLUDED = "excluded", _("excluded")
+        DUPLICATE = "duplicate", _("duplicate")
+
+    IN_PROGRESS = (Status.QUEUED, Status.INDEXING, Status.DELETE_SUBMITTED)
+
+    root = models.ForeignKey(IndexedRoot, on_delete=models.CASCADE, related_name="sources")
+    relative_path = models.CharField(_("path in root"), max_length=1024)
+    absolute_path = models.CharField(_("absolute path"), max_length=4096)
+    sha256 = models.CharField(max_length=64, blank=True)
+    size = models.BigIntegerField(null=True, blank=True)
+    mtime = models.FloatField(null=True, blank=True)
+    lightrag_name = models.CharField(
+        _("LightRAG file name"),
+        max_length=512,
+        blank=True,
+        db_index=True,
+        help_text=_("The unique name LightRAG knows this file by (its file_path)."),
+    )
+    lightrag_doc_id = models.CharField(_("LightRAG doc id"), max_length=80, blank=True, db_index=True)
+    chunk_count = models.PositiveIntegerField(_("chunks"), null=True, blank=True)
+    parse_engine = models.CharField(max_length=40, blank=True)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.NOT_INDEXED, db_index=True)
+    stale = models.BooleanField(default=False)
+    duplicate_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    excluded_by = models.CharField(max_length=255, blank=True)
+    last_error = models.TextField(blank=True)
+    indexed_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = SourceQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["root__name", "relative_path"]
+        constraints = [models.UniqueConstraint(fields=["root", "relative_path"], name="unique_source_path_in_root")]
+
+    def __str__(self):
+        return self.library_path
+
+    @property
+    def library_path(self) -> str:
+        """The path users see: the root's path joined with the file's path in it."""
+        if self.relative_path in ("", "."):
+            return self.root.path
+        return str(PurePosixPath(self.root.path) / self.relative_path)
+
+    @property
+    def file_name(self) -> str:
+        return PurePosixPath(self.relative_path or self.root.path).name
+
+    def unique_lightrag_name(self) -> str:
+        """LightRAG keeps only a basename and ids a document by md5(basename),
+        so the name must be unique per file *and* content: a changed file gets
+        a new document while the old one is still being deleted."""
+        digest = hashlib.sha256(f"{self.root_id}\0{self.relative_path}\0{self.sha256}".encode()).hexdigest()
+        return f"mnote-{digest[:16]}-{self.file_name}"
+
+
+class JobQuerySet(models.QuerySet):
+    def due(self, now=None):
+        now = now or timezone.now()
+        return self.filter(state=Job.State.PENDING, next_attempt_at__lte=now).order_by("next_attempt_at", "id")
+
+
+class Job(models.Model):
+    """Work owed to LightRAG, persisted so a crash or restart of either
+    process loses nothing: scans answered "busy" and deletes are retried with
+    backoff from here."""
+
+    class Kind(models.TextChoices):
+        SCAN = "scan", _("scan")
+        DELETE = "delete", _("delete document")
+        TRACK = "track", _("follow status")
+
+    class State(models.TextChoices):
+        PENDING = "pending", _("pending")
+        DONE = "done", _("done")
+        FAILED = "failed", _("failed")
+
+    MAX_ATTEMPTS = 12
+    BACKOFF_BASE_SECONDS = 2
+    BACKOFF_MAX_SECONDS = 300
+
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    source = models.ForeignKey(Source, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs")
+    payload = models.JSONField(default=dict, blank=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING, db_index=True)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(default=timezone.now, db_index=True)
+    last_error = models.TextField(blank=True)
+    track_id = models.CharField(max_length=120, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = JobQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.get_kind_display()} #{self.pk} ({self.state})"
+
+    def backoff(self) -> timedelta:
+        seconds = min(self.BACKOFF_BASE_SECONDS * 2 ** max(self.attempts - 1, 0), self.BACKOFF_MAX_SECONDS)
+        return timedelta(seconds=seconds)
+
+    def retry_later(self, error: str) -> None:
+        """Record a transient failure; give up after MAX_ATTEMPTS."""
+        self.attempts += 1
+        self.last_error = error
+        if self.attempts >= self.MAX_ATTEMPTS:
+            self.state = self.State.FAILED
+            self.finished_at = timezone.now()
+        else:
+            self.next_attempt_at = timezone.now() + self.backoff()
+        self.save(update_fields=["attempts", "last_error", "state", "finished_at", "next_attempt_at", "updated_at"])
+
+    def finish(self, track_id: str = "") -> None:
+        self.attempts += 1
+        self.state = self.State.DONE
+        self.track_id = track_id or self.track_id
+        self.finished_at = timezone.now()
+        self.last_error = ""
+        self.save(update_fields=["attempts", "state", "track_id", "finished_at", "last_error", "updated_at"])

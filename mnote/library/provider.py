@@ -1,0 +1,55 @@
+"""The LightRAG client as the web app uses it: configured from settings, and
+turned into a report a page can always render, whatever state LightRAG is in."""
+
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+from django.conf import settings
+from django.http.request import split_domain_port
+from django.utils.translation import gettext as _
+
+from mnote.lightrag import Health, LightRAGClient, LightRAGError, LightRAGUnauthorized, make_client
+
+_LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
+
+
+def lightrag_client() -> LightRAGClient:
+    # Tests put an httpx.MockTransport here; production leaves it unset.
+    transport = getattr(settings, "MNOTE_LIGHTRAG_TRANSPORT", None)
+    return make_client(settings.MNOTE_LIGHTRAG, transport=transport)
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    health: Health | None
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.health is not None and self.health.healthy
+
+
+def health_report() -> HealthReport:
+    try:
+        with lightrag_client() as client:
+            return HealthReport(client.health())
+    except LightRAGUnauthorized as e:
+        return HealthReport(None, _("LightRAG refused MNote's API key: %(detail)s") % {"detail": e})
+    except LightRAGError as e:
+        return HealthReport(None, _("LightRAG unavailable: %(detail)s") % {"detail": e})
+
+
+def webui_url(request) -> str:
+    """LightRAG's own WebUI, reachable by the browser: a loopback host in the
+    configured URL means "the machine MNote runs on", which for a remote user
+    is the host they reached MNote on."""
+    parts = urlsplit(settings.MNOTE_LIGHTRAG.base_url)
+    host = parts.hostname or ""
+    netloc = parts.netloc
+    if host in _LOOPBACK_HOSTS:
+        request_host, _port = split_domain_port(request.get_host())
+        if ":" in request_host:
+            request_host = f"[{request_host}]"
+        netloc = f"{request_host}:{parts.port}" if parts.port else request_host
+    path = parts.path.rstrip("/") + "/webui/"
+    return urlunsplit((parts.scheme, netloc, path, "", ""))

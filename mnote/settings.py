@@ -1,0 +1,172 @@
+"""MNote Library settings: every deployment-specific value comes from the
+environment through the typed helpers in ``mnote.env`` (see README,
+"Configuration")."""
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
+from django.utils.translation import gettext_lazy as _
+
+from mnote.env import env_bool, env_int, env_list, env_path, env_str
+from mnote.lightrag.config import ImproperlyConfiguredLightRAG, load_config
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = env_path("MNOTE_DATA_DIR", BASE_DIR / "data")
+
+DEBUG = env_bool("MNOTE_DEBUG", False)
+
+
+def _secret_key() -> str:
+    key = env_str("MNOTE_SECRET_KEY")
+    if key:
+        return key
+    # A local install keeps one generated key so sessions survive restarts;
+    # production sets MNOTE_SECRET_KEY.
+    key_file = DATA_DIR / "secret_key"
+    if key_file.exists():
+        return key_file.read_text().strip()
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(50)
+    key_file.write_text(key)
+    key_file.chmod(0o600)
+    return key
+
+
+SECRET_KEY = _secret_key()
+ALLOWED_HOSTS = env_list("MNOTE_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("MNOTE_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "mnote.accounts",
+    "mnote.library",
+    "mnote.stack",
+    "mnote.demo",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "mnote.urls"
+WSGI_APPLICATION = "mnote.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.template.context_processors.csp",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+_database_url = env_str("DATABASE_URL")
+if _database_url:
+    try:
+        DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
+    except ValueError as e:
+        raise ImproperlyConfigured(f"DATABASE_URL is not usable: {e}") from e
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": DATA_DIR / "mnote.sqlite3",
+            # The sync worker and the web app write at the same time.
+            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
+        }
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", _("English")), ("zh-hans", _("Simplified Chinese"))]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+TIME_ZONE = env_str("MNOTE_TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+# Serve straight from the finders so a fresh checkout needs no collectstatic.
+WHITENOISE_USE_FINDERS = True
+
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF, CSP.NONCE],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "frame-ancestors": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+}
+X_FRAME_OPTIONS = "SAMEORIGIN"
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False  # htmx reads it to send X-CSRFToken
+SECURE_CONTENT_TYPE_NOSNIFF = True
+
+# --- the library and its LightRAG server ---------------------------------
+MNOTE_LIBRARY_BASE_DIR = env_path("MNOTE_LIBRARY_BASE_DIR", DATA_DIR / "library")
+MNOTE_BATCH_LIMIT = env_int("MNOTE_BATCH_LIMIT", 200, minimum=1)
+
+_lightrag_environ = dict(os.environ)
+# The embedded stack writes LightRAG's own .env here; read key and folders from it.
+_embedded_env_file = DATA_DIR / "lightrag" / ".env"
+if not _lightrag_environ.get("MNOTE_LIGHTRAG_ENV_FILE") and _embedded_env_file.exists():
+    _lightrag_environ["MNOTE_LIGHTRAG_ENV_FILE"] = str(_embedded_env_file)
+try:
+    MNOTE_LIGHTRAG = load_config(
+        _lightrag_environ,
+        default_url="http://127.0.0.1:9621",
+        default_input_dir=DATA_DIR / "lightrag" / "inputs",
+        default_working_dir=DATA_DIR / "lightrag" / "rag_storage",
+    )
+except ImproperlyConfiguredLightRAG as e:
+    raise ImproperlyConfigured(str(e)) from e
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("MNOTE_LOG_LEVEL", "INFO").upper()},
+}

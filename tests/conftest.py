@@ -1,0 +1,113 @@
+import json
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+
+from mnote.lightrag import load_config
+from mnote.stack.processes import EmbeddedStack, StackConfig, free_port
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REPO_DIR = Path(__file__).resolve().parent.parent
+
+
+def recorded(name: str) -> tuple[int, dict]:
+    """A real LightRAG 1.5.7 response, as recorded: (HTTP status, body)."""
+    data = json.loads((FIXTURES / "lightrag" / name).read_text())
+    return data["_http_status"], data["body"]
+
+
+class RecordedLightRAG:
+    """A fake LightRAG at the transport: serves recorded responses for the
+    routes a test declares and fails the test on any other request."""
+
+    def __init__(self):
+        self.routes: dict[tuple[str, str], object] = {}
+        self.requests: list[httpx.Request] = []
+
+    def on(self, method: str, path: str, response):
+        """``response``: a recording's file name, an (status, body) pair, or an exception to raise."""
+        self.routes[(method, path)] = response
+        return self
+
+    def handler(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        key = (request.method, request.url.path)
+        if key not in self.routes:
+            raise AssertionError(f"unexpected request to LightRAG: {request.method} {request.url.path}")
+        response = self.routes[key]
+        if isinstance(response, Exception):
+            raise response
+        status, body = recorded(response) if isinstance(response, str) else response
+        return httpx.Response(status, json=body)
+
+    @property
+    def transport(self) -> httpx.MockTransport:
+        return httpx.MockTransport(self.handler)
+
+
+@pytest.fixture
+def fake_lightrag(settings):
+    fake = RecordedLightRAG()
+    settings.MNOTE_LIGHTRAG_TRANSPORT = fake.transport
+    return fake
+
+
+@pytest.fixture
+def library_dir(tmp_path, settings):
+    base = tmp_path / "library"
+    base.mkdir()
+    settings.MNOTE_LIBRARY_BASE_DIR = base
+    return base
+
+
+@pytest.fixture
+def member(django_user_model):
+    return django_user_model.objects.create_user("mia", password="member-pass-123")
+
+
+@pytest.fixture
+def admin_user(django_user_model):
+    return django_user_model.objects.create_user("ada", password="admin-pass-123", is_staff=True)
+
+
+@pytest.fixture
+def member_client(client, member):
+    client.force_login(member)
+    return client
+
+
+# --- the real embedded stack, for integration tests -----------------------
+
+
+@pytest.fixture(scope="session")
+def embedded_stack(tmp_path_factory):
+    """A real lightrag-server and the local model endpoint, on free loopback
+    ports, with their data in a temporary folder. Started once per session."""
+    data_dir = tmp_path_factory.mktemp("stack")
+    # Reuse the tiktoken cache `make run` built, when there is one.
+    cache = REPO_DIR / "data" / "tiktoken"
+    if cache.is_dir():
+        shutil.copytree(cache, data_dir / "tiktoken")
+    stack = EmbeddedStack(StackConfig(data_dir=data_dir, lightrag_port=free_port(), model_port=free_port()))
+    stack.start()
+    yield stack
+    stack.stop()
+
+
+@pytest.fixture
+def live_lightrag(embedded_stack, settings, library_dir):
+    """Point the app at the session's real LightRAG, reading its key and
+    folders from LightRAG's own .env as a deployment would."""
+    config = embedded_stack.config
+    if not embedded_stack.lightrag.alive():
+        embedded_stack.restart_lightrag()
+    settings.MNOTE_LIGHTRAG = load_config(
+        {"MNOTE_LIGHTRAG_ENV_FILE": str(config.env_file)},
+        default_url="http://127.0.0.1:1",
+        default_input_dir=config.input_dir,
+        default_working_dir=config.working_dir,
+    )
+    settings.MNOTE_LIGHTRAG_TRANSPORT = None
+    return embedded_stack
