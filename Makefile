@@ -14,6 +14,7 @@ PY := $(VENV)/bin/python
 
 run: install install-lightrag
 	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput -v 0
 	$(PY) manage.py ensure_admin
 	$(PY) manage.py run_stack
 

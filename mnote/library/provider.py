@@ -32,11 +32,15 @@ class HealthReport:
 def health_report() -> HealthReport:
     try:
         with lightrag_client() as client:
-            return HealthReport(client.health())
+            health = client.health()
     except LightRAGUnauthorized as e:
         return HealthReport(None, _("LightRAG refused MNote's API key: %(detail)s") % {"detail": e})
     except LightRAGError as e:
         return HealthReport(None, _("LightRAG unavailable: %(detail)s") % {"detail": e})
+    # /health answers without a valid key too, just without its configuration.
+    if not health.authenticated:
+        return HealthReport(None, _("LightRAG refused MNote's API key: check MNOTE_LIGHTRAG_API_KEY or its .env file."))
+    return HealthReport(health)
 
 
 def webui_url(request) -> str:

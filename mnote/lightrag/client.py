@@ -1,0 +1,441 @@
+"""The one client for LightRAG's HTTP API, as observed on lightrag-hku 1.5.7.
+
+Every call either returns parsed data or raises a LightRAGError subclass; nothing
+here retries (the job ledger does).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from .config import NO_LLM_MODEL, LightRAGConfig
+from .errors import (
+    LightRAGBusy,
+    LightRAGRejected,
+    LightRAGUnauthorized,
+    LightRAGUnavailable,
+)
+
+DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=3.0)
+HEALTH_TIMEOUT = httpx.Timeout(5.0, connect=3.0)
+# /query waits for the LLM to write the answer, not only for retrieval.
+ANSWER_TIMEOUT = httpx.Timeout(120.0, connect=3.0)
+
+QUERY_MODES = frozenset({"naive", "local", "global", "hybrid", "mix"})
+MIN_PAGE_SIZE, MAX_PAGE_SIZE = 10, 200
+# Documents added while we page through the list may push a few more pages.
+EXTRA_PAGES_ALLOWED = 10
+
+
+@dataclass(frozen=True)
+class Health:
+    healthy: bool
+    authenticated: bool
+    """False when LightRAG hid its configuration: our API key is missing or wrong."""
+    core_version: str | None
+    api_version: str | None
+    webui_available: bool
+    pipeline_busy: bool
+    llm_binding: str | None
+    llm_model: str | None
+    has_llm: bool
+    embedding_binding: str | None
+    embedding_model: str | None
+    rerank_enabled: bool
+    rerank_binding: str | None
+    rerank_model: str | None
+    rerank_queue_available: bool | None
+    working_directory: str | None
+    input_directory: str | None
+    raw: dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_body(cls, body: dict[str, Any]) -> Health:
+        # /health answers 200 to anyone, but only shows `configuration` to a valid key.
+        configuration = body.get("configuration") or {}
+        rerank_queue = body.get("rerank_queue_status")
+        llm_binding = configuration.get("llm_binding") or None
+        llm_model = configuration.get("llm_model") or None
+        rerank_binding = configuration.get("rerank_binding")
+        return cls(
+            healthy=body.get("status") == "healthy",
+            authenticated="configuration" in body,
+            core_version=body.get("core_version"),
+            api_version=body.get("api_version"),
+            webui_available=bool(body.get("webui_available")),
+            pipeline_busy=bool(body.get("pipeline_busy")),
+            llm_binding=llm_binding,
+            llm_model=llm_model,
+            has_llm=llm_binding is not None and llm_model != NO_LLM_MODEL,
+            embedding_binding=configuration.get("embedding_binding") or None,
+            embedding_model=configuration.get("embedding_model") or None,
+            rerank_enabled=bool(configuration.get("enable_rerank")),
+            rerank_binding=None if rerank_binding in (None, "", "null") else rerank_binding,
+            rerank_model=configuration.get("rerank_model") or None,
+            rerank_queue_available=(
+                bool(rerank_queue["available"])
+                if isinstance(rerank_queue, dict) and "available" in rerank_queue
+                else None
+            ),
+            # 1.5.7 puts the directories at the top level, not under `configuration`.
+            working_directory=body.get("working_directory") or configuration.get("working_directory"),
+            input_directory=body.get("input_directory") or configuration.get("input_directory"),
+            raw=body,
+        )
+
+
+@dataclass(frozen=True)
+class Document:
+    id: str
+    file_path: str
+    """The basename LightRAG knows the file by (for us, the symlink's name)."""
+    status: str
+    chunks_count: int
+    error_msg: str | None
+    parse_engine: str | None
+    is_duplicate: bool
+    original_doc_id: str | None
+    track_id: str | None
+    created_at: datetime | None
+    updated_at: datetime | None
+    content_summary: str
+    metadata: dict[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_body(cls, item: dict[str, Any]) -> Document:
+        metadata = item.get("metadata") or {}
+        return cls(
+            id=item["id"],
+            file_path=item.get("file_path") or "",
+            status=item.get("status") or "",
+            chunks_count=item.get("chunks_count") or 0,
+            error_msg=item.get("error_msg") or None,
+            parse_engine=metadata.get("parse_engine"),
+            is_duplicate=bool(metadata.get("is_duplicate")),
+            original_doc_id=metadata.get("original_doc_id"),
+            track_id=item.get("track_id"),
+            created_at=_timestamp(item.get("created_at")),
+            updated_at=_timestamp(item.get("updated_at")),
+            content_summary=item.get("content_summary") or "",
+            metadata=metadata,
+        )
+
+
+@dataclass(frozen=True)
+class DocumentsPage:
+    documents: list[Document]
+    total: int
+    page: int
+    page_size: int
+    has_next: bool
+    status_counts: dict[str, int]
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    track_id: str
+    status: str
+    message: str
+
+
+@dataclass(frozen=True)
+class DeleteResult:
+    status: str
+    message: str
+    doc_ids: list[str]
+
+
+def make_client(
+    config: LightRAGConfig,
+    *,
+    transport: httpx.BaseTransport | None = None,
+    timeout: httpx.Timeout | None = None,
+) -> LightRAGClient:
+    """`timeout` replaces the default for documents and retrieval; health and answers keep theirs."""
+    headers = {"Accept": "application/json"}
+    if config.api_key:
+        headers["X-API-Key"] = config.api_key
+    http = httpx.Client(
+        base_url=config.base_url,
+        headers=headers,
+        timeout=timeout or DEFAULT_TIMEOUT,
+        transport=transport,
+    )
+    return LightRAGClient(http, base_url=config.base_url)
+
+
+class LightRAGClient:
+    def __init__(self, http: httpx.Client, *, base_url: str):
+        self._http = http
+        self.base_url = base_url
+
+    def __enter__(self) -> LightRAGClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def health(self) -> Health:
+        return Health.from_body(self._json_object("GET", "/health", timeout=HEALTH_TIMEOUT))
+
+    def scan(self) -> ScanResult:
+        body = self._json_object("POST", "/documents/scan")
+        result = ScanResult(
+            track_id=body.get("track_id") or "",
+            status=body.get("status") or "",
+            message=body.get("message") or "",
+        )
+        # LightRAG answers 200 when it skips a scan because it is busy: nothing was scanned.
+        if result.status == "scanning_skipped_pipeline_busy":
+            raise LightRAGBusy(
+                result.message or "LightRAG skipped the scan: its pipeline is busy.",
+                track_id=result.track_id or None,
+                detail=result.message or None,
+            )
+        if result.status != "scanning_started":
+            raise LightRAGUnavailable(f"LightRAG answered a scan with an unknown status {result.status!r}.")
+        return result
+
+    def documents_page(
+        self,
+        page: int = 1,
+        page_size: int = 100,
+        status_filters: Iterable[str] | None = None,
+        sort_field: str = "updated_at",
+        sort_direction: str = "desc",
+    ) -> DocumentsPage:
+        request: dict[str, Any] = {
+            "page": max(1, page),
+            "page_size": min(MAX_PAGE_SIZE, max(MIN_PAGE_SIZE, page_size)),
+            "sort_field": sort_field,
+            "sort_direction": sort_direction,
+        }
+        if status_filters is not None:
+            request["status_filters"] = list(status_filters)
+        body = self._json_object("POST", "/documents/paginated", json=request)
+        try:
+            pagination = body["pagination"]
+            return DocumentsPage(
+                documents=[Document.from_body(item) for item in body["documents"]],
+                total=int(pagination["total_count"]),
+                page=int(pagination["page"]),
+                page_size=int(pagination["page_size"]),
+                has_next=bool(pagination["has_next"]),
+                status_counts=dict(body.get("status_counts") or {}),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise LightRAGUnavailable(f"LightRAG's document list has an unexpected shape: {e!r}") from e
+
+    def iter_documents(
+        self,
+        *,
+        status_filters: Iterable[str] | None = None,
+        page_size: int = MAX_PAGE_SIZE,
+        sort_field: str = "id",
+        sort_direction: str = "asc",
+    ) -> Iterator[Document]:
+        """Every document, each once. Sorted by id by default: updates then don't move
+        a document to a page we have already read, which would hide it from us."""
+        status_filters = None if status_filters is None else list(status_filters)
+        seen: set[str] = set()
+        page_number = 1
+        page_limit = None
+        while True:
+            page = self.documents_page(
+                page=page_number,
+                page_size=page_size,
+                status_filters=status_filters,
+                sort_field=sort_field,
+                sort_direction=sort_direction,
+            )
+            if page_limit is None:
+                page_limit = math.ceil(page.total / max(page.page_size, 1)) + EXTRA_PAGES_ALLOWED
+            for document in page.documents:
+                if document.id not in seen:
+                    seen.add(document.id)
+                    yield document
+            if not page.has_next or not page.documents:
+                return
+            # A partial list would make present documents look deleted, so fail instead.
+            if page_number >= page_limit:
+                raise LightRAGUnavailable(
+                    f"LightRAG still reports more documents after {page_number} pages "
+                    f"of {page.page_size} (total {page.total}); stopped reading."
+                )
+            page_number += 1
+
+    def delete_documents(self, doc_ids: list[str]) -> DeleteResult:
+        """Delete LightRAG's derived data only: never the input file, never the LLM cache."""
+        unique_ids = list(dict.fromkeys(doc_id.strip() for doc_id in doc_ids))
+        if not unique_ids or not all(unique_ids):
+            raise ValueError("delete_documents needs at least one non-blank document id.")
+        request = {"doc_ids": unique_ids, "delete_file": False, "delete_llm_cache": False}
+        body = self._json_object("DELETE", "/documents/delete_document", json=request)
+        result = DeleteResult(
+            status=body.get("status") or "",
+            message=body.get("message") or "",
+            doc_ids=unique_ids,
+        )
+        if result.status == "busy":
+            raise LightRAGBusy(result.message or "LightRAG's pipeline is busy.", detail=result.message or None)
+        if result.status == "not_allowed":
+            raise LightRAGRejected(
+                result.message or "LightRAG does not allow this deletion.", detail=result.message or None
+            )
+        if result.status != "deletion_started":
+            raise LightRAGUnavailable(f"LightRAG answered a deletion with an unknown status {result.status!r}.")
+        return result
+
+    def query_data(
+        self,
+        query: str,
+        *,
+        mode: str = "mix",
+        top_k: int | None = None,
+        chunk_top_k: int | None = None,
+        enable_rerank: bool | None = None,
+    ) -> dict[str, Any]:
+        """Retrieval only: entities, relationships, chunks and references; no answer.
+
+        A 200 with status "failure" and metadata.failure_reason "no_results" just means
+        nothing matched; it is returned as is.
+        """
+        request = _query_request(query, mode, top_k, chunk_top_k, enable_rerank)
+        return self._json_object("POST", "/query/data", json=request)
+
+    def query(
+        self,
+        query: str,
+        *,
+        mode: str = "mix",
+        top_k: int | None = None,
+        chunk_top_k: int | None = None,
+        enable_rerank: bool | None = None,
+    ) -> dict[str, Any]:
+        """An answer written by LightRAG's LLM, with the references it used."""
+        request = _query_request(query, mode, top_k, chunk_top_k, enable_rerank)
+        return self._json_object("POST", "/query", json=request, timeout=ANSWER_TIMEOUT)
+
+    def track_status(self, track_id: str) -> dict[str, Any]:
+        if not track_id.strip():
+            raise ValueError("track_status needs a track id.")
+        return self._json_object("GET", f"/documents/track_status/{quote(track_id, safe='')}")
+
+    def _json_object(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: dict[str, Any] | None = None,
+        timeout: httpx.Timeout | None = None,
+    ) -> dict[str, Any]:
+        request_name = f"{method} {path}"
+        try:
+            response = self._http.request(
+                method,
+                path,
+                json=json,
+                timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
+            )
+        except httpx.TimeoutException as e:
+            raise LightRAGUnavailable(f"LightRAG at {self.base_url} did not answer {request_name} in time.") from e
+        except httpx.TransportError as e:
+            raise LightRAGUnavailable(f"Cannot reach LightRAG at {self.base_url} ({request_name}): {e}") from e
+
+        try:
+            body = response.json()
+            decode_error = None
+        except ValueError as e:
+            body, decode_error = None, e
+        detail = _lightrag_message(body)
+        status = response.status_code
+
+        if status in (401, 403):
+            raise LightRAGUnauthorized(
+                f"LightRAG refused MNote's API key ({detail or f'HTTP {status}'}).",
+                status_code=status,
+                detail=detail,
+            )
+        if status == 429:
+            raise LightRAGBusy(detail or "LightRAG is too busy to accept this now.", status_code=status, detail=detail)
+        if 400 <= status < 500:
+            raise LightRAGRejected(
+                detail or f"LightRAG refused {request_name} (HTTP {status}): {_snippet(response)}",
+                status_code=status,
+                detail=detail,
+            )
+        if not 200 <= status < 300:
+            raise LightRAGUnavailable(
+                f"LightRAG failed {request_name} (HTTP {status}): {detail or _snippet(response)}",
+                status_code=status,
+                detail=detail,
+            )
+        if decode_error is not None:
+            raise LightRAGUnavailable(
+                f"LightRAG answered {request_name} with something that is not JSON "
+                f"({response.headers.get('content-type', 'no content type')}): {_snippet(response)}",
+                status_code=status,
+            ) from decode_error
+        if not isinstance(body, dict):
+            raise LightRAGUnavailable(
+                f"LightRAG answered {request_name} with JSON that is not an object.", status_code=status
+            )
+        return body
+
+
+def _query_request(
+    query: str,
+    mode: str,
+    top_k: int | None,
+    chunk_top_k: int | None,
+    enable_rerank: bool | None,
+) -> dict[str, Any]:
+    if mode not in QUERY_MODES:
+        raise ValueError(f"Unknown query mode {mode!r}; expected one of {sorted(QUERY_MODES)}.")
+    request: dict[str, Any] = {
+        "query": query,
+        # The contract: MNote's "hybrid" is LightRAG's "mix" (graph and vector together).
+        "mode": "mix" if mode == "hybrid" else mode,
+        "include_references": True,
+        "include_chunk_content": True,
+    }
+    optional = {"top_k": top_k, "chunk_top_k": chunk_top_k, "enable_rerank": enable_rerank}
+    request.update({name: value for name, value in optional.items() if value is not None})
+    return request
+
+
+def _lightrag_message(body: Any) -> str | None:
+    """LightRAG's explanation: FastAPI's `detail` (text or validation list) or `/query/data`'s `message`."""
+    if not isinstance(body, dict):
+        return None
+    detail = body.get("detail")
+    if isinstance(detail, str) and detail:
+        return detail
+    if isinstance(detail, list) and detail:
+        return "; ".join(str(item.get("msg", item)) if isinstance(item, dict) else str(item) for item in detail)
+    message = body.get("message")
+    return message if isinstance(message, str) and message else None
+
+
+def _snippet(response: httpx.Response, limit: int = 200) -> str:
+    text = " ".join(response.text.split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _timestamp(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None

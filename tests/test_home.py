@@ -1,0 +1,117 @@
+import dataclasses
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_sends_anonymous_visitors_to_the_login_page(client):
+    response = client.get("/")
+    assert response.status_code == 302
+    assert response.url.startswith("/accounts/login/")
+
+
+def test_it_shows_the_apps_own_login_page(client):
+    response = client.get("/accounts/login/")
+    assert response.status_code == 200
+    assert b"Log in to MNote Library" in response.content
+    assert b"Django administration" not in response.content
+
+
+def test_it_logs_a_member_in_and_shows_the_home_page(client, member, fake_lightrag):
+    fake_lightrag.on("GET", "/health", "health.json")
+    response = client.post("/accounts/login/", {"username": "mia", "password": "member-pass-123"}, follow=True)
+    assert response.status_code == 200
+    assert response.redirect_chain[-1][0] == "/"
+    assert b"healthy" in response.content
+
+
+def test_it_refuses_a_wrong_password(client, member):
+    response = client.post("/accounts/login/", {"username": "mia", "password": "nope"})
+    assert response.status_code == 200
+    assert b"Please enter a correct username and password" in response.content
+
+
+def test_it_reports_lightrag_health_with_version_models_and_rerank(member_client, fake_lightrag):
+    fake_lightrag.on("GET", "/health", "health.json")
+    page = member_client.get("/").content.decode()
+    assert "1.5.7" in page
+    assert "text-embedding-3-small" in page
+    assert "disabled" in page  # rerank off in the recording
+    assert "results are in retrieval order, not reranked" in page
+
+
+def test_it_sends_the_api_key_to_lightrag(member_client, fake_lightrag, settings):
+    settings.MNOTE_LIGHTRAG = dataclasses.replace(settings.MNOTE_LIGHTRAG, api_key="team-key")
+    fake_lightrag.on("GET", "/health", "health.json")
+    member_client.get("/")
+    assert fake_lightrag.requests[0].headers["X-API-Key"] == "team-key"
+
+
+def test_it_says_there_is_no_llm_when_the_stack_is_retrieval_only(member_client, fake_lightrag):
+    status, body = _health_with(llm_model="mnote-no-llm")
+    fake_lightrag.on("GET", "/health", (status, body))
+    page = member_client.get("/").content.decode()
+    assert "No LLM: retrieval-only." in page
+    assert "generated answers and the knowledge graph do not" in page
+
+
+def test_it_renders_with_a_clear_message_when_lightrag_is_down(member_client, fake_lightrag):
+    fake_lightrag.on("GET", "/health", httpx.ConnectError("Connection refused"))
+    response = member_client.get("/")
+    assert response.status_code == 200
+    assert b"LightRAG unavailable" in response.content
+
+
+def test_it_says_when_lightrag_refuses_the_key(member_client, fake_lightrag):
+    fake_lightrag.on("GET", "/health", "health_unauthenticated.json")
+    response = member_client.get("/")
+    assert response.status_code == 200
+    assert b"refused MNote&#x27;s API key" in response.content
+
+
+def test_it_rewrites_a_loopback_webui_link_to_the_host_the_user_reached(member_client, fake_lightrag, settings):
+    fake_lightrag.on("GET", "/health", "health.json")
+    settings.ALLOWED_HOSTS = ["library.example.com"]
+    page = member_client.get("/", HTTP_HOST="library.example.com").content.decode()
+    port = settings.MNOTE_LIGHTRAG.base_url.rsplit(":", 1)[1].strip("/")
+    assert f"http://library.example.com:{port}/webui/" in page
+
+
+def test_it_counts_sources_by_status(member_client, fake_lightrag, library_dir):
+    from mnote.library.models import IndexedRoot, Source
+
+    fake_lightrag.on("GET", "/health", "health.json")
+    root = IndexedRoot.objects.create(name="Papers", path="papers")
+    Source.objects.create(root=root, relative_path="a.md", absolute_path="/x/a.md", status="indexed")
+    Source.objects.create(root=root, relative_path="b.md", absolute_path="/x/b.md", status="failed")
+    page = member_client.get("/").content.decode()
+    assert "2 sources in MNote" in page
+
+
+def test_it_shows_the_administration_link_only_to_admins(client, member, admin_user, fake_lightrag):
+    fake_lightrag.on("GET", "/health", "health.json")
+    client.force_login(member)
+    assert b"/admin/" not in client.get("/").content
+    assert client.get("/admin/").status_code == 302
+    client.force_login(admin_user)
+    assert b"/admin/" in client.get("/").content
+    assert client.get("/admin/library/source/").status_code == 200
+
+
+def test_it_sets_a_content_security_policy_with_a_nonce(member_client, fake_lightrag):
+    fake_lightrag.on("GET", "/health", "health.json")
+    response = member_client.get("/")
+    policy = response.headers["Content-Security-Policy"]
+    assert "script-src 'self' 'nonce-" in policy
+    nonce = policy.split("'nonce-")[1].split("'")[0]
+    assert f'nonce="{nonce}"'.encode() in response.content
+
+
+def _health_with(**configuration):
+    from tests.conftest import recorded
+
+    status, body = recorded("health.json")
+    body = {**body, "configuration": {**body["configuration"], **configuration}}
+    return status, body

