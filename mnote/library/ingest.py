@@ -133,16 +133,24 @@ def run_due_jobs(client: LightRAGClient) -> int:
 def bridge_statuses(client: LightRAGClient) -> int:
     """Move sources in progress to indexed / failed / duplicate from
     LightRAG's document list. Returns how many changed."""
-    waiting = {s.lightrag_name: s for s in Source.objects.filter(status__in=[Source.Status.INDEXING, Source.Status.QUEUED])}
+    waiting = {
+        s.lightrag_name: s for s in Source.objects.filter(status__in=[Source.Status.INDEXING, Source.Status.QUEUED])
+    }
     if not waiting:
         return 0
-    by_doc_id = {}
-    changed = 0
+    documents = {}
     for document in client.iter_documents():
-        by_doc_id[document.id] = document
-        source = waiting.get(document.file_path)
-        if source is None:
+        if document.file_path not in waiting:
             continue
+        # A "dup-" record only says a name was seen twice; the "doc-" record
+        # of the same file carries its real state.
+        if document.file_path in documents and document.id.startswith("dup-"):
+            continue
+        documents[document.file_path] = document
+
+    changed = []
+    for name, document in documents.items():
+        source = waiting[name]
         if document.status == "processed":
             source.status = Source.Status.INDEXED
             source.indexed_at = timezone.now()
@@ -150,21 +158,21 @@ def bridge_statuses(client: LightRAGClient) -> int:
             source.chunk_count = document.chunks_count
             source.parse_engine = document.parse_engine or ""
             source.last_error = ""
-        elif document.status == "failed" and document.is_duplicate:
-            source.status = Source.Status.DUPLICATE
-            source.duplicate_of = Source.objects.filter(lightrag_doc_id=document.original_doc_id).first()
-            source.last_error = document.error_msg or ""
         elif document.status == "failed":
-            source.status = Source.Status.FAILED
+            source.status = Source.Status.DUPLICATE if document.is_duplicate else Source.Status.FAILED
             source.last_error = document.error_msg or "LightRAG reported the document failed."
+        elif source.status == Source.Status.QUEUED:
+            source.status = Source.Status.INDEXING
         else:
-            if source.status == Source.Status.QUEUED:
-                source.status = Source.Status.INDEXING
-            else:
-                continue
+            continue
         source.save()
-        changed += 1
-    return changed
+        changed.append((source, document))
+    # After the saves, so an original indexed in this same pass is found.
+    for source, document in changed:
+        if source.status == Source.Status.DUPLICATE and document.original_doc_id:
+            source.duplicate_of = Source.objects.filter(lightrag_doc_id=document.original_doc_id).first()
+            source.save(update_fields=["duplicate_of"])
+    return len(changed)
 
 
 def wait_until_settled(client: LightRAGClient, *, timeout: float, interval: float = 1.0) -> bool:
