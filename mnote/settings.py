@@ -169,4 +169,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("MNOTE_LOG_LEVEL", "INFO").upper()},
+    # One line per request to LightRAG is noise at INFO.
+    "loggers": {"httpx": {"level": "WARNING"}},
 }

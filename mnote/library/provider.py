@@ -36,7 +36,7 @@ def health_report() -> HealthReport:
     except LightRAGUnauthorized as e:
         return HealthReport(None, _("LightRAG refused MNote's API key: %(detail)s") % {"detail": e})
     except LightRAGError as e:
-        return HealthReport(None, _("LightRAG unavailable: %(detail)s") % {"detail": e})
+        return HealthReport(None, str(e))
     # /health answers without a valid key too, just without its configuration.
     if not health.authenticated:
         return HealthReport(None, _("LightRAG refused MNote's API key: check MNOTE_LIGHTRAG_API_KEY or its .env file."))

@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.db.models import Count
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -16,6 +17,7 @@ def home(request):
         {
             "report": health_report(),
             "webui_url": webui_url(request),
+            "lightrag_url": settings.MNOTE_LIGHTRAG.base_url,
             "status_counts": status_counts,
             "source_total": sum(counts.values()),
             "root_total": IndexedRoot.objects.count(),

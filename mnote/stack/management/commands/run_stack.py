@@ -3,6 +3,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -62,12 +63,27 @@ class Command(BaseCommand):
         shown_host = "127.0.0.1" if host in ("0.0.0.0", "") else host
         self.stdout.write(self.style.SUCCESS(f"\nMNote Library is running: http://{shown_host}:{port}/"))
         self.stdout.write("Press Ctrl-C to stop everything.")
-        children = [worker, web] + (stack.processes if stack else [])
+        # A crashed LightRAG, model endpoint or worker is restarted; pages keep
+        # rendering (with "LightRAG unavailable") meanwhile. Only the web app
+        # itself ending stops everything.
+        restartable = [worker] + (stack.processes if stack else [])
+        next_try = {p.name: 0.0 for p in restartable}
         while not stop.wait(1):
-            dead = [p.name for p in children if not p.alive()]
-            if dead:
-                self.stderr.write(f"{', '.join(dead)} stopped unexpectedly; shutting down (see {settings.DATA_DIR / 'logs'}).")
+            if not web.alive():
+                self.stderr.write(f"The web app stopped unexpectedly; shutting down (see {web.log_path}).")
                 break
+            for process in restartable:
+                if process.alive() or time.monotonic() < next_try[process.name]:
+                    continue
+                self.stderr.write(f"{process.name} stopped (exit {process.process.returncode}); restarting it.")
+                try:
+                    process.start()
+                    if process.health_url:
+                        process.wait_healthy(120)
+                    self.stdout.write(f"{process.name} is back.")
+                except StackError as e:
+                    self.stderr.write(f"{e}\nTrying again in 30 s.")
+                    next_try[process.name] = time.monotonic() + 30
         self.stdout.write("Stopping…")
         web.stop()
         worker.stop()
