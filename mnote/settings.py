@@ -13,6 +13,7 @@ from django.utils.translation import gettext_lazy as _
 
 from mnote.env import env_bool, env_int, env_list, env_path, env_str
 from mnote.lightrag.config import ImproperlyConfiguredLightRAG, load_config
+from mnote.private_files import write_private_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = env_path("MNOTE_DATA_DIR", BASE_DIR / "data")
@@ -29,10 +30,8 @@ def _secret_key() -> str:
     key_file = DATA_DIR / "secret_key"
     if key_file.exists():
         return key_file.read_text().strip()
-    DATA_DIR.mkdir(parents=True, exist_ok=True)
     key = secrets.token_urlsafe(50)
-    key_file.write_text(key)
-    key_file.chmod(0o600)
+    write_private_file(key_file, key)
     return key
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mnote.library.ingest import queue_for_ingest, register_root, wait_until_settled
+from mnote.library.ingest import queue_for_ingest, wait_until_settled
+from mnote.library.sync import sync_root
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.provider import lightrag_client
 from mnote.lightrag import NO_LLM_MODEL
@@ -51,9 +52,9 @@ def test_it_ingests_a_docx_finds_it_deletes_it_and_leaves_the_file_untouched(liv
     before = sha256(user_file)
 
     root = IndexedRoot.objects.create(name="Manuals", path="manuals")
-    assert register_root(root).new == 1
+    summary = sync_root(root)
+    assert (summary.new, summary.queued) == (1, 1)
     source = root.sources.get()
-    assert queue_for_ingest(source) == "queued"
 
     with lightrag_client() as client:
         assert wait_until_settled(client, timeout=240)

@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from mnote.library.ingest import bridge_statuses, queue_for_ingest, register_root, run_due_jobs
+from mnote.library.ingest import bridge_statuses, queue_for_ingest, run_due_jobs
 from mnote.library.models import IndexedRoot, Job, Source
 from mnote.library.provider import lightrag_client
 
@@ -29,16 +29,9 @@ def input_dir(tmp_path, settings):
     return inputs
 
 
-def test_it_registers_files_once_and_marks_excluded_ones(root):
-    first = register_root(root)
-    assert (first.new, first.excluded) == (1, 1)
-    assert register_root(root).known == 2
-    assert root.sources.get(relative_path="private/draft.md").status == Source.Status.EXCLUDED
-
-
 def test_it_links_the_file_into_lightrags_inputs_without_copying(root, input_dir, library_dir):
-    register_root(root)
-    source = root.sources.get(relative_path="alpha.md")
+    source = Source.objects.create(root=root, relative_path="alpha.md",
+                                   absolute_path=str(root.absolute_path / "alpha.md"))
     assert queue_for_ingest(source) == "queued"
     source.refresh_from_db()
     link = input_dir / source.lightrag_name
@@ -52,15 +45,14 @@ def test_it_links_the_file_into_lightrags_inputs_without_copying(root, input_dir
 
 def test_it_owes_one_scan_for_many_files(root, input_dir, library_dir):
     (library_dir / "papers" / "beta.md").write_text("beta")
-    register_root(root)
-    for source in root.sources.exclude(status=Source.Status.EXCLUDED):
-        queue_for_ingest(source)
+    for name in ("alpha.md", "beta.md"):
+        queue_for_ingest(Source.objects.create(root=root, relative_path=name, absolute_path=str(root.absolute_path / name)))
     assert Job.objects.filter(kind=Job.Kind.SCAN).count() == 1
 
 
 def test_it_retries_a_scan_answered_busy_with_backoff(root, input_dir, fake_lightrag):
-    register_root(root)
-    source = root.sources.get(relative_path="alpha.md")
+    source = Source.objects.create(root=root, relative_path="alpha.md",
+                                   absolute_path=str(root.absolute_path / "alpha.md"))
     queue_for_ingest(source)
     fake_lightrag.on("POST", "/documents/scan", "scan_second_immediately.json")
     with lightrag_client() as client:
@@ -113,8 +105,8 @@ def test_it_bridges_lightrag_statuses_to_the_registry(root, fake_lightrag):
 
 
 def test_it_reports_already_registered_for_the_same_content(root, input_dir):
-    register_root(root)
-    source = root.sources.get(relative_path="alpha.md")
+    source = Source.objects.create(root=root, relative_path="alpha.md",
+                                   absolute_path=str(root.absolute_path / "alpha.md"))
     queue_for_ingest(source)
     Source.objects.filter(pk=source.pk).update(status=Source.Status.INDEXED)
     source.refresh_from_db()

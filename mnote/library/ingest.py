@@ -1,27 +1,31 @@
-"""Ingest without copies: a symlink in LightRAG's input directory points at
-the user's file, a scan is owed to LightRAG in the job ledger, and a bounded
-status bridge follows LightRAG's document list until each source is indexed
-or failed.
+"""Ingest without copies, and the work owed to LightRAG.
+
+A symlink in LightRAG's input directory points at the user's file, a scan is
+owed to LightRAG in the job ledger, and a bounded status bridge follows
+LightRAG's document list until each source is indexed or failed. Deletes of
+derived documents go through the same ledger.
 """
 
 import hashlib
 import logging
 import os
 import time
-from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from mnote.library.expansion import expand_root
-from mnote.library.models import IndexedRoot, Job, Source
-from mnote.lightrag import LightRAGBusy, LightRAGClient, LightRAGError
+from mnote.library.models import Job, Source
+from mnote.lightrag import LightRAGBusy, LightRAGClient, LightRAGError, LightRAGRejected
 
 log = logging.getLogger(__name__)
 
 HASH_BLOCK = 1024 * 1024
+# A source still "indexing" this long after its scan, with LightRAG idle and
+# not listing it as done, gets another scan (e.g. LightRAG was killed mid-ingest).
+RESCAN_AFTER = timedelta(seconds=20)
 
 
 def file_sha256(path: Path) -> str:
@@ -32,37 +36,16 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-@dataclass
-class RegisterSummary:
-    new: int = 0
-    known: int = 0
-    excluded: int = 0
-    refused: tuple[str, ...] = ()
-
-
-def register_root(root: IndexedRoot) -> RegisterSummary:
-    """Create a registry row for each file the root holds that has none yet."""
-    candidates, refused = expand_root(
-        settings.MNOTE_LIBRARY_BASE_DIR, root.path, recursive=root.recursive, exclude_patterns=root.exclude_patterns
-    )
-    summary = RegisterSummary(refused=tuple(refused))
-    known = set(root.sources.values_list("relative_path", flat=True))
-    for candidate in candidates:
-        if candidate.relative_path in known:
-            summary.known += 1
-            continue
-        Source.objects.create(
-            root=root,
-            relative_path=candidate.relative_path,
-            absolute_path=str(candidate.absolute_path),
-            status=Source.Status.EXCLUDED if candidate.excluded_by else Source.Status.NOT_INDEXED,
-            excluded_by=candidate.excluded_by,
-        )
-        if candidate.excluded_by:
-            summary.excluded += 1
-        else:
-            summary.new += 1
-    return summary
+def refresh_fingerprint(source: Source, stat: os.stat_result | None = None) -> bool:
+    """Bring sha256 / size / mtime up to date; hash only when size or mtime
+    moved (or no hash yet). Returns whether the content changed."""
+    stat = stat or os.stat(source.absolute_path)
+    if source.sha256 and source.size == stat.st_size and source.mtime == stat.st_mtime:
+        return False
+    sha256 = file_sha256(Path(source.absolute_path))
+    changed = bool(source.sha256) and sha256 != source.sha256
+    source.sha256, source.size, source.mtime = sha256, stat.st_size, stat.st_mtime
+    return changed
 
 
 def _link_into_inputs(source: Source) -> None:
@@ -79,24 +62,37 @@ def _link_into_inputs(source: Source) -> None:
     os.replace(tmp, link)
 
 
+def unlink_from_inputs(source: Source) -> None:
+    """Remove our own not-yet-scanned link (never the user's file), so a later
+    scan does not pick up a file that left the library."""
+    if not source.lightrag_name:
+        return
+    link = settings.MNOTE_LIGHTRAG.input_dir / source.lightrag_name
+    if link.is_symlink():
+        link.unlink()
+
+
 def queue_for_ingest(source: Source, *, force: bool = False) -> str:
-    """Hash the file, link it into LightRAG's inputs and owe LightRAG a scan.
+    """Link the file into LightRAG's inputs and owe LightRAG a scan.
 
     Returns "queued", or "already_registered" when the same path with the same
     content is already indexed (unless forced).
     """
-    path = Path(source.absolute_path)
-    stat = path.stat()
-    sha256 = file_sha256(path)
-    if not force and source.status == Source.Status.INDEXED and source.sha256 == sha256 and not source.stale:
+    refresh_fingerprint(source)
+    if not force and source.status == Source.Status.INDEXED and not source.stale and source.lightrag_name == source.unique_lightrag_name():
+        source.save(update_fields=["sha256", "size", "mtime", "updated_at"])
         return "already_registered"
     with transaction.atomic():
-        source.sha256 = sha256
-        source.size = stat.st_size
-        source.mtime = stat.st_mtime
+        if force:
+            if source.lightrag_doc_id:
+                owe_delete(source, source.lightrag_doc_id)
+                source.lightrag_doc_id = ""
+            source.generation += 1
         source.lightrag_name = source.unique_lightrag_name()
         source.status = Source.Status.QUEUED
         source.last_error = ""
+        source.excluded_by = ""
+        source.deleted_at = None
         source.save()
         owe_scan()
     _link_into_inputs(source)
@@ -109,37 +105,77 @@ def owe_scan() -> Job:
     return job or Job.objects.create(kind=Job.Kind.SCAN)
 
 
+def owe_delete(source: Source | None, doc_id: str) -> Job:
+    """Ask LightRAG to drop a derived document (never the file)."""
+    return Job.objects.create(kind=Job.Kind.DELETE, source=source, payload={"doc_ids": [doc_id]})
+
+
+def submit_delete(source: Source, *, missing: bool) -> None:
+    """Take a source out of what LightRAG can cite: stale at once, its
+    document deleted, "delete submitted" until LightRAG no longer lists it."""
+    source.stale = True
+    if missing:
+        source.deleted_at = source.deleted_at or timezone.now()
+    unlink_from_inputs(source)
+    if source.lightrag_doc_id:
+        owe_delete(source, source.lightrag_doc_id)
+        source.lightrag_doc_id = ""
+        source.status = Source.Status.DELETE_SUBMITTED
+    elif source.status == Source.Status.INDEXING:
+        # LightRAG is working on it; the bridge asks for the delete once it lists it.
+        source.status = Source.Status.DELETE_SUBMITTED
+    else:
+        source.status = Source.Status.REMOVED
+    source.save()
+
+
 def run_due_jobs(client: LightRAGClient) -> int:
     """Carry out the ledger's due jobs once; transient failures wait with backoff."""
     done = 0
     for job in Job.objects.due():
-        if job.kind == Job.Kind.SCAN:
-            try:
+        try:
+            if job.kind == Job.Kind.SCAN:
                 result = client.scan()
-            except LightRAGBusy as e:
-                job.retry_later(f"LightRAG busy: {e}")
-                continue
-            except LightRAGError as e:
-                job.retry_later(str(e))
-                continue
-            job.finish(track_id=result.track_id)
-            Source.objects.filter(status=Source.Status.QUEUED).update(
-                status=Source.Status.INDEXING, updated_at=timezone.now()
-            )
-            done += 1
+                job.finish(track_id=result.track_id)
+                Source.objects.filter(status=Source.Status.QUEUED).update(
+                    status=Source.Status.INDEXING, updated_at=timezone.now()
+                )
+            elif job.kind == Job.Kind.DELETE:
+                client.delete_documents(job.payload["doc_ids"])
+                job.finish()
+            else:
+                job.finish()
+        except LightRAGBusy as e:
+            job.retry_later(f"LightRAG busy: {e}")
+            continue
+        except LightRAGRejected as e:
+            # "not_allowed" while a document is still being processed is transient too.
+            job.retry_later(f"LightRAG refused: {e}")
+            continue
+        except LightRAGError as e:
+            job.retry_later(str(e))
+            continue
+        done += 1
     return done
 
 
 def bridge_statuses(client: LightRAGClient) -> int:
-    """Move sources in progress to indexed / failed / duplicate from
-    LightRAG's document list. Returns how many changed."""
+    """Follow LightRAG's document list: sources in progress become indexed /
+    failed / duplicate, sources whose delete went through become removed.
+    Returns how many changed."""
     waiting = {
         s.lightrag_name: s for s in Source.objects.filter(status__in=[Source.Status.INDEXING, Source.Status.QUEUED])
     }
-    if not waiting:
+    deleting = list(Source.objects.filter(status=Source.Status.DELETE_SUBMITTED))
+    if not waiting and not deleting:
         return 0
+    listed_ids = set()
     documents = {}
+    by_name = {}
     for document in client.iter_documents():
+        listed_ids.add(document.id)
+        if by_name.get(document.file_path, "dup-").startswith("dup-"):
+            by_name[document.file_path] = document.id
         if document.file_path not in waiting:
             continue
         # A "dup-" record only says a name was seen twice; the "doc-" record
@@ -153,6 +189,7 @@ def bridge_statuses(client: LightRAGClient) -> int:
         source = waiting[name]
         if document.status == "processed":
             source.status = Source.Status.INDEXED
+            source.stale = False
             source.indexed_at = timezone.now()
             source.lightrag_doc_id = document.id
             source.chunk_count = document.chunks_count
@@ -172,20 +209,57 @@ def bridge_statuses(client: LightRAGClient) -> int:
         if source.status == Source.Status.DUPLICATE and document.original_doc_id:
             source.duplicate_of = Source.objects.filter(lightrag_doc_id=document.original_doc_id).first()
             source.save(update_fields=["duplicate_of"])
-    return len(changed)
+
+    removed = 0
+    for source in deleting:
+        jobs = list(source.jobs.filter(kind=Job.Kind.DELETE))
+        if any(job.state == Job.State.PENDING for job in jobs):
+            continue
+        asked = {doc_id for job in jobs for doc_id in job.payload.get("doc_ids", [])}
+        current = by_name.get(source.lightrag_name)
+        if current and current not in asked:
+            # Submitted while LightRAG was still indexing it: its id is known now.
+            owe_delete(source, current)
+            continue
+        if not current and not asked & listed_ids:
+            source.status = Source.Status.REMOVED
+            source.save(update_fields=["status", "updated_at"])
+            removed += 1
+    return len(changed) + removed
+
+
+def rescan_stuck(client: LightRAGClient) -> bool:
+    """Owe a new scan when sources sit in "indexing" after their scan finished
+    and LightRAG is idle — what a LightRAG killed mid-ingest leaves behind."""
+    stuck_before = timezone.now() - RESCAN_AFTER
+    if not Source.objects.filter(status=Source.Status.INDEXING, updated_at__lt=stuck_before).exists():
+        return False
+    if Job.objects.filter(kind=Job.Kind.SCAN, state=Job.State.PENDING).exists():
+        return False
+    if client.health().pipeline_busy:
+        return False
+    owe_scan()
+    Source.objects.filter(status=Source.Status.INDEXING, updated_at__lt=stuck_before).update(updated_at=timezone.now())
+    return True
+
+
+def work_once(client: LightRAGClient) -> None:
+    """One round of the worker: jobs, then the status bridge."""
+    run_due_jobs(client)
+    bridge_statuses(client)
+    rescan_stuck(client)
 
 
 def wait_until_settled(client: LightRAGClient, *, timeout: float, interval: float = 1.0) -> bool:
-    """Run jobs and the status bridge until nothing is in progress; bounded by
-    ``timeout``. Returns whether everything settled."""
+    """Work until nothing is in progress; bounded by ``timeout``. Returns
+    whether everything settled."""
     deadline = time.monotonic() + timeout
     while True:
-        run_due_jobs(client)
         try:
-            bridge_statuses(client)
+            work_once(client)
         except LightRAGError as e:
-            log.warning("status bridge: %s", e)
-        if not Source.objects.filter(status__in=[Source.Status.QUEUED, Source.Status.INDEXING]).exists():
+            log.warning("LightRAG: %s", e)
+        if not Source.objects.in_progress().exists() and not Job.objects.filter(state=Job.State.PENDING).exists():
             return True
         if time.monotonic() >= deadline:
             return False

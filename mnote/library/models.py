@@ -104,6 +104,9 @@ class Source(models.Model):
     stale = models.BooleanField(default=False)
     duplicate_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     excluded_by = models.CharField(max_length=255, blank=True)
+    generation = models.PositiveIntegerField(
+        default=0, help_text="Bumped by a forced reindex so LightRAG sees a new document name."
+    )
     last_error = models.TextField(blank=True)
     indexed_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
@@ -134,7 +137,8 @@ class Source(models.Model):
         """LightRAG keeps only a basename and ids a document by md5(basename),
         so the name must be unique per file *and* content: a changed file gets
         a new document while the old one is still being deleted."""
-        digest = hashlib.sha256(f"{self.root_id}\0{self.relative_path}\0{self.sha256}".encode()).hexdigest()
+        key = f"{self.root_id}\0{self.relative_path}\0{self.sha256}\0{self.generation}"
+        digest = hashlib.sha256(key.encode()).hexdigest()
         return f"mnote-{digest[:16]}-{self.file_name}"
 
 

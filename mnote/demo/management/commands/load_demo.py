@@ -4,8 +4,9 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from mnote.library.ingest import queue_for_ingest, register_root, wait_until_settled
-from mnote.library.models import IndexedRoot, Source
+from mnote.library.ingest import wait_until_settled
+from mnote.library.sync import sync_root
+from mnote.library.models import IndexedRoot
 from mnote.library.provider import lightrag_client
 from mnote.lightrag import LightRAGError
 
@@ -29,15 +30,12 @@ class Command(BaseCommand):
                 destination.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, destination)
                 copied += 1
-        root, created = IndexedRoot.objects.get_or_create(
+        root, _created = IndexedRoot.objects.get_or_create(
             path=DEMO_ROOT_PATH, defaults={"name": "Demo library", "recursive": True}
         )
-        summary = register_root(root)
-        queued = 0
-        for source in root.sources.filter(status__in=[Source.Status.NOT_INDEXED, Source.Status.FAILED]):
-            queued += queue_for_ingest(source) == "queued"
-        self.stdout.write(f"Demo library: {copied} files copied, {summary.new} new sources, {queued} queued.")
-        if not queued and not root.sources.in_progress().exists():
+        summary = sync_root(root)
+        self.stdout.write(f"Demo library: {copied} files copied; {summary.line()}")
+        if not root.sources.in_progress().exists():
             return
         try:
             with lightrag_client() as client:

@@ -1,0 +1,233 @@
+"""Keep the registry — and through it LightRAG — equal to the files in the
+roots as they are now. Used by the ``sync_library`` command, after every
+admin action, by the file watcher, and by the pages and the JSON API.
+"""
+
+import logging
+import os
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Q
+
+from mnote.library.expansion import PathRefused, expand_root
+from mnote.library.ingest import owe_delete, queue_for_ingest, refresh_fingerprint, submit_delete, unlink_from_inputs
+from mnote.library.models import IndexedRoot, Job, Source
+from mnote.lightrag import LightRAGClient, LightRAGError
+
+log = logging.getLogger(__name__)
+
+# States from which a present, unchanged file is (re)sent to LightRAG by a sync.
+_TO_SEND = (Source.Status.NOT_INDEXED,)
+# Rows "clear stale records" may drop; never DELETE_SUBMITTED.
+_PRUNABLE = Q(status__in=[Source.Status.REMOVED, Source.Status.FAILED, Source.Status.STALE]) | Q(
+    stale=True, status__in=[Source.Status.NOT_INDEXED, Source.Status.EXCLUDED, Source.Status.DUPLICATE]
+)
+
+
+@dataclass
+class SyncSummary:
+    root: str
+    new: int = 0
+    unchanged: int = 0
+    changed: int = 0
+    missing: int = 0
+    excluded: int = 0
+    queued: int = 0
+    capped: int = 0
+    refused: list[str] = field(default_factory=list)
+    error: str = ""
+
+    def line(self) -> str:
+        if self.error:
+            return f"{self.root}: {self.error}"
+        parts = [
+            f"{self.new} new",
+            f"{self.changed} changed",
+            f"{self.missing} missing",
+            f"{self.unchanged} unchanged",
+            f"{self.excluded} excluded",
+            f"{self.queued} queued",
+        ]
+        if self.capped:
+            parts.append(f"{self.capped} waiting for the next batch (limit {settings.MNOTE_BATCH_LIMIT})")
+        if self.refused:
+            parts.append(f"{len(self.refused)} refused (outside the base directory): {', '.join(self.refused[:5])}")
+        return f"{self.root}: " + ", ".join(parts)
+
+
+def sync_root(root: IndexedRoot, *, batch_limit: int | None = None) -> SyncSummary:
+    """Compare the root's files with its registry rows and act on the
+    difference. Unchanged files are recognised by size + mtime (no hashing).
+
+    The root's row is locked for the whole sync, so two syncs of one root run
+    one after the other and leave a consistent registry.
+    """
+    limit = batch_limit or settings.MNOTE_BATCH_LIMIT
+    summary = SyncSummary(root=root.name)
+    with transaction.atomic():
+        root = IndexedRoot.objects.select_for_update().get(pk=root.pk)
+        existing = {s.relative_path: s for s in root.sources.all()}
+        if not root.enabled:
+            for source in existing.values():
+                if source.status not in (Source.Status.REMOVED, Source.Status.DELETE_SUBMITTED, Source.Status.EXCLUDED):
+                    submit_delete(source, missing=False)
+                    summary.missing += 1
+            return summary
+        try:
+            candidates, refused = expand_root(
+                settings.MNOTE_LIBRARY_BASE_DIR,
+                root.path,
+                recursive=root.recursive,
+                exclude_patterns=root.exclude_patterns,
+            )
+        except PathRefused as e:
+            # The root itself is gone or unreachable: its files are missing.
+            candidates, refused = [], []
+            summary.error = str(e)
+        summary.refused = refused
+        seen = set()
+        to_queue: list[Source] = []
+        for candidate in candidates:
+            seen.add(candidate.relative_path)
+            source = existing.get(candidate.relative_path)
+            if candidate.excluded_by:
+                summary.excluded += 1
+                if source is None:
+                    Source.objects.create(
+                        root=root,
+                        relative_path=candidate.relative_path,
+                        absolute_path=str(candidate.absolute_path),
+                        status=Source.Status.EXCLUDED,
+                        excluded_by=candidate.excluded_by,
+                    )
+                elif source.status != Source.Status.EXCLUDED:
+                    _exclude(source, candidate.excluded_by)
+                continue
+            try:
+                stat = os.stat(candidate.absolute_path)
+            except OSError:
+                continue  # vanished while we walked; the next sync sees it missing
+            if source is None:
+                source = Source(root=root, relative_path=candidate.relative_path, absolute_path=str(candidate.absolute_path))
+                refresh_fingerprint(source, stat)
+                source.save()
+                summary.new += 1
+                to_queue.append(source)
+                continue
+            source.absolute_path = str(candidate.absolute_path)
+            came_back = source.deleted_at is not None
+            if came_back or source.status == Source.Status.EXCLUDED:
+                source.deleted_at = None
+                source.excluded_by = ""
+                source.status = Source.Status.NOT_INDEXED
+            if refresh_fingerprint(source, stat):
+                summary.changed += 1
+                _content_changed(source, root)
+                if root.run_on_change:
+                    to_queue.append(source)
+                continue
+            summary.unchanged += 1
+            source.save()
+            if source.status in _TO_SEND:
+                to_queue.append(source)
+        for relative_path, source in existing.items():
+            if relative_path in seen or source.status in (Source.Status.REMOVED, Source.Status.DELETE_SUBMITTED):
+                continue
+            summary.missing += 1
+            submit_delete(source, missing=True)
+
+        for source in to_queue[:limit]:
+            queue_for_ingest(source)
+            summary.queued += 1
+        summary.capped = max(len(to_queue) - limit, 0)
+    return summary
+
+
+def _exclude(source: Source, pattern: str) -> None:
+    if source.lightrag_doc_id or source.status in Source.IN_PROGRESS:
+        submit_delete(source, missing=False)
+    source.status = Source.Status.EXCLUDED
+    source.excluded_by = pattern
+    source.save()
+
+
+def _content_changed(source: Source, root: IndexedRoot) -> None:
+    """A new version of the file: the old LightRAG document goes; the new
+    content is sent when the root is run-on-change, else the row waits as stale."""
+    source.stale = True
+    unlink_from_inputs(source)
+    if source.lightrag_doc_id:
+        owe_delete(source, source.lightrag_doc_id)
+        source.lightrag_doc_id = ""
+    source.status = Source.Status.QUEUED if root.run_on_change else Source.Status.STALE
+    source.save()
+
+
+def sync_library(roots=None) -> list[SyncSummary]:
+    roots = roots if roots is not None else IndexedRoot.objects.all()
+    return [sync_root(root) for root in roots]
+
+
+# --- per-source actions ---------------------------------------------------
+
+
+def reindex_source(source: Source) -> str:
+    """Send the file to LightRAG again under a new name, replacing (by delete,
+    never silently) the document it had."""
+    if not os.path.exists(source.absolute_path):
+        submit_delete(source, missing=True)
+        return "missing"
+    return queue_for_ingest(source, force=True)
+
+
+def delete_index(source: Source) -> None:
+    """Drop what LightRAG derived from this file; the file stays."""
+    submit_delete(source, missing=False)
+
+
+def prune_registry() -> int:
+    """Clear stale records: removed, failed and stale rows go; rows whose
+    delete is still submitted stay until LightRAG confirms it."""
+    deleted, _ = Source.objects.filter(_PRUNABLE).exclude(status=Source.Status.DELETE_SUBMITTED).delete()
+    Job.objects.filter(state__in=[Job.State.DONE, Job.State.FAILED], source__isnull=True).delete()
+    return deleted
+
+
+# --- status summary ---------------------------------------------------------
+
+
+@dataclass
+class LibraryStatus:
+    registry_counts: dict[str, int]
+    registry_total: int
+    lightrag_counts: dict[str, int] | None = None
+    lightrag_total: int | None = None
+    unmapped: list = field(default_factory=list)  # LightRAG documents no registry row maps to
+    lightrag_error: str = ""
+
+
+def library_status(client: LightRAGClient | None) -> LibraryStatus:
+    """Counts per user-facing status, LightRAG's own counts, and LightRAG
+    documents that no registry row maps to."""
+    counts = dict(Source.objects.values_list("status").annotate(n=Count("id")))
+    registry_counts = {value: counts.get(value, 0) for value, _ in Source.Status.choices}
+    status = LibraryStatus(registry_counts, sum(counts.values()))
+    if client is None:
+        return status
+    names = set(Source.objects.exclude(lightrag_name="").values_list("lightrag_name", flat=True))
+    doc_ids = set(Source.objects.exclude(lightrag_doc_id="").values_list("lightrag_doc_id", flat=True))
+    try:
+        lightrag_counts: dict[str, int] = {}
+        for document in client.iter_documents():
+            lightrag_counts[document.status] = lightrag_counts.get(document.status, 0) + 1
+            if document.id not in doc_ids and document.file_path not in names:
+                status.unmapped.append(document)
+    except LightRAGError as e:
+        status.lightrag_error = str(e)
+        return status
+    status.lightrag_counts = lightrag_counts
+    status.lightrag_total = sum(lightrag_counts.values())
+    return status
+

@@ -1,0 +1,175 @@
+import dataclasses
+import os
+import time
+
+import pytest
+
+from mnote.library.ingest import file_sha256
+from mnote.library.models import IndexedRoot, Job, Source
+from mnote.library.sync import delete_index, prune_registry, reindex_source, sync_root
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def input_dir(tmp_path, settings):
+    inputs = tmp_path / "inputs"
+    settings.MNOTE_LIGHTRAG = dataclasses.replace(settings.MNOTE_LIGHTRAG, input_dir=inputs)
+    return inputs
+
+
+@pytest.fixture
+def papers(library_dir, input_dir):
+    folder = library_dir / "papers"
+    (folder / "2024").mkdir(parents=True)
+    (folder / "private").mkdir()
+    (folder / "intro.md").write_text("# Intro\nWelcome.")
+    (folder / "2024" / "report.txt").write_text("Quarterly report.")
+    (folder / "private" / "draft.md").write_text("Not for the library.")
+    (folder / "photo.heic").write_bytes(b"\x00")
+    return IndexedRoot.objects.create(name="Papers", path="papers", exclude_patterns=["**/private/**"])
+
+
+def statuses(root):
+    return dict(root.sources.values_list("relative_path", "status"))
+
+
+def mark_indexed(source, doc_id):
+    Source.objects.filter(pk=source.pk).update(status=Source.Status.INDEXED, lightrag_doc_id=doc_id, stale=False)
+    Job.objects.all().delete()
+
+
+def test_it_registers_and_queues_exactly_the_root_files(papers, input_dir):
+    summary = sync_root(papers)
+    assert (summary.new, summary.excluded, summary.queued) == (2, 1, 2)
+    assert statuses(papers) == {"intro.md": "queued", "2024/report.txt": "queued", "private/draft.md": "excluded"}
+    assert sorted(p.name.split("-", 2)[2] for p in input_dir.iterdir()) == ["intro.md", "report.txt"]
+    assert Job.objects.filter(kind=Job.Kind.SCAN).count() == 1
+
+
+def test_it_recognises_unchanged_files_without_hashing_them(papers, monkeypatch):
+    sync_root(papers)
+    monkeypatch.setattr("mnote.library.ingest.file_sha256", lambda path: pytest.fail(f"re-hashed {path}"))
+    summary = sync_root(papers)
+    assert (summary.new, summary.changed, summary.unchanged, summary.queued) == (0, 0, 2, 0)
+
+
+def test_it_marks_an_edited_file_stale_and_replaces_its_document(papers, library_dir):
+    sync_root(papers)
+    source = papers.sources.get(relative_path="intro.md")
+    mark_indexed(source, "doc-old")
+    old_name = Source.objects.get(pk=source.pk).lightrag_name
+    path = library_dir / "papers" / "intro.md"
+    path.write_text("# Intro\nWelcome, edited.")
+    os.utime(path, (time.time() + 5, time.time() + 5))
+
+    summary = sync_root(papers)
+    assert summary.changed == 1 and summary.queued == 1
+    source.refresh_from_db()
+    assert source.stale and source.status == Source.Status.QUEUED
+    assert source.lightrag_doc_id == "" and source.lightrag_name != old_name
+    assert source.sha256 == file_sha256(path)
+    assert Job.objects.get(kind=Job.Kind.DELETE).payload == {"doc_ids": ["doc-old"]}
+    assert not source in Source.objects.citable()
+
+
+def test_it_waits_as_stale_when_the_root_is_not_run_on_change(papers, library_dir):
+    papers.run_on_change = False
+    papers.save()
+    sync_root(papers)
+    mark_indexed(papers.sources.get(relative_path="intro.md"), "doc-old")
+    path = library_dir / "papers" / "intro.md"
+    path.write_text("changed")
+    os.utime(path, (time.time() + 5, time.time() + 5))
+    assert sync_root(papers).queued == 0
+    assert statuses(papers)["intro.md"] == "stale"
+
+
+def test_it_submits_a_delete_for_a_file_that_is_gone(papers, library_dir):
+    sync_root(papers)
+    source = papers.sources.get(relative_path="2024/report.txt")
+    mark_indexed(source, "doc-report")
+    (library_dir / "papers" / "2024" / "report.txt").unlink()
+
+    assert sync_root(papers).missing == 1
+    source.refresh_from_db()
+    assert source.status == Source.Status.DELETE_SUBMITTED
+    assert source.stale and source.deleted_at is not None and source.lightrag_doc_id == ""
+    assert Job.objects.get(kind=Job.Kind.DELETE, source=source).payload == {"doc_ids": ["doc-report"]}
+
+
+def test_it_brings_back_a_file_that_returns(papers, library_dir):
+    sync_root(papers)
+    path = library_dir / "papers" / "intro.md"
+    content = path.read_bytes()
+    path.unlink()
+    sync_root(papers)
+    assert statuses(papers)["intro.md"] == "removed"
+    path.write_bytes(content)
+    assert sync_root(papers).queued == 1
+    source = papers.sources.get(relative_path="intro.md")
+    assert source.status == Source.Status.QUEUED and source.deleted_at is None
+
+
+def test_it_caps_one_batch_and_sends_the_rest_next_time(papers, library_dir, settings):
+    for i in range(5):
+        (library_dir / "papers" / f"note-{i}.txt").write_text(f"note {i}")
+    summary = sync_root(papers, batch_limit=3)
+    assert (summary.new, summary.queued, summary.capped) == (7, 3, 4)
+    assert sync_root(papers, batch_limit=3).queued == 3
+    assert sync_root(papers, batch_limit=3).queued == 1
+
+
+def test_it_refuses_a_symlink_pointing_outside_the_base(papers, library_dir, tmp_path):
+    outside = tmp_path / "outside.md"
+    outside.write_text("secret")
+    os.symlink(outside, library_dir / "papers" / "escape.md")
+    summary = sync_root(papers)
+    assert summary.refused == ["escape.md"]
+    assert "escape.md" not in statuses(papers)
+
+
+def test_it_takes_a_disabled_root_out_of_lightrag(papers):
+    sync_root(papers)
+    mark_indexed(papers.sources.get(relative_path="intro.md"), "doc-intro")
+    papers.enabled = False
+    papers.save()
+    sync_root(papers)
+    assert statuses(papers)["intro.md"] == "delete_submitted"
+
+
+def test_it_reindexes_under_a_new_name_and_deletes_the_old_document(papers):
+    sync_root(papers)
+    source = papers.sources.get(relative_path="intro.md")
+    mark_indexed(source, "doc-intro")
+    source.refresh_from_db()
+    old_name = source.lightrag_name
+    assert reindex_source(source) == "queued"
+    source.refresh_from_db()
+    assert source.lightrag_name != old_name and source.status == Source.Status.QUEUED
+    assert Job.objects.get(kind=Job.Kind.DELETE).payload == {"doc_ids": ["doc-intro"]}
+
+
+def test_it_deletes_the_index_but_keeps_the_file(papers, library_dir):
+    sync_root(papers)
+    source = papers.sources.get(relative_path="intro.md")
+    mark_indexed(source, "doc-intro")
+    source.refresh_from_db()
+    delete_index(source)
+    assert source.status == Source.Status.DELETE_SUBMITTED
+    assert (library_dir / "papers" / "intro.md").read_text() == "# Intro\nWelcome."
+    # A later sync does not send it back on its own.
+    Source.objects.filter(pk=source.pk).update(status=Source.Status.REMOVED)
+    assert sync_root(papers).queued == 0
+
+
+def test_it_prunes_stale_records_but_never_a_delete_in_flight(papers):
+    root = papers
+    make = lambda name, status, **kw: Source.objects.create(root=root, relative_path=name, absolute_path="/x", status=status, **kw)
+    make("removed.md", "removed")
+    make("failed.md", "failed")
+    make("stale.md", "stale", stale=True)
+    make("in-flight.md", "delete_submitted", stale=True)
+    make("fine.md", "indexed")
+    assert prune_registry() == 3
+    assert set(root.sources.values_list("relative_path", flat=True)) == {"in-flight.md", "fine.md"}
