@@ -16,6 +16,17 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 
+class IndexedRootQuerySet(models.QuerySet):
+    def visible_to(self, user):
+        """Roots a user may see anything of: admins see all; members see roots
+        open to all members and roots shared with one of their groups."""
+        if not (user.is_authenticated and user.is_active):
+            return self.none()
+        if user.is_staff:
+            return self
+        return self.filter(models.Q(visible_to_all=True) | models.Q(visible_to_groups__in=user.groups.all())).distinct()
+
+
 class IndexedRoot(models.Model):
     """A folder (or a single file) under MNOTE_LIBRARY_BASE_DIR that an admin
     put in the library. Nothing outside an enabled root is ever indexed."""
@@ -43,6 +54,8 @@ class IndexedRoot(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = IndexedRootQuerySet.as_manager()
+
     class Meta:
         ordering = ["name"]
         verbose_name = _("indexed root")
@@ -57,6 +70,11 @@ class IndexedRoot(models.Model):
 
 
 class SourceQuerySet(models.QuerySet):
+    def visible_to(self, user):
+        """Every page and API goes through this: a member never sees a source,
+        a quote or a file name from a root they may not see."""
+        return self.filter(root__in=IndexedRoot.objects.visible_to(user))
+
     def in_progress(self):
         return self.filter(status__in=Source.IN_PROGRESS)
 

@@ -9,7 +9,7 @@ from mnote.library.provider import health_report, webui_url
 
 @require_GET
 def home(request):
-    counts = dict(Source.objects.values_list("status").annotate(n=Count("id")))
+    counts = dict(Source.objects.visible_to(request.user).values_list("status").annotate(n=Count("id")))
     status_counts = [(label, counts.get(value, 0)) for value, label in Source.Status.choices]
     return render(
         request,
@@ -20,6 +20,6 @@ def home(request):
             "lightrag_url": settings.MNOTE_LIGHTRAG.base_url,
             "status_counts": status_counts,
             "source_total": sum(counts.values()),
-            "root_total": IndexedRoot.objects.count(),
+            "root_total": IndexedRoot.objects.visible_to(request.user).count(),
         },
     )

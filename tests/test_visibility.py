@@ -1,0 +1,42 @@
+import pytest
+from django.contrib.auth.models import Group
+
+from mnote.library.models import IndexedRoot, Source
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def roots(db):
+    chemists = Group.objects.create(name="chemists")
+    public = IndexedRoot.objects.create(name="Handbooks", path="handbooks")
+    private = IndexedRoot.objects.create(name="Lab records", path="lab", visible_to_all=False)
+    private.visible_to_groups.add(chemists)
+    Source.objects.create(root=public, relative_path="guide.md", absolute_path="/l/handbooks/guide.md", status="indexed")
+    for name in ("batch-1.docx", "batch-2.docx", "batch-3.docx"):
+        Source.objects.create(root=private, relative_path=name, absolute_path=f"/l/lab/{name}", status="indexed")
+    return public, private, chemists
+
+
+def test_it_hides_a_group_root_from_members_outside_the_group(roots, member):
+    public, private, _ = roots
+    assert list(IndexedRoot.objects.visible_to(member)) == [public]
+    assert list(Source.objects.visible_to(member).values_list("relative_path", flat=True)) == ["guide.md"]
+
+
+def test_it_shows_a_group_root_to_its_members(roots, member):
+    public, private, chemists = roots
+    member.groups.add(chemists)
+    assert set(IndexedRoot.objects.visible_to(member)) == {public, private}
+    assert Source.objects.visible_to(member).count() == 4
+
+
+def test_it_shows_every_root_to_admins(roots, admin_user):
+    assert IndexedRoot.objects.visible_to(admin_user).count() == 2
+
+
+def test_it_does_not_count_hidden_sources_on_the_home_page(roots, member_client, fake_lightrag):
+    fake_lightrag.on("GET", "/health", "health.json")
+    page = member_client.get("/").content.decode()
+    assert "1 source in MNote" in page
+    assert "1 indexed root" in page
