@@ -45,6 +45,7 @@ class Candidate:
     relative_path: str  # inside the root, POSIX style
     absolute_path: Path  # resolved, inside the base directory
     excluded_by: str = ""
+    stat: os.stat_result | None = None
 
 
 def matches_exclude(relative_path: str, patterns: list[str]) -> str:
@@ -62,42 +63,43 @@ def matches_exclude(relative_path: str, patterns: list[str]) -> str:
 
 def expand_root(base_dir: Path, root_path: str, *, recursive: bool, exclude_patterns: list[str]) -> tuple[list[Candidate], list[str]]:
     """Files the root holds, and the paths refused on the way (symlinks
-    escaping the base directory), both sorted."""
+    escaping the base directory), both sorted.
+
+    The walk starts from the resolved root and never follows a symlinked
+    folder, so only symlinks need resolving: everything else is inside.
+    """
     base = base_dir.resolve()
     top = resolve_inside(base_dir, root_path)
     if top.is_file():
-        return ([Candidate(top.name, top)] if top.suffix.lower() in SUPPORTED_EXTENSIONS else []), []
+        if top.suffix.lower() not in SUPPORTED_EXTENSIONS:
+            return [], []
+        return [Candidate(top.name, top, matches_exclude(top.name, exclude_patterns), top.stat())], []
 
     found: list[Candidate] = []
     refused: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
-        current = Path(dirpath)
-        rel_dir = current.relative_to(top)
-        kept_dirs = []
-        for name in sorted(dirnames):
-            if name in SKIPPED_DIRS:
-                continue
-            full = current / name
-            if full.is_symlink():
-                target = full.resolve()
-                if not target.is_relative_to(base):
-                    refused.append(str(PurePosixPath(rel_dir / name)))
-                # Symlinked folders are not followed: one file, one path.
-                continue
-            kept_dirs.append(name)
-        dirnames[:] = kept_dirs if recursive else []
-        for name in sorted(filenames):
-            if Path(name).suffix.lower() not in SUPPORTED_EXTENSIONS:
-                continue
-            full = current / name
-            rel = PurePosixPath(rel_dir / name).as_posix()
-            real = full.resolve()
-            if not real.is_relative_to(base):
-                refused.append(rel)
-                continue
-            if not real.is_file():
-                continue
-            found.append(Candidate(rel, real, matches_exclude(rel, exclude_patterns)))
+    pending = [(top, "")]
+    while pending:
+        folder, rel_dir = pending.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue  # unreadable folder: nothing from it, the rest goes on
+        for entry in entries:
+            rel = f"{rel_dir}{entry.name}"
+            if entry.is_symlink():
+                real = Path(entry.path).resolve()
+                if not real.is_relative_to(base):
+                    refused.append(rel)
+                elif real.is_file() and Path(entry.name).suffix.lower() in SUPPORTED_EXTENSIONS:
+                    # A link to a file inside the library counts; linked folders are not followed.
+                    found.append(Candidate(rel, real, matches_exclude(rel, exclude_patterns), real.stat()))
+            elif entry.is_dir(follow_symlinks=False):
+                if recursive and entry.name not in SKIPPED_DIRS:
+                    pending.append((Path(entry.path), f"{rel}/"))
+            elif entry.is_file(follow_symlinks=False) and Path(entry.name).suffix.lower() in SUPPORTED_EXTENSIONS:
+                found.append(
+                    Candidate(rel, Path(entry.path), matches_exclude(rel, exclude_patterns), entry.stat(follow_symlinks=False))
+                )
     found.sort(key=lambda c: c.relative_path)
     refused.sort()
     return found, refused

@@ -72,6 +72,38 @@ def unlink_from_inputs(source: Source) -> None:
         link.unlink()
 
 
+_QUEUED_FIELDS = ["sha256", "size", "mtime", "lightrag_name", "status", "last_error", "excluded_by", "deleted_at", "updated_at"]
+
+
+def mark_queued(source: Source) -> None:
+    """Set a source's queued state in memory (the caller saves it)."""
+    source.lightrag_name = source.unique_lightrag_name()
+    source.status = Source.Status.QUEUED
+    source.last_error = ""
+    source.excluded_by = ""
+    source.deleted_at = None
+    source.updated_at = timezone.now()
+
+
+def send_to_lightrag(sources: list[Source]) -> None:
+    """Link saved, queued sources into LightRAG's inputs; one scan covers them all."""
+    if not sources:
+        return
+    owe_scan()
+    for source in sources:
+        _link_into_inputs(source)
+
+
+def queue_many(sources: list[Source]) -> int:
+    """Queue already-saved, fingerprinted sources."""
+    for source in sources:
+        mark_queued(source)
+    with transaction.atomic():
+        Source.objects.bulk_update(sources, _QUEUED_FIELDS, batch_size=500)
+        send_to_lightrag(sources)
+    return len(sources)
+
+
 def queue_for_ingest(source: Source, *, force: bool = False) -> str:
     """Link the file into LightRAG's inputs and owe LightRAG a scan.
 
@@ -79,7 +111,8 @@ def queue_for_ingest(source: Source, *, force: bool = False) -> str:
     content is already indexed (unless forced).
     """
     refresh_fingerprint(source)
-    if not force and source.status == Source.Status.INDEXED and not source.stale and source.lightrag_name == source.unique_lightrag_name():
+    current = source.lightrag_name == source.unique_lightrag_name()
+    if not force and source.status == Source.Status.INDEXED and not source.stale and current:
         source.save(update_fields=["sha256", "size", "mtime", "updated_at"])
         return "already_registered"
     with transaction.atomic():
@@ -88,14 +121,8 @@ def queue_for_ingest(source: Source, *, force: bool = False) -> str:
                 owe_delete(source, source.lightrag_doc_id)
                 source.lightrag_doc_id = ""
             source.generation += 1
-        source.lightrag_name = source.unique_lightrag_name()
-        source.status = Source.Status.QUEUED
-        source.last_error = ""
-        source.excluded_by = ""
-        source.deleted_at = None
-        source.save()
-        owe_scan()
-    _link_into_inputs(source)
+            source.save(update_fields=["lightrag_doc_id", "generation"])
+        queue_many([source])
     return "queued"
 
 

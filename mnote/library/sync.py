@@ -12,7 +12,16 @@ from django.db import transaction
 from django.db.models import Count, Q
 
 from mnote.library.expansion import PathRefused, expand_root
-from mnote.library.ingest import owe_delete, queue_for_ingest, refresh_fingerprint, submit_delete, unlink_from_inputs
+from mnote.library.ingest import (
+    mark_queued,
+    owe_delete,
+    queue_for_ingest,
+    queue_many,
+    refresh_fingerprint,
+    send_to_lightrag,
+    submit_delete,
+    unlink_from_inputs,
+)
 from mnote.library.models import IndexedRoot, Job, Source
 from mnote.lightrag import LightRAGClient, LightRAGError
 
@@ -59,7 +68,8 @@ class SyncSummary:
 
 def sync_root(root: IndexedRoot, *, batch_limit: int | None = None) -> SyncSummary:
     """Compare the root's files with its registry rows and act on the
-    difference. Unchanged files are recognised by size + mtime (no hashing).
+    difference. Unchanged files are recognised by size + mtime (no hashing)
+    and cost no database write.
 
     The root's row is locked for the whole sync, so two syncs of one root run
     one after the other and leave a consistent registry.
@@ -68,7 +78,7 @@ def sync_root(root: IndexedRoot, *, batch_limit: int | None = None) -> SyncSumma
     summary = SyncSummary(root=root.name)
     with transaction.atomic():
         root = IndexedRoot.objects.select_for_update().get(pk=root.pk)
-        existing = {s.relative_path: s for s in root.sources.all()}
+        existing = {s.relative_path: s for s in root.sources.order_by()}
         if not root.enabled:
             for source in existing.values():
                 if source.status not in (Source.Status.REMOVED, Source.Status.DELETE_SUBMITTED, Source.Status.EXCLUDED):
@@ -76,7 +86,7 @@ def sync_root(root: IndexedRoot, *, batch_limit: int | None = None) -> SyncSumma
                     summary.missing += 1
             return summary
         try:
-            candidates, refused = expand_root(
+            candidates, summary.refused = expand_root(
                 settings.MNOTE_LIBRARY_BASE_DIR,
                 root.path,
                 recursive=root.recursive,
@@ -84,10 +94,10 @@ def sync_root(root: IndexedRoot, *, batch_limit: int | None = None) -> SyncSumma
             )
         except PathRefused as e:
             # The root itself is gone or unreachable: its files are missing.
-            candidates, refused = [], []
+            candidates = []
             summary.error = str(e)
-        summary.refused = refused
         seen = set()
+        new: list[Source] = []
         to_queue: list[Source] = []
         for candidate in candidates:
             seen.add(candidate.relative_path)
@@ -95,54 +105,69 @@ def sync_root(root: IndexedRoot, *, batch_limit: int | None = None) -> SyncSumma
             if candidate.excluded_by:
                 summary.excluded += 1
                 if source is None:
-                    Source.objects.create(
-                        root=root,
-                        relative_path=candidate.relative_path,
-                        absolute_path=str(candidate.absolute_path),
-                        status=Source.Status.EXCLUDED,
-                        excluded_by=candidate.excluded_by,
-                    )
+                    new.append(_new_source(root, candidate, status=Source.Status.EXCLUDED))
                 elif source.status != Source.Status.EXCLUDED:
                     _exclude(source, candidate.excluded_by)
                 continue
-            try:
-                stat = os.stat(candidate.absolute_path)
-            except OSError:
-                continue  # vanished while we walked; the next sync sees it missing
             if source is None:
-                source = Source(root=root, relative_path=candidate.relative_path, absolute_path=str(candidate.absolute_path))
-                refresh_fingerprint(source, stat)
-                source.save()
+                try:
+                    new.append(_new_source(root, candidate))
+                except OSError:
+                    continue  # vanished while we walked; the next sync sees it gone
                 summary.new += 1
-                to_queue.append(source)
                 continue
+            before = (source.absolute_path, source.status, source.sha256, source.size, source.mtime)
             source.absolute_path = str(candidate.absolute_path)
-            came_back = source.deleted_at is not None
-            if came_back or source.status == Source.Status.EXCLUDED:
+            if source.deleted_at is not None or source.status == Source.Status.EXCLUDED:
                 source.deleted_at = None
                 source.excluded_by = ""
                 source.status = Source.Status.NOT_INDEXED
-            if refresh_fingerprint(source, stat):
+            try:
+                changed = refresh_fingerprint(source, candidate.stat)
+            except OSError:
+                continue
+            if changed:
                 summary.changed += 1
                 _content_changed(source, root)
                 if root.run_on_change:
                     to_queue.append(source)
                 continue
             summary.unchanged += 1
-            source.save()
             if source.status in _TO_SEND:
                 to_queue.append(source)
+            elif before != (source.absolute_path, source.status, source.sha256, source.size, source.mtime):
+                source.save()
+        # New rows are created already queued: one INSERT each, no UPDATE after.
+        fresh = [s for s in new if s.status == Source.Status.NOT_INDEXED]
+        queue_known = to_queue[:limit]
+        queue_fresh = fresh[: max(limit - len(queue_known), 0)]
+        for source in queue_fresh:
+            mark_queued(source)
+        Source.objects.bulk_create(new, batch_size=500)
         for relative_path, source in existing.items():
             if relative_path in seen or source.status in (Source.Status.REMOVED, Source.Status.DELETE_SUBMITTED):
                 continue
             summary.missing += 1
             submit_delete(source, missing=True)
 
-        for source in to_queue[:limit]:
-            queue_for_ingest(source)
-            summary.queued += 1
-        summary.capped = max(len(to_queue) - limit, 0)
+        queue_many(queue_known)
+        send_to_lightrag(queue_fresh)
+        summary.queued = len(queue_known) + len(queue_fresh)
+        summary.capped = len(to_queue) + len(fresh) - summary.queued
     return summary
+
+
+def _new_source(root: IndexedRoot, candidate, *, status=Source.Status.NOT_INDEXED) -> Source:
+    source = Source(
+        root=root,
+        relative_path=candidate.relative_path,
+        absolute_path=str(candidate.absolute_path),
+        status=status,
+        excluded_by=candidate.excluded_by,
+    )
+    if status != Source.Status.EXCLUDED:
+        refresh_fingerprint(source, candidate.stat)
+    return source
 
 
 def _exclude(source: Source, pattern: str) -> None:
