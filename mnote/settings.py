@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "mnote.accounts",
     "mnote.library",
+    "mnote.citations",
     "mnote.stack",
     "mnote.demo",
 ]
@@ -169,5 +170,5 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("MNOTE_LOG_LEVEL", "INFO").upper()},
     # One line per request to LightRAG is noise at INFO.
-    "loggers": {"httpx": {"level": "WARNING"}},
+    "loggers": {"httpx": {"level": "WARNING"}, "watchfiles": {"level": "WARNING"}},
 }

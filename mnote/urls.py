@@ -3,10 +3,12 @@ from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 from django.views.i18n import set_language
 
+from mnote.citations import views as citation_views
 from mnote.library import views as library_views
 
 urlpatterns = [
     path("", library_views.home, name="home"),
+    path("c/<str:token>", citation_views.citation, name="citation"),
     path("accounts/", include("mnote.accounts.urls")),
     # The login page offers the language switch too.
     path("i18n/setlang/", login_not_required(set_language), name="set_language"),

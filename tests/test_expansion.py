@@ -41,7 +41,8 @@ def test_it_stays_at_the_top_when_not_recursive(base):
 
 def test_it_accepts_a_single_file_as_a_root(base):
     found, _ = expand_root(base, "papers/2024/report.docx", recursive=True, exclude_patterns=[])
-    assert [c.relative_path for c in found] == ["report.docx"]
+    # The root is the file itself: its path inside the root is empty.
+    assert [(c.relative_path, c.absolute_path.name) for c in found] == [("", "report.docx")]
 
 
 @pytest.mark.parametrize(
@@ -57,3 +58,11 @@ def test_it_accepts_a_single_file_as_a_root(base):
 def test_it_refuses_paths_that_leave_the_base_directory(base, path, message):
     with pytest.raises(PathRefused, match=message):
         resolve_inside(base, path)
+
+
+def test_it_never_walks_into_lightrags_own_folders(base):
+    inputs = base / "papers" / "lightrag-inputs"
+    inputs.mkdir()
+    (inputs / "mnote-0123456789abcdef-intro.md").write_text("our link's stand-in")
+    found, _ = expand_root(base, "papers", recursive=True, exclude_patterns=[], skip_folders=(inputs,))
+    assert not any(c.relative_path.startswith("lightrag-inputs") for c in found)

@@ -61,19 +61,30 @@ def matches_exclude(relative_path: str, patterns: list[str]) -> str:
     return ""
 
 
-def expand_root(base_dir: Path, root_path: str, *, recursive: bool, exclude_patterns: list[str]) -> tuple[list[Candidate], list[str]]:
+def expand_root(
+    base_dir: Path,
+    root_path: str,
+    *,
+    recursive: bool,
+    exclude_patterns: list[str],
+    skip_folders: tuple[Path, ...] = (),
+) -> tuple[list[Candidate], list[str]]:
     """Files the root holds, and the paths refused on the way (symlinks
     escaping the base directory), both sorted.
 
     The walk starts from the resolved root and never follows a symlinked
     folder, so only symlinks need resolving: everything else is inside.
+    ``skip_folders`` are never entered (LightRAG's own folders, should an
+    admin put them inside a root: our links there are not library files).
     """
+    skipped = {str(p.resolve()) for p in skip_folders}
     base = base_dir.resolve()
     top = resolve_inside(base_dir, root_path)
     if top.is_file():
         if top.suffix.lower() not in SUPPORTED_EXTENSIONS:
             return [], []
-        return [Candidate(top.name, top, matches_exclude(top.name, exclude_patterns), top.stat())], []
+        # The root is the file: its path inside the root is empty.
+        return [Candidate("", top, matches_exclude(top.name, exclude_patterns), top.stat())], []
 
     found: list[Candidate] = []
     refused: list[str] = []
@@ -94,7 +105,7 @@ def expand_root(base_dir: Path, root_path: str, *, recursive: bool, exclude_patt
                     # A link to a file inside the library counts; linked folders are not followed.
                     found.append(Candidate(rel, real, matches_exclude(rel, exclude_patterns), real.stat()))
             elif entry.is_dir(follow_symlinks=False):
-                if recursive and entry.name not in SKIPPED_DIRS:
+                if recursive and entry.name not in SKIPPED_DIRS and entry.path not in skipped:
                     pending.append((Path(entry.path), f"{rel}/"))
             elif entry.is_file(follow_symlinks=False) and Path(entry.name).suffix.lower() in SUPPORTED_EXTENSIONS:
                 found.append(

@@ -132,9 +132,11 @@ def owe_scan() -> Job:
     return job or Job.objects.create(kind=Job.Kind.SCAN)
 
 
-def owe_delete(source: Source | None, doc_id: str) -> Job:
-    """Ask LightRAG to drop a derived document (never the file)."""
-    return Job.objects.create(kind=Job.Kind.DELETE, source=source, payload={"doc_ids": [doc_id]})
+def owe_delete(source: Source | None, doc_id: str = "", *, lightrag_name: str = "") -> Job:
+    """Ask LightRAG to drop a derived document (never the file): by doc id,
+    or by the name we gave it when LightRAG has not reported an id yet."""
+    payload = {"doc_ids": [doc_id]} if doc_id else {"doc_ids": [], "lightrag_names": [lightrag_name]}
+    return Job.objects.create(kind=Job.Kind.DELETE, source=source, payload=payload)
 
 
 def submit_delete(source: Source, *, missing: bool) -> None:
@@ -143,17 +145,42 @@ def submit_delete(source: Source, *, missing: bool) -> None:
     source.stale = True
     if missing:
         source.deleted_at = source.deleted_at or timezone.now()
+    if source.status == Source.Status.DELETE_SUBMITTED:
+        source.save()  # already on its way out; asking twice must not lose the first request
+        return
     unlink_from_inputs(source)
     if source.lightrag_doc_id:
         owe_delete(source, source.lightrag_doc_id)
         source.lightrag_doc_id = ""
         source.status = Source.Status.DELETE_SUBMITTED
-    elif source.status == Source.Status.INDEXING:
-        # LightRAG is working on it; the bridge asks for the delete once it lists it.
+    elif source.status == Source.Status.INDEXING and source.lightrag_name:
+        # LightRAG is working on it and has no id for us yet: delete by name.
+        owe_delete(source, lightrag_name=source.lightrag_name)
         source.status = Source.Status.DELETE_SUBMITTED
     else:
         source.status = Source.Status.REMOVED
     source.save()
+
+
+# A delete by name waits this long for LightRAG to list the document.
+DELETE_BY_NAME_PATIENCE = timedelta(minutes=30)
+
+
+def _carry_out_delete(client: LightRAGClient, job: Job) -> bool:
+    """Send a delete job; False when it must wait (a name not listed yet)."""
+    doc_ids = list(job.payload.get("doc_ids") or [])
+    names = job.payload.get("lightrag_names") or []
+    if names:
+        listed = {d.file_path: d.id for d in client.iter_documents() if d.file_path in names}
+        if len(listed) < len(names) and timezone.now() - job.created_at < DELETE_BY_NAME_PATIENCE:
+            return False
+        doc_ids += [doc_id for doc_id in listed.values() if doc_id not in doc_ids]
+        # Remembered so the status bridge can tell when LightRAG has let go.
+        job.payload = {"doc_ids": doc_ids}
+        job.save(update_fields=["payload"])
+    if doc_ids:
+        client.delete_documents(doc_ids)
+    return True
 
 
 def run_due_jobs(client: LightRAGClient) -> int:
@@ -168,7 +195,9 @@ def run_due_jobs(client: LightRAGClient) -> int:
                     status=Source.Status.INDEXING, updated_at=timezone.now()
                 )
             elif job.kind == Job.Kind.DELETE:
-                client.delete_documents(job.payload["doc_ids"])
+                if not _carry_out_delete(client, job):
+                    job.retry_later("LightRAG does not list the document yet")
+                    continue
                 job.finish()
             else:
                 job.finish()
@@ -224,6 +253,8 @@ def bridge_statuses(client: LightRAGClient) -> int:
             source.last_error = ""
         elif document.status == "failed":
             source.status = Source.Status.DUPLICATE if document.is_duplicate else Source.Status.FAILED
+            # Kept (never citable: not indexed) so a reindex or prune deletes LightRAG's failed record.
+            source.lightrag_doc_id = document.id
             source.last_error = document.error_msg or "LightRAG reported the document failed."
         elif source.status == Source.Status.QUEUED:
             source.status = Source.Status.INDEXING

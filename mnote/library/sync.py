@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Count, Q
+from django.utils.translation import gettext as _
 
 from mnote.library.expansion import PathRefused, expand_root
 from mnote.library.ingest import (
@@ -91,6 +92,7 @@ def sync_root(root: IndexedRoot, *, batch_limit: int | None = None) -> SyncSumma
                 root.path,
                 recursive=root.recursive,
                 exclude_patterns=root.exclude_patterns,
+                skip_folders=(settings.MNOTE_LIGHTRAG.input_dir, settings.MNOTE_LIGHTRAG.working_dir),
             )
         except PathRefused as e:
             # The root itself is gone or unreachable: its files are missing.
@@ -215,9 +217,41 @@ def delete_index(source: Source) -> None:
 def prune_registry() -> int:
     """Clear stale records: removed, failed and stale rows go; rows whose
     delete is still submitted stay until LightRAG confirms it."""
-    deleted, _ = Source.objects.filter(_PRUNABLE).exclude(status=Source.Status.DELETE_SUBMITTED).delete()
+    prunable = Source.objects.filter(_PRUNABLE).exclude(status=Source.Status.DELETE_SUBMITTED)
+    # A failed row may still have a record in LightRAG; it goes too.
+    for source in prunable.exclude(lightrag_doc_id=""):
+        owe_delete(None, source.lightrag_doc_id)
+    deleted, _ = prunable.delete()
     Job.objects.filter(state__in=[Job.State.DONE, Job.State.FAILED], source__isnull=True).delete()
     return deleted
+
+
+@dataclass(frozen=True)
+class RootRemoval:
+    root: str
+    sources: int
+    deletes_submitted: int
+
+    def line(self) -> str:
+        return _(
+            "Removed root “%(root)s” and its %(sources)d registry rows. LightRAG documents of %(deletes)d files "
+            "are being removed; the files themselves are not touched."
+        ) % {"root": self.root, "sources": self.sources, "deletes": self.deletes_submitted}
+
+
+def remove_root(root: IndexedRoot) -> RootRemoval:
+    """Take a root out of the library: ask LightRAG to drop every document
+    derived from its files, then forget its registry rows. The delete jobs
+    outlive the rows (by doc id or by name), so the worker still sends them."""
+    with transaction.atomic():
+        sources = list(root.sources.all())
+        deleting = 0
+        for source in sources:
+            if source.lightrag_doc_id or source.status in Source.IN_PROGRESS:
+                delete_index(source)
+                deleting += 1
+        root.delete()
+    return RootRemoval(root.name, len(sources), deleting)
 
 
 # --- status summary ---------------------------------------------------------

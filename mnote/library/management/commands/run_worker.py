@@ -1,34 +1,63 @@
 import logging
 import signal
 import threading
+import time
 
 from django.core.management.base import BaseCommand
 
 from mnote.library.ingest import bridge_statuses, run_due_jobs
-from mnote.library.models import Job, Source
+from mnote.library.models import IndexedRoot, Job, Source
 from mnote.library.provider import lightrag_client
+from mnote.library.watcher import RootWatcher, follow_watcher, sync_roots_logging_errors
 from mnote.lightrag import LightRAGError
 
 log = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
-    help = "Carry out the job ledger (scans, deletes) and follow LightRAG until sources settle."
+    help = (
+        "Carry out the job ledger (scans, deletes) and follow LightRAG until sources settle; "
+        "watch run-on-change roots and sync them when their files change."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--interval", type=float, default=2.0)
+        parser.add_argument("--no-watch", action="store_true", help="Do not watch run-on-change roots for changes.")
+        parser.add_argument(
+            "--full-sync-every",
+            type=float,
+            default=15.0,
+            metavar="MINUTES",
+            help="Sync every root this often, and once at start (0: never). Default 15.",
+        )
 
-    def handle(self, *args, interval, **options):
+    def handle(self, *args, interval, no_watch, full_sync_every, **options):
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
-        while not stop.wait(interval):
-            # Only talk to LightRAG while something is owed or in progress.
-            if not (Job.objects.due().exists() or Source.objects.in_progress().exists()):
-                continue
-            try:
-                with lightrag_client() as client:
-                    run_due_jobs(client)
-                    bridge_statuses(client)
-            except LightRAGError as e:
-                log.warning("worker: %s", e)
+        watcher = None if no_watch else RootWatcher(stop).start()
+        # Watchers miss events: network file systems send none, inotify has a
+        # watch limit, and nothing is watched while the worker is down. A full
+        # sync now and then (and at start) catches what they missed.
+        next_full_sync = time.monotonic() if full_sync_every > 0 else None
+        while not stop.is_set():
+            if watcher:
+                follow_watcher(watcher)
+            if next_full_sync is not None and time.monotonic() >= next_full_sync:
+                sync_roots_logging_errors(IndexedRoot.objects.all())
+                next_full_sync = time.monotonic() + full_sync_every * 60
+            self.carry_out_jobs()
+            stop.wait(interval)
+        if watcher:
+            watcher.thread.join(timeout=5)
+
+    def carry_out_jobs(self):
+        # Only talk to LightRAG while something is owed or in progress.
+        if not (Job.objects.due().exists() or Source.objects.in_progress().exists()):
+            return
+        try:
+            with lightrag_client() as client:
+                run_due_jobs(client)
+                bridge_statuses(client)
+        except LightRAGError as e:
+            log.warning("worker: %s", e)

@@ -1,0 +1,539 @@
+"""Badges on answer sentences: which of this query's citations back each sentence.
+
+Pure functions, no Django. An answer (LightRAG's, or one built here from the
+citations when no LLM is configured) is cleaned of the LLM's own reference
+markers, split into sentences, and each sentence gets at most three citation
+ids whose display quote supports it. Ids only ever come from the citations
+passed in; a sentence nothing supports gets no badge.
+"""
+
+import re
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from rapidfuzz import fuzz
+
+__all__ = [
+    "MIN_SUPPORT",
+    "AnsweredSentence",
+    "extractive_answer",
+    "map_ref_markers",
+    "place_badges",
+    "render_badged_text",
+    "split_sentences",
+    "strip_llm_markers",
+]
+
+# Share of a sentence's (weighted) content terms a quote must contain. LLM
+# answers paraphrase and add connective words, so a faithful sentence
+# typically keeps 40-70% of its terms in the quote it came from, while a
+# quote that is merely on the same topic shares one or two words (<25%).
+MIN_SUPPORT = 0.4
+# A weaker quote is not badged next to one that states the sentence outright.
+_RELATIVE_SUPPORT = 0.7
+# rapidfuzz partial_ratio at which a sentence counts as lifted from the quote.
+_VERBATIM_RATIO = 90
+_VERBATIM_MIN_CHARS = 12
+# Share of the query's terms a quote sentence must contain to be offered as
+# an extractive answer, and how close to the best one it must be.
+_MIN_QUERY_MATCH = 0.4
+_RELATIVE_QUERY_MATCH = 0.6
+
+
+class CitationLike(Protocol):
+    citation_id: str
+    chunk_id: str | None
+    display_quote: str
+
+
+@dataclass(frozen=True)
+class AnsweredSentence:
+    text: str
+    citation_ids: list[str] = field(default_factory=list)
+    # The whitespace that preceded the sentence: "" first or between CJK
+    # sentences, " " inside a paragraph, "\n" a new line or list item, "\n\n"
+    # a new paragraph. Lets renderers keep the answer's layout.
+    space_before: str = ""
+
+
+# ---------------------------------------------------------------- markers
+
+_NUMBER = r"\^?[1-9]\d{0,2}"
+_NUMBER_LIST = rf"{_NUMBER}(?:\s*(?:[,，;；、]|[-–—])\s*{_NUMBER})*"
+_NUMBER_PREFIX = r"(?:(?:source|doc|document|reference|citation)\s*#?\s*)?"
+# Only brackets holding nothing but reference numbers: `[x0, y0]`, `[0, 1]`
+# (an interval) or `[a]` are content, never touched.
+_NUMERIC_MARKER = re.compile(
+    rf"[ \t]*(?:\[\s*{_NUMBER_PREFIX}{_NUMBER_LIST}\s*\](?:\(#?[^)\s]*\))?"
+    rf"|【\s*{_NUMBER_LIST}\s*】|［\s*{_NUMBER_LIST}\s*］)",
+    re.IGNORECASE,
+)
+_LIGHTRAG_MARKER = re.compile(r"[ \t]*\[(?:KG|DC)(?:\s*[,/|]\s*(?:KG|DC))*\]")
+_FOOTNOTE_DEFINITION = re.compile(r"^[ \t]*\[\^\d{1,3}\]:.*(?:\n|$)", re.MULTILINE)
+_CODE = re.compile(r"```.*?(?:```|$)|`[^`\n]*`", re.DOTALL)
+
+_REFERENCE_WORDS = (
+    r"references?|sources?|citations?|bibliography|works\s+cited"
+    r"|参考文献|参考资料|参考来源|引用|引用来源|引用文献|资料来源|来源"
+)
+_BOLD = r"(?:\*\*|__)?"
+_REFERENCE_HEADING = re.compile(
+    rf"^[ \t]*(?:#{{1,6}}[ \t]*)?{_BOLD}[ \t]*(?:{_REFERENCE_WORDS})[ \t]*{_BOLD}"
+    rf"(?:[ \t]*(?P<colon>[:：])[ \t]*{_BOLD}(?P<rest>[^\n]*))?[ \t]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_REFERENCE_ITEM = re.compile(
+    r"^\s*(?:[-*+•]\s|\d{1,3}[.)]\s|\[\^?\d{1,3}\]|【\d{1,3}】|\[(?:KG|DC)\]|\[ref:)", re.IGNORECASE
+)
+_RULE_LINE = re.compile(r"^\s*(?:-{3,}|\*{3,}|_{3,})\s*$")
+
+
+def _without_reference_section(text: str) -> str:
+    """Cut a trailing "References"/"参考文献" heading and the list after it.
+
+    Only when nothing but list items follows: a "Sources of error" paragraph
+    or a heading followed by prose is the answer itself.
+    """
+    for heading in _REFERENCE_HEADING.finditer(text):
+        if heading.group("rest") and not heading.group("colon"):
+            continue
+        after = text[heading.end() :].splitlines()
+        if all(not line.strip() or _REFERENCE_ITEM.match(line) or _RULE_LINE.match(line) for line in after):
+            kept = text[: heading.start()].rstrip().splitlines()
+            while kept and (not kept[-1].strip() or _RULE_LINE.match(kept[-1])):
+                kept.pop()
+            return "\n".join(kept)
+    return text
+
+
+def _outside_code(text: str, clean) -> str:
+    """Apply ``clean`` to the prose only; code samples keep their brackets."""
+    parts, last = [], 0
+    for code in _CODE.finditer(text):
+        parts.append(clean(text[last : code.start()]))
+        parts.append(code.group())
+        last = code.end()
+    parts.append(clean(text[last:]))
+    return "".join(parts)
+
+
+def _strip_inline_markers(prose: str) -> str:
+    prose = _FOOTNOTE_DEFINITION.sub("", prose)
+    prose = _NUMERIC_MARKER.sub("", prose)
+    return _LIGHTRAG_MARKER.sub("", prose)
+
+
+def strip_llm_markers(text: str) -> str:
+    """Remove the LLM's own reference markers and trailing reference list.
+
+    Removed: `[1]`, `[1, 2]`, `[1-3]`, `[1][2]`, `[^1]` (and footnote
+    definitions), `【1】`, `[Source 1]`, LightRAG's `[KG]`/`[DC]`, and a final
+    References/Sources/参考文献/引用 section. Kept: any bracket with other
+    content (`[x0, y0]`, `[ref:…]`), `(1)`, and everything inside code.
+    """
+    text = _without_reference_section(text)
+    text = _outside_code(text, _strip_inline_markers)
+    text = "\n".join(line.rstrip() for line in text.splitlines())
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+_REF_MARKER = re.compile(r"[ \t]*\[ref:\s*([^\[\]]*?)\s*\]", re.IGNORECASE)
+
+
+def map_ref_markers(text: str, citation_by_chunk: dict[str, str]) -> tuple[str, dict[int, list[str]]]:
+    """Take `[ref:<chunk_id>]` markers out of ``text``.
+
+    Returns the text without them and, for each place a marker stood (a
+    character offset into the returned text), the citation ids its chunk ids
+    map to. `[ref:a, b]` names several chunks; unknown chunk ids are dropped.
+    """
+    kept: list[str] = []
+    refs: dict[int, list[str]] = {}
+    length = last = 0
+    for marker in _REF_MARKER.finditer(text):
+        before = text[last : marker.start()]
+        kept.append(before)
+        length += len(before)
+        last = marker.end()
+        for chunk_id in re.split(r"[,;，；\s]+", marker.group(1)):
+            chunk_id = re.sub(r"^ref:", "", chunk_id, flags=re.IGNORECASE)
+            citation_id = citation_by_chunk.get(chunk_id)
+            if citation_id and citation_id not in refs.get(length, []):
+                refs.setdefault(length, []).append(citation_id)
+    kept.append(text[last:])
+    return "".join(kept), refs
+
+
+# -------------------------------------------------------------- sentences
+
+_CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CLOSERS = "\"'”’」』）)】\\]"
+_BOUNDARY = re.compile(rf"[。！？；]+[{_CLOSERS}]*|[.!?]+[{_CLOSERS}]*(?=\s|[{_CJK_CHARS}]|$)")
+_LIST_MARKER = re.compile(r"\s*(?:#{1,6}\s+|[-*+•]\s+|(?:\d{1,3}|[a-zA-Z])[.)]\s+|>\s*)+")
+# Words that end in a full stop without ending the sentence.
+_ABBREVIATIONS = frozenset(
+    "e.g i.e al cf vs approx ca fig figs eq eqs vol vols pp sec ch tab ref refs dr mr mrs ms prof"
+    " inc ltd co jr sr st dept est incl resp wt u.s u.k".split()
+)
+# "No." abbreviates "number" only when a number follows.
+_NUMBER_ABBREVIATIONS = frozenset({"no", "nos", "p", "art"})
+
+
+def _without_list_marker(text: str) -> str:
+    marker = _LIST_MARKER.match(text)
+    return text[marker.end() :] if marker else text
+
+
+def _ends_sentence(text: str, segment_start: int, line_end: int, boundary: re.Match) -> bool:
+    mark = boundary.group()
+    if mark[0] in "。！？；" or "!" in mark or "?" in mark:
+        return True
+    following = text[boundary.end() : line_end].lstrip(" \t")
+    if following[:1].islower():
+        return False
+    word = re.search(r"(\S*)$", text[segment_start : boundary.start()]).group(1).lstrip("([\"'“‘").lower()
+    # No rule for initials ("J. Smith"): in technical text "3.7 V. The" ends far more sentences.
+    if word in _ABBREVIATIONS:
+        return False
+    return not (word in _NUMBER_ABBREVIATIONS and following[:1].isdigit())
+
+
+def _sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence; every line (list item, heading) starts one."""
+    spans = []
+    line_start = 0
+    for line in text.splitlines(keepends=True):
+        line_end = line_start + len(line.rstrip("\r\n"))
+        marker = _LIST_MARKER.match(text, line_start, line_end)
+        segment_start = line_start
+        for boundary in _BOUNDARY.finditer(text, marker.end() if marker else line_start, line_end):
+            if _ends_sentence(text, segment_start, line_end, boundary):
+                spans.append((segment_start, boundary.end()))
+                segment_start = boundary.end()
+        spans.append((segment_start, line_end))
+        line_start += len(line)
+    trimmed = []
+    for start, end in spans:
+        piece = text[start:end]
+        if piece.strip():
+            start += len(piece) - len(piece.lstrip())
+            trimmed.append((start, start + len(piece.strip())))
+    return trimmed
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of English and Chinese text, one line at least per sentence.
+
+    Splits after 。！？； and after . ! ? followed by a space; keeps decimals
+    (4.2), abbreviations (e.g., Fig. 3, et al.) and list numbers (1.) whole.
+    """
+    return [text[start:end] for start, end in _sentence_spans(text)]
+
+
+def _space_between(text: str, previous_end: int | None, start: int) -> str:
+    if previous_end is None:
+        return ""
+    newlines = text.count("\n", previous_end, start)
+    if newlines:
+        return "\n\n" if newlines > 1 else "\n"
+    return " " if start > previous_end else ""
+
+
+# ---------------------------------------------------------------- support
+
+_CJK_RUN = re.compile(f"[{_CJK_CHARS}]+")
+_LATIN_TOKEN = re.compile(r"\d+(?:\.\d+)*|[^\W\d_][^\W_]*")
+_STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each either etc few for from further had has
+    have having he her here hers him his how however i if in into is it its itself just let may me might more
+    most much must my no nor not now of off on once one only or other our ours out over own per please same
+    shall she should so some such than that the their theirs them then there these they this those through
+    thus to too under until up upon us very via was we were what when where whether which while who whom
+    whose why will with within without would yes yet you your yours
+    according additionally based context described document documents furthermore given mentioned moreover
+    namely overall provided specifically stated therefore""".split()
+)
+# Particles that glue Chinese words together: a bigram holding one is not a
+# term ("池的", "是多"), and would only dilute the overlap.
+_CJK_FUNCTION_CHARS = frozenset("的了是在和与及或也都就而并之为被把从于这那吗呢么吧着啊")
+_CJK_STOP_BIGRAMS = frozenset({"多少", "如何", "怎样", "请问", "一下", "几个", "哪些", "哪个"})
+
+
+def _stem(word: str) -> str:
+    """Crude suffix folding, the same on both sides, so "batteries"/"battery",
+    "caches"/"cache" and "charging"/"charged"/"charge" meet."""
+    if word[0].isdigit():
+        return word
+    if len(word) > 4 and word.endswith("ies"):
+        word = word[:-3] + "y"
+    elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    if len(word) > 5 and word.endswith("ing"):
+        word = word[:-3]
+    elif len(word) > 4 and word.endswith("ed") and not word.endswith("eed"):
+        word = word[:-2]
+    if len(word) > 3 and word.endswith("e"):
+        word = word[:-1]
+    return word
+
+
+def _is_cjk(term: str) -> bool:
+    return bool(_CJK_RUN.fullmatch(term))
+
+
+def _cjk_units(run: str) -> list[str]:
+    if len(run) == 1:
+        return [] if run in _CJK_FUNCTION_CHARS else [run]
+    bigrams = (run[i : i + 2] for i in range(len(run) - 1))
+    return [b for b in bigrams if b not in _CJK_STOP_BIGRAMS and not _CJK_FUNCTION_CHARS.intersection(b)]
+
+
+def _latin_unit(token: str) -> str | None:
+    if token[0].isdigit():
+        return token
+    if len(token) < 2 or token in _STOPWORDS:
+        return None
+    return _stem(token)
+
+
+def _units(text: str) -> list[str]:
+    """Content terms for support scoring, in order, once each.
+
+    Unlike a search tokenizer this keeps numbers ("3.7", "2023"): a figure is
+    the claim most worth sourcing. CJK runs count by their bigrams.
+    """
+    text = _without_list_marker(text).lower()
+    units: list[str] = []
+    for run in _CJK_RUN.findall(text):
+        units.extend(_cjk_units(run))
+    for token in _LATIN_TOKEN.findall(_CJK_RUN.sub(" ", text)):
+        if unit := _latin_unit(token):
+            units.append(unit)
+    return list(dict.fromkeys(units))
+
+
+def _query_units(query: str) -> set[str]:
+    """The query's terms in the same form as :func:`_units`."""
+    units: set[str] = set()
+    for term in _query_terms(query):
+        term = term.lower()
+        if _is_cjk(term):
+            # Whole CJK runs add nothing their bigrams do not already say.
+            if len(term) <= 2:
+                units.update(_cjk_units(term))
+        elif unit := _latin_unit(term):
+            units.add(unit)
+    return units
+
+
+def _query_terms(query: str) -> list[str]:
+    """Latin words and CJK runs with their bigrams.
+
+    Private stand-in for ``citation_text.query_terms``, which did not exist
+    when this module was written.
+    """
+    lowered = query.lower()
+    terms = [t for t in _LATIN_TOKEN.findall(_CJK_RUN.sub(" ", lowered)) if len(t) >= 2 and t not in _STOPWORDS]
+    for run in _CJK_RUN.findall(lowered):
+        terms.append(run)
+        terms.extend(run[i : i + 2] for i in range(len(run) - 1))
+    return list(dict.fromkeys(terms))
+
+
+class _Evidence:
+    """A text prepared once for repeated "does it contain this term" checks."""
+
+    def __init__(self, text: str):
+        self.lowered = text.lower()
+        self.latin = {_stem(token) for token in _LATIN_TOKEN.findall(_CJK_RUN.sub(" ", self.lowered))}
+        self.flat = _flat(text)
+
+    def contains(self, unit: str) -> bool:
+        return unit in self.lowered if _is_cjk(unit) else unit in self.latin
+
+
+def _flat(text: str) -> str:
+    text = _without_list_marker(text)
+    return " ".join(re.sub(r"[*_`#>|]", " ", text).lower().split())
+
+
+def _weight(unit: str, query_units: set[str]) -> float:
+    if unit[0].isdigit():
+        return 2.0
+    # Every citation was retrieved for the query, so its words say least about which one backs a sentence.
+    return 0.5 if unit in query_units else 1.0
+
+
+def _support(sentence: str, units: list[str], evidence: _Evidence, query_units: set[str]) -> float:
+    """How well a quote backs a sentence, 0..1: weighted share of its terms the quote holds."""
+    matched = [unit for unit in units if evidence.contains(unit)]
+    score = 0.0
+    if len(matched) >= 2 and (not query_units or any(unit not in query_units for unit in matched)):
+        total = sum(_weight(unit, query_units) for unit in units)
+        score = sum(_weight(unit, query_units) for unit in matched) / total
+    flat = _flat(sentence)
+    if _VERBATIM_MIN_CHARS <= len(flat) <= len(evidence.flat) and units:
+        ratio = fuzz.partial_ratio(flat, evidence.flat, score_cutoff=_VERBATIM_RATIO)
+        score = max(score, ratio / 100)
+    return score
+
+
+def _supporting_ids(
+    sentence: str,
+    pool: list[tuple[str, _Evidence]],
+    query_units: set[str],
+    min_support: float,
+) -> list[str]:
+    """Citation ids whose quote backs ``sentence``, strongest first, ties in citation order."""
+    units = _units(sentence)
+    if not units:
+        return []
+    scored = []
+    for position, (citation_id, evidence) in enumerate(pool):
+        score = _support(sentence, units, evidence, query_units)
+        if score >= min_support:
+            scored.append((-score, position, citation_id))
+    if not scored:
+        return []
+    scored.sort()
+    floor = -scored[0][0] * _RELATIVE_SUPPORT
+    return list(dict.fromkeys(citation_id for score, _, citation_id in scored if -score >= floor))
+
+
+def _evidence_pool(citations: Sequence[CitationLike]) -> list[tuple[str, _Evidence]]:
+    pool, seen = [], set()
+    for citation in citations:
+        if citation.citation_id and citation.citation_id not in seen:
+            seen.add(citation.citation_id)
+            pool.append((citation.citation_id, _Evidence(citation.display_quote or "")))
+    return pool
+
+
+# ---------------------------------------------------------------- answers
+
+
+def place_badges(
+    answer: str,
+    citations: Sequence[CitationLike],
+    *,
+    query: str = "",
+    max_per_sentence: int = 3,
+    min_support: float = MIN_SUPPORT,
+) -> list[AnsweredSentence]:
+    """Split an LLM answer into sentences badged with the citations that support them.
+
+    A `[ref:<chunk_id>]` marker badges the sentence it sits in first; the
+    remaining places go to quotes whose support score reaches
+    ``min_support``. Only ids of ``citations`` are used.
+    """
+    citation_by_chunk: dict[str, str] = {}
+    for citation in citations:
+        if citation.chunk_id and citation.citation_id:
+            citation_by_chunk.setdefault(citation.chunk_id, citation.citation_id)
+    text, refs = map_ref_markers(strip_llm_markers(answer), citation_by_chunk)
+    pool = _evidence_pool(citations)
+    query_units = _query_units(query) if query else set()
+
+    spans = _sentence_spans(text)
+    starts = [start for start, _ in spans]
+    explicit: dict[int, list[str]] = {}
+    for offset, ids in sorted(refs.items()):
+        # A marker belongs to the sentence it follows, even when written after its full stop.
+        explicit.setdefault(max(bisect_left(starts, offset) - 1, 0), []).extend(ids)
+
+    sentences = []
+    previous_end = None
+    for index, (start, end) in enumerate(spans):
+        sentence = text[start:end]
+        supported = _supporting_ids(sentence, pool, query_units, min_support)
+        chosen = list(dict.fromkeys(explicit.get(index, []) + supported))[:max_per_sentence]
+        sentences.append(AnsweredSentence(sentence, chosen, _space_between(text, previous_end, start)))
+        previous_end = end
+    return sentences
+
+
+@dataclass
+class _Candidate:
+    text: str
+    score: float
+    citation_index: int
+    position: int
+
+
+def _query_match(sentence: str, query_units: set[str]) -> float:
+    """Weighted share of the query's terms the sentence holds; 0 if it only repeats the query."""
+    units = _units(sentence)
+    if not any(unit not in query_units for unit in units):
+        return 0.0
+    evidence = _Evidence(sentence)
+    total = sum(_weight(unit, set()) for unit in query_units)
+    return sum(_weight(unit, set()) for unit in query_units if evidence.contains(unit)) / total
+
+
+def _is_repeat(flat: str, kept: list[str]) -> bool:
+    """Quotes overlap: the same sentence, or one inside another, is said once."""
+    return any(fuzz.partial_ratio(flat, other, score_cutoff=90) for other in kept)
+
+
+def extractive_answer(
+    query: str,
+    citations: Sequence[CitationLike],
+    *,
+    max_sentences: int = 4,
+) -> list[AnsweredSentence]:
+    """An answer without an LLM: the quote sentences that best match the query.
+
+    Each sentence is badged with the citation it came from, then up to two
+    others whose quotes also support it. Sentences from one citation stay in
+    their reading order; citations come in the order of their best sentence.
+    Empty when no sentence matches.
+    """
+    query_units = _query_units(query)
+    if not query_units:
+        return []
+    candidates = []
+    for citation_index, citation in enumerate(citations):
+        if not citation.citation_id:
+            continue
+        for position, sentence in enumerate(split_sentences(citation.display_quote or "")):
+            score = _query_match(sentence, query_units)
+            if score >= _MIN_QUERY_MATCH:
+                candidates.append(_Candidate(sentence, score, citation_index, position))
+    if not candidates:
+        return []
+    candidates.sort(key=lambda c: (-c.score, c.citation_index, c.position))
+    floor = candidates[0].score * _RELATIVE_QUERY_MATCH
+    chosen: list[_Candidate] = []
+    kept_flat: list[str] = []
+    for candidate in candidates:
+        flat = _flat(candidate.text)
+        if candidate.score < floor or len(chosen) == max_sentences:
+            break
+        if not _is_repeat(flat, kept_flat):
+            chosen.append(candidate)
+            kept_flat.append(flat)
+
+    citation_rank = {}
+    for candidate in chosen:
+        citation_rank.setdefault(candidate.citation_index, len(citation_rank))
+    chosen.sort(key=lambda c: (citation_rank[c.citation_index], c.position))
+
+    pool = _evidence_pool(citations)
+    answer = []
+    for candidate in chosen:
+        own = citations[candidate.citation_index].citation_id
+        others = [cid for cid in _supporting_ids(candidate.text, pool, set(), MIN_SUPPORT) if cid != own]
+        space = "" if not answer else ("" if answer[-1].text[-1:] in "。！？；" else " ")
+        answer.append(AnsweredSentence(candidate.text, [own, *others[:2]], space))
+    return answer
+
+
+def render_badged_text(sentences: Sequence[AnsweredSentence]) -> str:
+    """Plain text with ` [a3z1]` after each sentence, for the JSON API."""
+    return "".join(
+        sentence.space_before + sentence.text + "".join(f" [{cid}]" for cid in sentence.citation_ids)
+        for sentence in sentences
+    )

@@ -1,0 +1,376 @@
+"""The one mapper from a LightRAG ``/query/data`` result to citations.
+
+result → references (built from chunks when missing) → registry row (by
+LightRAG file name and doc id) → sidecar block → citation. Every consumer —
+search results, answers, source cards, permalinks, the JSON API — uses the
+``CitationView`` objects made here. Stale, deleted and unmapped references
+never become citations; they are kept in the diagnostics.
+"""
+
+import hashlib
+import string
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from django.conf import settings
+from rapidfuzz import fuzz
+
+from mnote.citations.citation_text import (
+    clean_display_text,
+    ensure_query_terms,
+    evidence_window,
+    fingerprint,
+    lexical_score,
+)
+from mnote.citations.models import Citation
+from mnote.citations.sidecar import Block, Sidecar, chunk_index_of, doc_id_of_chunk, load_chunk_store, load_sidecar
+from mnote.library.models import Source
+
+PROVIDER = "lightrag"
+_BASE36 = string.digits + string.ascii_lowercase
+_IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".tif", ".tiff", ".bmp", ".heic"}
+_RESOURCE_KINDS = {".pdf": "pdf", ".docx": "docx", ".md": "markdown", ".mdx": "markdown", ".txt": "text"}
+# Below this rapidfuzz score a chunk is not said to come from a block.
+FUZZY_BLOCK_THRESHOLD = 70
+DISPLAY_QUOTE_LIMIT = 700
+
+
+@dataclass
+class CitationView:
+    """A citation as every consumer sees it (the contract's field list)."""
+
+    citation_id: str
+    source_id: int
+    source_path: str
+    file_name: str
+    lightrag_doc_id: str
+    lightrag_file_path: str
+    chunk_id: str
+    block_id: str | None
+    heading_path: list[str]
+    raw_quote: str
+    display_quote: str
+    evidence_text: str
+    search_query: str
+    precision: str
+    degraded: bool
+    locator: dict
+    citation_url: str
+    citation_markdown: str
+    relevance_score: float
+    relevance_kind: str
+    provider_rank: int
+    diagnostics: dict
+    page: int | None = None
+    provider: str = PROVIDER
+
+    def as_json(self) -> dict:
+        return {
+            "citationId": self.citation_id,
+            "provider": self.provider,
+            "sourceId": self.source_id,
+            "sourcePath": self.source_path,
+            "fileName": self.file_name,
+            "lightragDocId": self.lightrag_doc_id,
+            "lightragFilePath": self.lightrag_file_path,
+            "chunkId": self.chunk_id,
+            "blockId": self.block_id,
+            "headingPath": self.heading_path,
+            "displayQuote": self.display_quote,
+            "locatorEvidenceText": self.evidence_text,
+            "searchQuery": self.search_query,
+            "locatorPrecision": self.precision,
+            "locatorDegraded": self.degraded,
+            "locator": self.locator,
+            "citationUrl": self.citation_url,
+            "citationMarkdown": self.citation_markdown,
+            "relevance": {"score": self.relevance_score, "kind": self.relevance_kind, "providerRank": self.provider_rank},
+            "diagnostics": self.diagnostics,
+        }
+
+
+@dataclass
+class MappedResult:
+    query: str
+    citations: list[CitationView]
+    dropped: list[dict] = field(default_factory=list)
+    diagnostics: dict = field(default_factory=dict)
+
+
+@dataclass
+class _Reference:
+    file_path: str
+    reference_id: str
+    chunks: list[dict]
+
+
+def _references(data: dict) -> list[_Reference]:
+    """LightRAG's references are per file; build them from the chunks when the
+    response has none (include_references off, or an older server)."""
+    chunks = [c for c in data.get("chunks") or [] if isinstance(c, dict) and c.get("file_path")]
+    by_file: dict[str, _Reference] = {}
+    listed = {r.get("file_path"): str(r.get("reference_id", "")) for r in data.get("references") or [] if isinstance(r, dict)}
+    for chunk in chunks:
+        name = chunk["file_path"]
+        if name not in by_file:
+            by_file[name] = _Reference(name, listed.get(name) or str(chunk.get("reference_id") or len(by_file) + 1), [])
+        by_file[name].chunks.append(chunk)
+    return list(by_file.values())
+
+
+def _registry_row(reference: _Reference, rows_by_name: dict[str, Source]) -> tuple[Source | None, str]:
+    """The registry row a reference maps to, or the reason it maps to none."""
+    source = rows_by_name.get(reference.file_path)
+    if source is None:
+        return None, "unmapped: no registry row has this LightRAG file name"
+    doc_ids = {doc_id_of_chunk(c.get("chunk_id") or "") for c in reference.chunks} - {""}
+    # Without a doc id on either side a name alone is not proof: a deleted
+    # row (doc id cleared) must never match a reference that has none.
+    if not source.lightrag_doc_id or (doc_ids and source.lightrag_doc_id not in doc_ids):
+        return None, f"stale: the registry row is {source.status} and maps to another or no LightRAG document"
+    if source.stale or source.deleted_at or source.status != Source.Status.INDEXED:
+        return None, f"stale: the source is {source.get_status_display()}"
+    return source, ""
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _match_block(chunk_text: str, sidecar: Sidecar, candidate_ids: tuple[str, ...], query: str) -> tuple[Block | None, str]:
+    """The block a chunk comes from: the storage's exact link when there is
+    one, else text matching (exact, then fuzzy). A chunk spanning several
+    blocks resolves to the one holding its query-centred window."""
+    if candidate_ids:
+        blocks = [sidecar.by_id[i] for i in candidate_ids if i in sidecar.by_id]
+        how = "chunk_store_refs"
+    else:
+        chunk_norm = _normalise(chunk_text)
+        blocks = [b for b in sidecar.blocks if _normalise(b.content) and (_normalise(b.content) in chunk_norm or chunk_norm in _normalise(b.content))]
+        how = "text_exact"
+        if not blocks:
+            scored = [(fuzz.partial_ratio(chunk_norm[:2000], _normalise(b.content)[:4000]), b) for b in sidecar.blocks]
+            blocks = [b for score, b in scored if score >= FUZZY_BLOCK_THRESHOLD]
+            how = "text_fuzzy"
+    if not blocks:
+        return None, "no_block_match"
+    if len(blocks) == 1:
+        return blocks[0], how
+    # The block holding the query's terms wins; the query-centred window of
+    # the chunk breaks ties between blocks that hold them equally.
+    window = evidence_window(clean_display_text(chunk_text), query)
+
+    def holds_query(block: Block) -> tuple:
+        text = clean_display_text(block.content)
+        return (lexical_score(text, query), fuzz.partial_ratio(window, text), -block.index)
+
+    best = max(blocks, key=holds_query)
+    return best, how + "+query_window"
+
+
+def _resource_kind(name: str) -> str:
+    return _RESOURCE_KINDS.get(PurePosixPath(name).suffix.lower(), "other")
+
+
+def _locator_position(block: Block | None, sidecar: Sidecar | None) -> tuple[str, dict]:
+    """Precision and position fields, never faked: a page and rectangle only
+    from a real bbox position, paragraph ids only when the DOCX has them."""
+    if block is None or sidecar is None:
+        return Citation.Precision.FILE, {}
+    bboxes = [p for p in block.positions if p.get("type") == "bbox" and p.get("anchor") and isinstance(p.get("range"), list) and len(p["range"]) == 4]
+    if bboxes:
+        page = str(bboxes[0]["anchor"])
+        on_page = [p["range"] for p in bboxes if str(p["anchor"]) == page]
+        scale = sidecar.bbox_max
+        x0 = min(r[0] for r in on_page) / scale
+        y0 = min(r[1] for r in on_page) / scale
+        x1 = max(r[2] for r in on_page) / scale
+        y1 = max(r[3] for r in on_page) / scale
+        if page.isdigit():
+            return Citation.Precision.BBOX, {"page": int(page), "bbox": [round(v, 4) for v in (x0, y0, x1, y1)]}
+    fields: dict = {"blockId": block.block_id}
+    for position in block.positions:
+        if position.get("type") == "paraid":
+            start, end = (list(position.get("range") or []) + [None, None])[:2]
+            if start and end:
+                fields["paraIds"] = [start, end]
+            break
+    return Citation.Precision.PARAGRAPH, fields
+
+
+def _citation_id(parts: tuple, taken: set[str]) -> str:
+    """4 base-36 characters from a hash of provider, source, place and
+    occurrence; re-salted until unique within this result."""
+    salt = 0
+    while True:
+        digest = hashlib.sha256("\0".join(map(str, (*parts, salt))).encode()).digest()
+        number = int.from_bytes(digest[:8], "big")
+        short = "".join(_BASE36[(number // 36**i) % 36] for i in range(4))
+        if short not in taken:
+            taken.add(short)
+            return short
+        salt += 1
+
+
+def _precision_label(precision: str, page: int | None) -> str:
+    if precision == Citation.Precision.BBOX and page:
+        return f"p.{page}"
+    return "paragraph" if precision == Citation.Precision.PARAGRAPH else "file only"
+
+
+def map_query_data(
+    result: dict,
+    *,
+    query: str,
+    sources,
+    scope: list[str] | None = None,
+    rerank_requested: bool | None = None,
+    rerank_available: bool | None = None,
+    persist: bool = True,
+) -> MappedResult:
+    """Turn a ``/query/data`` result into citations.
+
+    ``sources`` is the registry queryset the asking user may see
+    (``Source.objects.visible_to(user)``): a reference to a file outside it is
+    dropped without naming the file.
+    """
+    data = result.get("data") or {}
+    references = _references(data)
+    names = [r.file_path for r in references]
+    rows_by_name = {s.lightrag_name: s for s in sources.filter(lightrag_name__in=names).select_related("root")}
+    unmatched = set(names) - set(rows_by_name)
+    # Registered but outside what this user may see.
+    hidden = set(Source.objects.filter(lightrag_name__in=unmatched).values_list("lightrag_name", flat=True)) if unmatched else set()
+    config = settings.MNOTE_LIGHTRAG
+    store = None
+    citations: list[CitationView] = []
+    dropped: list[dict] = []
+    seen: set[tuple] = set()
+    taken_ids: set[str] = set()
+    rank = 0
+    for reference in references:
+        if reference.file_path in hidden:
+            # Visible to someone else: say nothing that names it.
+            dropped.append({"reason": "not visible to you", "chunks": len(reference.chunks)})
+            continue
+        source, why = _registry_row(reference, rows_by_name)
+        if source is None:
+            dropped.append({"lightragFilePath": reference.file_path, "reason": why, "chunks": len(reference.chunks)})
+            continue
+        if scope and not any(source.library_path == p or source.library_path.startswith(p.rstrip("/") + "/") for p in scope):
+            dropped.append({"sourcePath": source.library_path, "reason": "outside the search scope"})
+            continue
+        sidecar = load_sidecar(config.input_dir, source.lightrag_name)
+        for chunk in reference.chunks:
+            rank += 1
+            chunk_id = str(chunk.get("chunk_id") or "")
+            raw = str(chunk.get("content") or "")
+            block, block_how = None, "no_sidecar"
+            if sidecar is not None and sidecar.blocks:
+                if store is None:
+                    store = load_chunk_store(config.working_dir) or {}
+                stored = store.get(chunk_id)
+                block, block_how = _match_block(raw, sidecar, stored.block_ids if stored else (), query)
+            display = clean_display_text(raw)
+            key = (source.pk, block.block_id) if block else (source.pk, chunk_id, fingerprint(display))
+            if key in seen:
+                continue
+            seen.add(key)
+            heading_path = block.heading_path if block else []
+            evidence_source = clean_display_text(block.content) if block else display
+            evidence = evidence_window(evidence_source, query, heading_path=heading_path)
+            precision, position = _locator_position(block, sidecar)
+            page = position.get("page")
+            short_display = display if len(display) <= DISPLAY_QUOTE_LIMIT else evidence_window(display, query, width=DISPLAY_QUOTE_LIMIT)
+            # Shortened first, then checked: the quote never loses the user's query terms.
+            short_display = ensure_query_terms(short_display, raw, query)
+            locator = {
+                "precision": str(precision),
+                "degraded": precision == Citation.Precision.FILE,
+                "resourceKind": _resource_kind(source.file_name),
+                "sourceId": source.pk,
+                "sourcePath": source.library_path,
+                **position,
+                "headingPath": heading_path,
+                "evidenceText": evidence,
+                "searchQuery": query,
+                "displayQuote": short_display,
+                "chunkId": chunk_id or None,
+            }
+            stored = (store or {}).get(chunk_id)
+            chunk_index = stored.order_index if stored else chunk_index_of(chunk_id)
+            if chunk_index is not None:
+                locator["chunkIndex"] = chunk_index
+            if not chunk_id:
+                del locator["chunkId"]
+            prefix = "IMG-" if PurePosixPath(source.file_name).suffix.lower() in _IMAGE_SUFFIXES else ""
+            citation_id = prefix + _citation_id((PROVIDER, source.pk, block.block_id if block else chunk_id, rank), taken_ids)
+            url = ""
+            if persist:
+                permalink, _ = Citation.objects.get_or_create(
+                    source=source,
+                    source_sha256=source.sha256,
+                    chunk_id=chunk_id,
+                    block_id=block.block_id if block else "",
+                    defaults={
+                        "source_path": source.library_path,
+                        "lightrag_doc_id": source.lightrag_doc_id,
+                        "precision": precision,
+                        "locator": locator,
+                        "heading_path": heading_path,
+                        "display_quote": short_display,
+                        "evidence_text": evidence,
+                        "search_query": query[:1000],
+                    },
+                )
+                url = permalink.get_absolute_url()
+            label = _precision_label(precision, page)
+            citations.append(
+                CitationView(
+                    citation_id=citation_id,
+                    source_id=source.pk,
+                    source_path=source.library_path,
+                    file_name=source.file_name,
+                    lightrag_doc_id=source.lightrag_doc_id,
+                    lightrag_file_path=source.lightrag_name,
+                    chunk_id=chunk_id,
+                    block_id=block.block_id if block else None,
+                    heading_path=heading_path,
+                    raw_quote=raw,
+                    display_quote=short_display,
+                    evidence_text=evidence,
+                    search_query=query,
+                    precision=str(precision),
+                    degraded=precision == Citation.Precision.FILE,
+                    locator=locator,
+                    citation_url=url,
+                    citation_markdown=f"[{source.file_name}, {label}]({url})" if url else f"{source.file_name}, {label}",
+                    relevance_score=round(lexical_score(display, query), 4),
+                    relevance_kind="mnote_lexical",
+                    provider_rank=rank,
+                    page=page,
+                    diagnostics={
+                        "quoteSource": "lightrag_chunk",
+                        "referenceMapped": True,
+                        "sidecarBlockMapped": block is not None,
+                        "blockMatch": block_how,
+                        "displayCleaned": display != raw,
+                        "locatorTextSource": "sidecar_block" if block else "chunk",
+                        "providerRerankRequested": rerank_requested,
+                        "providerRerankAvailable": rerank_available,
+                    },
+                )
+            )
+    return MappedResult(
+        query=query,
+        citations=citations,
+        dropped=dropped,
+        diagnostics={
+            "references": len(references),
+            "chunks": sum(len(r.chunks) for r in references),
+            "referencesBuiltFromChunks": not (data.get("references") or []),
+            "providerRerankRequested": rerank_requested,
+            "providerRerankAvailable": rerank_available,
+            "providerStatus": result.get("status"),
+        },
+    )

@@ -1,0 +1,111 @@
+"""Full-library search and answers: LightRAG retrieves, the mapper makes the
+citations, and answers are badged by MNote. Used by the pages and the JSON
+API alike."""
+
+from dataclasses import dataclass, field
+
+from django.db.models import Q
+
+from mnote.citations.answer_badges import AnsweredSentence, extractive_answer, place_badges, render_badged_text
+from mnote.citations.citation_text import query_terms
+from mnote.citations.mapper import MappedResult, map_query_data
+from mnote.library.models import Source
+from mnote.library.provider import lightrag_client
+
+MODES = ("naive", "local", "global", "hybrid", "mix")
+_WHY_NOT_IN_LIGHTRAG = {
+    Source.Status.NOT_INDEXED: "not indexed yet",
+    Source.Status.QUEUED: "indexing (queued)",
+    Source.Status.INDEXING: "indexing",
+    Source.Status.FAILED: "LightRAG failed to index it",
+    Source.Status.STALE: "changed since it was indexed; waiting to be re-indexed",
+    Source.Status.DELETE_SUBMITTED: "deleted",
+    Source.Status.REMOVED: "deleted",
+    Source.Status.EXCLUDED: "excluded by its root's exclude patterns",
+    Source.Status.DUPLICATE: "a duplicate of another file's content",
+}
+
+
+def full_library_search(
+    user,
+    query: str,
+    *,
+    mode: str = "mix",
+    top_k: int | None = None,
+    chunk_top_k: int | None = None,
+    scope: list[str] | None = None,
+    enable_rerank: bool | None = None,
+) -> MappedResult:
+    """LightRAG references only (no answer), mapped to citations the user may see.
+
+    Raises the LightRAG client's typed errors (unavailable, busy, rejected).
+    """
+    with lightrag_client() as client:
+        health = client.health()
+        result = client.query_data(query, mode=mode, top_k=top_k, chunk_top_k=chunk_top_k, enable_rerank=enable_rerank)
+    mapped = map_query_data(
+        result,
+        query=query,
+        sources=Source.objects.visible_to(user),
+        scope=scope,
+        rerank_requested=enable_rerank,
+        rerank_available=health.rerank_enabled,
+    )
+    mapped.diagnostics["llmAvailable"] = health.has_llm
+    mapped.diagnostics["mode"] = "mix" if mode == "hybrid" else mode
+    return mapped
+
+
+def not_in_lightrag(user, query: str, *, limit: int = 10) -> list[dict]:
+    """Files whose name matches the query but that LightRAG cannot cite, with why."""
+    terms = [t for t in query_terms(query) if len(t) >= 2][:8]
+    if not terms:
+        return []
+    matches = Q()
+    for term in terms:
+        matches |= Q(relative_path__icontains=term)
+    rows = (
+        Source.objects.visible_to(user)
+        .filter(matches)
+        .exclude(status=Source.Status.INDEXED, stale=False)
+        .select_related("root")[:limit]
+    )
+    return [
+        {"sourceId": s.pk, "sourcePath": s.library_path, "status": s.status, "reason": _WHY_NOT_IN_LIGHTRAG.get(s.status, s.status)}
+        for s in rows
+    ]
+
+
+@dataclass
+class Answer:
+    query: str
+    kind: str  # "llm" or "extractive"
+    sentences: list[AnsweredSentence]
+    mapped: MappedResult
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return render_badged_text(self.sentences)
+
+
+def answer_question(user, query: str, *, mode: str = "mix", scope: list[str] | None = None, enable_rerank=None) -> Answer:
+    """An answer whose sentences carry badges of this query's citations only.
+
+    With an LLM behind LightRAG the text is LightRAG's; without one (the
+    embedded stack) it is extractive: the cited sentences that best match.
+    """
+    mapped = full_library_search(user, query, mode=mode, scope=scope, enable_rerank=enable_rerank)
+    if mapped.diagnostics.get("llmAvailable"):
+        with lightrag_client() as client:
+            response = client.query(query, mode=mode, enable_rerank=enable_rerank)
+        text = str(response.get("response") or "")
+        return Answer(query, "llm", place_badges(text, mapped.citations, query=query), mapped)
+    sentences = extractive_answer(query, mapped.citations)
+    return Answer(
+        query,
+        "extractive",
+        sentences,
+        mapped,
+        notes=["Extractive answer: no LLM is configured, so these are the cited sentences that best match."],
+    )

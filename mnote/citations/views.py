@@ -1,0 +1,18 @@
+from django.http import Http404
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+
+from mnote.citations.models import Citation
+from mnote.library.models import Source
+
+
+@require_GET
+def citation(request, token):
+    """A permalink: the cited place, or an honest word that the source changed
+    or is gone — never the wrong place."""
+    cited = get_object_or_404(Citation.objects.select_related("source__root"), token=token)
+    if cited.source is not None and not Source.objects.visible_to(request.user).filter(pk=cited.source_id).exists():
+        raise Http404("No such citation.")
+    # A pruned source has no root left to check visibility against: only admins see its old path.
+    show_path = cited.source is not None or request.user.is_staff
+    return render(request, "citations/citation.html", {"citation": cited, "state": cited.state, "show_path": show_path})

@@ -1,0 +1,86 @@
+"""Input for the registry: the one place an indexed root's fields are
+validated, used by the admin and by the ``add_root`` command alike."""
+
+from django import forms
+from django.conf import settings
+from django.utils.translation import gettext_lazy as _
+
+from mnote.library.expansion import PathRefused, resolve_inside
+from mnote.library.models import IndexedRoot
+
+
+class GlobLinesField(forms.CharField):
+    """Exclude patterns as people write them, one glob per line; stored as a list."""
+
+    widget = forms.Textarea(attrs={"rows": 4, "cols": 60, "spellcheck": "false"})
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("required", False)
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value):
+        if isinstance(value, (list, tuple)):
+            return "\n".join(value)
+        return value
+
+    def to_python(self, value):
+        if isinstance(value, (list, tuple)):
+            lines = value
+        else:
+            lines = (super().to_python(value) or "").splitlines()
+        # Blank lines and repeats are noise, not patterns.
+        return list(dict.fromkeys(line.strip() for line in lines if line.strip()))
+
+    def validate(self, value):
+        super().validate(value)
+        for pattern in value:
+            if pattern.startswith("/"):
+                raise forms.ValidationError(
+                    _(
+                        "“%(pattern)s” starts with “/”; patterns match paths inside the root, "
+                        "such as **/drafts/**."
+                    ),
+                    code="absolute_pattern",
+                    params={"pattern": pattern},
+                )
+
+
+class IndexedRootForm(forms.ModelForm):
+    exclude_patterns = GlobLinesField(
+        label=_("exclude patterns"),
+        help_text=_("One glob per line, matched against paths inside the root, e.g. **/draft-private/**"),
+    )
+
+    class Meta:
+        model = IndexedRoot
+        fields = [
+            "name",
+            "path",
+            "recursive",
+            "exclude_patterns",
+            "run_on_change",
+            "enabled",
+            "visible_to_all",
+            "visible_to_groups",
+        ]
+        error_messages = {
+            "name": {
+                "required": _("Give the root a name people will recognise."),
+                "unique": _("Another root already has this name."),
+            },
+            "path": {
+                "required": _("Give a folder or file inside the library base directory."),
+                "unique": _("This folder is already a root."),
+            },
+        }
+
+    def clean_path(self):
+        given = self.cleaned_data["path"]
+        base = settings.MNOTE_LIBRARY_BASE_DIR
+        try:
+            resolved = resolve_inside(base, given)
+        except PathRefused as e:
+            raise forms.ValidationError(str(e), code="refused") from e
+        # Stored resolved, so the same folder reached by two spellings (or an
+        # inner symlink) is recognised as one root.
+        return resolved.relative_to(base.resolve()).as_posix()
