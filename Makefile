@@ -39,11 +39,11 @@ $(LIGHTRAG_VENV)/.installed: requirements/lightrag.txt
 	touch $@
 
 # Browser tests drive Debian's Chromium (a test tool's own browser download
-# cannot work offline).
+# cannot work offline); CJK fonts so Chinese pages and screenshots are legible.
 install-browser:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  echo "Installing Debian's chromium for the browser tests…"; \
-	  (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || \
+	@{ command -v chromium >/dev/null 2>&1 && fc-list 2>/dev/null | grep -qi "Noto Sans CJK"; } || { \
+	  echo "Installing Debian's chromium and CJK fonts for the browser tests…"; \
+	  (apt-get update -qq && apt-get install -y -qq chromium fonts-noto-cjk >/dev/null) || \
 	  { echo "Could not install chromium (need root and Debian's package registry)."; exit 1; }; }
 
 clean-data:

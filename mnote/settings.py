@@ -50,6 +50,9 @@ INSTALLED_APPS = [
     "mnote.accounts",
     "mnote.library",
     "mnote.citations",
+    "mnote.preview",
+    "mnote.search",
+    "mnote.api",
     "mnote.stack",
     "mnote.demo",
 ]

@@ -9,7 +9,10 @@ from mnote.library import views as library_views
 urlpatterns = [
     path("", library_views.home, name="home"),
     path("c/<str:token>", citation_views.citation, name="citation"),
+    path("", include("mnote.search.urls")),
+    path("preview/", include("mnote.preview.urls")),
     path("accounts/", include("mnote.accounts.urls")),
+    path("api/", include("mnote.api.urls")),
     # The login page offers the language switch too.
     path("i18n/setlang/", login_not_required(set_language), name="set_language"),
     path("admin/", admin.site.urls),

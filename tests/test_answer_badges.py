@@ -219,3 +219,19 @@ def test_it_renders_badges_after_each_sentence():
     ]
 
     assert render_badged_text(sentences) == "Charging stops at 4.2 V. [a3z1] [b7k2] Paris is mild.\n额定电压为3.7V。 [d1e2]"
+
+
+def test_it_never_answers_with_a_question_or_a_flattened_table():
+    from mnote.citations.answer_badges import extractive_answer
+
+    class Quote:
+        def __init__(self, citation_id, display_quote):
+            self.citation_id, self.chunk_id, self.display_quote = citation_id, None, display_quote
+
+    quotes = [
+        Quote("q1a2", "Example questions - What is the primary mirror of the GAMMA telescope made of?"),
+        Quote("t3b4", "File | Language | Format | en/gamma.docx | English | Word | primary mirror | made"),
+        Quote("z5c6", "The primary mirror is made of Zerodur, a glass-ceramic."),
+    ]
+    answer = extractive_answer("What is the primary mirror made of?", quotes)
+    assert [s.citation_ids[0] for s in answer] == ["z5c6"]

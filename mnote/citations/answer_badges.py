@@ -478,6 +478,21 @@ def _is_repeat(flat: str, kept: list[str]) -> bool:
     return any(fuzz.partial_ratio(flat, other, score_cutoff=90) for other in kept)
 
 
+# Longer "sentences" are flattened tables or lists, not statements.
+_MAX_ANSWER_SENTENCE = 400
+
+
+def _answers_something(sentence: str) -> bool:
+    """A question, a table row or a wall of text is not an answer sentence."""
+    text = sentence.strip()
+    return (
+        bool(text)
+        and text[-1] not in "?？"
+        and len(text) <= _MAX_ANSWER_SENTENCE
+        and text.count("|") < 3
+    )
+
+
 def extractive_answer(
     query: str,
     citations: Sequence[CitationLike],
@@ -499,6 +514,8 @@ def extractive_answer(
         if not citation.citation_id:
             continue
         for position, sentence in enumerate(split_sentences(citation.display_quote or "")):
+            if not _answers_something(sentence):
+                continue
             score = _query_match(sentence, query_units)
             if score >= _MIN_QUERY_MATCH:
                 candidates.append(_Candidate(sentence, score, citation_index, position))

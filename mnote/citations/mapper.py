@@ -8,6 +8,7 @@ never become citations; they are kept in the diagnostics.
 """
 
 import hashlib
+import json
 import string
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -63,6 +64,14 @@ class CitationView:
     diagnostics: dict
     page: int | None = None
     provider: str = PROVIDER
+
+    @property
+    def locator_json(self) -> str:
+        return json.dumps(self.locator, ensure_ascii=False)
+
+    @property
+    def precision_label(self) -> str:
+        return _precision_label(self.precision, self.page)
 
     def as_json(self) -> dict:
         return {

@@ -25,6 +25,7 @@ from mnote.library.ingest import (
 )
 from mnote.library.models import IndexedRoot, Job, Source
 from mnote.lightrag import LightRAGClient, LightRAGError
+from mnote.search.workspace import refresh_workspace_index
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +155,7 @@ def sync_root(root: IndexedRoot, *, batch_limit: int | None = None) -> SyncSumma
 
         queue_many(queue_known)
         send_to_lightrag(queue_fresh)
+        refresh_workspace_index(root)
         summary.queued = len(queue_known) + len(queue_fresh)
         summary.capped = len(to_queue) + len(fresh) - summary.queued
     return summary

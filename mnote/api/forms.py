@@ -1,0 +1,129 @@
+"""Request validation for the JSON API. Bodies are JSON objects, so the
+fields here take JSON values as they are: a string where text is expected, a
+real ``true``/``false`` for flags, never a guess from something else."""
+
+from pathlib import PurePosixPath
+from urllib.parse import urlsplit
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.urls import Resolver404, resolve
+
+from mnote.citations.context import MAX_CONTEXT
+from mnote.citations.search import MODES
+
+MAX_SOURCE_PATHS = 50
+
+
+class JsonStringField(forms.CharField):
+    def to_python(self, value):
+        if value is not None and not isinstance(value, str):
+            raise ValidationError("Must be a string.", code="invalid")
+        return super().to_python(value)
+
+
+class JsonBooleanField(forms.Field):
+    """``true``, ``false``, or absent (None: LightRAG's own default)."""
+
+    def to_python(self, value):
+        if value is None or value == "":
+            return None
+        if isinstance(value, bool):
+            return value
+        raise ValidationError("Must be true or false.", code="invalid")
+
+
+class LibraryPathListField(forms.Field):
+    """Library paths of files or folders (``root/path/in/root``)."""
+
+    def to_python(self, value):
+        if value is None or value == "":
+            return []
+        if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+            raise ValidationError("Must be a list of library paths (strings).", code="invalid")
+        if len(value) > MAX_SOURCE_PATHS:
+            raise ValidationError(f"At most {MAX_SOURCE_PATHS} paths.", code="max_length")
+        paths = []
+        for raw in value:
+            path = raw.strip().strip("/")
+            if not path or ".." in PurePosixPath(path).parts or "\\" in path:
+                raise ValidationError(f"“{raw}” is not a library path such as “papers/2024”.", code="invalid")
+            paths.append(str(PurePosixPath(path)))
+        return list(dict.fromkeys(paths))
+
+
+class SearchForm(forms.Form):
+    """The parameters of /api/search and /api/query."""
+
+    query = JsonStringField(max_length=1000)
+    mode = forms.ChoiceField(choices=[(m, m) for m in MODES], required=False)
+    topK = forms.IntegerField(min_value=1, max_value=200, required=False)
+    chunkTopK = forms.IntegerField(min_value=1, max_value=100, required=False)
+    sourcePaths = LibraryPathListField(required=False)
+    enableRerank = JsonBooleanField(required=False)
+
+    def clean_mode(self):
+        return self.cleaned_data.get("mode") or "mix"
+
+
+def citation_token_from_url(url: str) -> str | None:
+    """The token of a permalink (``/c/<token>``, relative or absolute), by the URLconf."""
+    try:
+        match = resolve(urlsplit(url).path or "/")
+    except Resolver404:
+        return None
+    return match.kwargs.get("token") if match.url_name == "citation" else None
+
+
+class OpenReferenceForm(forms.Form):
+    citationUrl = JsonStringField(max_length=2048, required=False)
+    token = JsonStringField(max_length=24, required=False)
+
+    def clean(self):
+        cleaned = super().clean()
+        url, token = cleaned.get("citationUrl"), cleaned.get("token")
+        if self.errors:
+            return cleaned
+        if bool(url) == bool(token):
+            raise ValidationError("Give either citationUrl or token (exactly one).", code="required")
+        if url:
+            token = citation_token_from_url(url)
+            if token is None:
+                self.add_error("citationUrl", "Not a citation URL (expected /c/<token>).")
+            cleaned["token"] = token
+        return cleaned
+
+
+class ChunkContextForm(forms.Form):
+    chunk_index = forms.IntegerField(min_value=0)
+    context = forms.IntegerField(min_value=0, max_value=MAX_CONTEXT, required=False)
+    block_id = forms.CharField(max_length=80, required=False)
+
+    def clean_context(self):
+        value = self.cleaned_data.get("context")
+        return 2 if value is None else value
+
+
+class IngestForm(forms.Form):
+    sourceId = forms.IntegerField(min_value=1, required=False)
+    rootId = forms.IntegerField(min_value=1, required=False)
+    force = JsonBooleanField(required=False)
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        if (cleaned.get("sourceId") is None) == (cleaned.get("rootId") is None):
+            raise ValidationError("Give either sourceId or rootId (exactly one).", code="required")
+        if cleaned.get("rootId") is not None and cleaned.get("force"):
+            self.add_error("force", "force applies to a source only; a root is synced.")
+        cleaned["force"] = bool(cleaned.get("force"))
+        return cleaned
+
+
+class DeleteSourceForm(forms.Form):
+    sourceId = forms.IntegerField(min_value=1)
+
+
+class EmptyForm(forms.Form):
+    pass

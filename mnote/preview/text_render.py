@@ -1,0 +1,88 @@
+"""Markdown and plain text as readable HTML, with the block attributes the
+locator script scores (``data-block-index``, ``data-heading-level``)."""
+
+from pathlib import Path
+
+from lxml import html as lxml_html
+from markdown_it import MarkdownIt
+
+# A preview of a bigger text file shows its beginning and says so.
+MAX_TEXT_BYTES = 5 * 1024 * 1024
+_BLOCK_TAGS = ("h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "td", "th", "pre", "blockquote", "dt", "dd")
+# "html": False — raw HTML in a user's Markdown is shown as text, never run.
+_markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table").enable("strikethrough")
+
+
+class TextRejected(ValueError):
+    """A text file we cannot show; the message says why."""
+
+
+def read_text(path: Path) -> tuple[str, bool]:
+    """The file's text (UTF-8, else the best guess) and whether it was cut."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_TEXT_BYTES + 1)
+    except OSError as e:
+        raise TextRejected(f"This file cannot be read: {e.strerror or e}.") from e
+    truncated = len(data) > MAX_TEXT_BYTES
+    data = data[:MAX_TEXT_BYTES]
+    if b"\0" in data[:8192]:
+        raise TextRejected("This file looks binary, not text; it cannot be previewed as text.")
+    for encoding in ("utf-8-sig", "gb18030"):
+        try:
+            return data.decode(encoding), truncated
+        except UnicodeDecodeError:
+            continue
+    return data.decode("utf-8", errors="replace"), truncated
+
+
+def _number_blocks(fragment_html: str) -> tuple[str, int]:
+    if not fragment_html.strip():
+        return "", 0
+    container = lxml_html.fragment_fromstring(fragment_html, create_parent="div")
+    index = 0
+    for element in container.iter(*_BLOCK_TAGS):
+        # A list item holding paragraphs is scored through its paragraphs.
+        if element.tag == "li" and element.find("p") is not None:
+            continue
+        element.set("data-block-index", str(index))
+        if element.tag[0] == "h" and element.tag[1:].isdigit():
+            element.set("data-heading-level", element.tag[1:])
+        index += 1
+    for link in container.iter("a"):
+        href = link.get("href", "")
+        if not href.startswith(("http://", "https://", "mailto:", "#")):
+            link.attrib.pop("href", None)
+        else:
+            link.set("rel", "noopener noreferrer")
+            link.set("target", "_blank")
+    for image in list(container.iter("img")):
+        # Images in a Markdown file point outside the library: alt text only.
+        stand_in = lxml_html.Element("span", {"class": "img-alt"})
+        stand_in.text = image.get("alt") or "[image]"
+        stand_in.tail = image.tail
+        image.getparent().replace(image, stand_in)
+    inner = "".join(lxml_html.tostring(child, encoding="unicode") for child in container)
+    return (container.text or "") + inner, index
+
+
+def render_markdown(path: Path) -> tuple[str, int, bool]:
+    text, truncated = read_text(path)
+    rendered, blocks = _number_blocks(_markdown.render(text))
+    return rendered, blocks, truncated
+
+
+def render_plain_text(path: Path) -> tuple[str, int, bool]:
+    """Paragraphs separated by blank lines; line breaks kept by CSS."""
+    text, truncated = read_text(path)
+    paragraphs = [p.strip("\n") for p in text.replace("\r\n", "\n").split("\n\n")]
+    container = lxml_html.Element("div")
+    index = 0
+    for paragraph in paragraphs:
+        if not paragraph.strip():
+            continue
+        element = lxml_html.Element("p", {"class": "plain", "data-block-index": str(index)})
+        element.text = paragraph
+        container.append(element)
+        index += 1
+    return "".join(lxml_html.tostring(child, encoding="unicode") for child in container), index, truncated

@@ -1,0 +1,82 @@
+"""Workspace search: a quick lookup of titles, paths and Markdown/text bodies
+inside the roots — MNote's own light index, no LightRAG, no OCR — so it
+keeps working when LightRAG is down."""
+
+import json
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from django.db.models import Q
+
+from mnote.citations.citation_text import evidence_window, mark_terms, query_terms
+from mnote.library.models import IndexedRoot, Source
+from mnote.preview.text_render import TextRejected, read_text
+from mnote.search.models import WorkspaceText
+
+TEXT_SUFFIXES = {".md", ".mdx", ".txt", ".log", ".csv", ".rst"}
+# The light index keeps the first part of a file; enough for a quick lookup.
+MAX_INDEXED_CHARS = 200_000
+_GONE = (Source.Status.REMOVED, Source.Status.DELETE_SUBMITTED)
+
+
+def refresh_workspace_index(root: IndexedRoot) -> int:
+    """Read the text files of a root whose content changed since last time."""
+    known = dict(WorkspaceText.objects.filter(source__root=root).values_list("source_id", "sha256"))
+    changed = 0
+    for source in root.sources.exclude(status__in=_GONE).filter(deleted_at__isnull=True).exclude(sha256=""):
+        if PurePosixPath(source.file_name).suffix.lower() not in TEXT_SUFFIXES or known.get(source.pk) == source.sha256:
+            continue
+        try:
+            text, _ = read_text(source.absolute_path)
+        except TextRejected:
+            continue
+        WorkspaceText.objects.update_or_create(source=source, defaults={"sha256": source.sha256, "body": text[:MAX_INDEXED_CHARS]})
+        changed += 1
+    return changed
+
+
+@dataclass
+class WorkspaceHit:
+    source: Source
+    snippet: str
+    marked: list[tuple[str, bool]]
+    in_path: bool
+
+    @property
+    def locator_json(self) -> str:
+        return json.dumps(self.locator, ensure_ascii=False)
+
+    @property
+    def locator(self) -> dict:
+        """Enough for the preview to find the snippet; honest about precision."""
+        return {
+            "precision": "file",
+            "degraded": True,
+            "sourceId": self.source.pk,
+            "sourcePath": self.source.library_path,
+            "headingPath": [],
+            "evidenceText": self.snippet,
+            "searchQuery": "",
+            "displayQuote": self.snippet,
+        }
+
+
+def workspace_search(user, query: str, *, scope: list[str] | None = None, limit: int = 30) -> list[WorkspaceHit]:
+    terms = [t for t in query_terms(query) if len(t) >= 2] or [query.strip().lower()]
+    rows = Source.objects.visible_to(user).filter(deleted_at__isnull=True).exclude(status__in=_GONE)
+    for term in terms[:8]:
+        rows = rows.filter(Q(relative_path__icontains=term) | Q(root__path__icontains=term) | Q(workspace_text__body__icontains=term))
+    hits = []
+    for source in rows.select_related("root", "workspace_text")[: limit * 3]:
+        if scope and not any(source.library_path == p or source.library_path.startswith(p + "/") for p in scope):
+            continue
+        path = source.library_path.lower()
+        in_path = any(t in path for t in terms)
+        body = getattr(getattr(source, "workspace_text", None), "body", "")
+        snippet = evidence_window(body, query, width=240) if body else ""
+        hits.append(WorkspaceHit(source, snippet, mark_terms(snippet, query) if snippet else [], in_path))
+        if len(hits) >= limit:
+            break
+    # Names first: a workspace search is mostly "where is that file".
+    hits.sort(key=lambda h: (not h.in_path, h.source.library_path))
+    return hits

@@ -1,0 +1,85 @@
+// The parent side of the preview: opening a card re-targets the preview by
+// postMessage (no reload for the same file) and shows what it found.
+(function () {
+  "use strict";
+
+  const frame = document.getElementById("preview-frame");
+  const empty = document.getElementById("preview-empty");
+  if (!frame) return;
+  const origin = window.location.origin;
+  let frameSource = null; // source id of the document in the frame
+  let frameReady = false;
+  let pending = null; // a locate waiting for the frame to be ready
+  let counter = 0;
+  const cardsByRequest = new Map();
+
+  // Translated words come from the page (data-text-*).
+  const texts = frame.closest(".preview-pane").dataset;
+  const STATUS_TEXT = { exact: texts.textExact, fuzzy: texts.textFuzzy, not_found: texts.textNotFound };
+
+  function send(request) {
+    frame.contentWindow.postMessage({ type: "mnote:locate", requestId: request.requestId, locator: request.locator }, origin);
+  }
+
+  function open(card) {
+    const locator = JSON.parse(card.dataset.locator);
+    const requestId = `locate-${++counter}`;
+    cardsByRequest.set(requestId, card);
+    document.querySelectorAll(".source-card.active").forEach((c) => c.classList.remove("active"));
+    card.classList.add("active");
+    const status = card.querySelector(".located");
+    if (status) status.textContent = "…";
+    const request = { requestId, locator };
+    frame.hidden = false;
+    if (empty) empty.hidden = true;
+    if (frameReady && frameSource === locator.sourceId) {
+      send(request);
+    } else {
+      // Another document: load it in the same frame, locate once it says ready.
+      pending = request;
+      frameReady = false;
+      frameSource = locator.sourceId;
+      frame.src = card.dataset.previewUrl;
+    }
+  }
+
+  window.addEventListener("message", (event) => {
+    if (event.origin !== origin || event.source !== frame.contentWindow) return;
+    const message = event.data || {};
+    if (message.type === "mnote:ready") {
+      frameReady = true;
+      frameSource = message.sourceId;
+      if (pending && pending.locator.sourceId === message.sourceId) send(pending);
+      pending = null;
+    } else if (message.type === "mnote:located") {
+      const card = cardsByRequest.get(message.requestId);
+      if (!card) return;
+      const status = card.querySelector(".located");
+      if (status) {
+        status.textContent = STATUS_TEXT[message.status] || message.status;
+        status.dataset.status = message.status;
+        status.title = `score ${message.score}`;
+      }
+      card.dataset.locatedStatus = message.status;
+    }
+  });
+
+  document.addEventListener("click", (event) => {
+    const copy = event.target.closest(".copy-link");
+    if (copy) {
+      const url = new URL(copy.dataset.url, origin).href;
+      navigator.clipboard?.writeText(url).then(() => {
+        copy.textContent = texts.textCopied;
+      });
+      copy.dataset.copied = url;
+      return;
+    }
+    const badge = event.target.closest("a.badge-link");
+    const card = badge ? document.getElementById(badge.getAttribute("href").slice(1)) : event.target.closest(".source-card[data-locator]");
+    if (!card) return;
+    if (event.target.closest("a") && !event.target.closest(".open-card, .badge-link")) return; // other links keep working
+    event.preventDefault();
+    if (badge) card.scrollIntoView({ block: "nearest", behavior: "smooth" });
+    open(card);
+  });
+})();

@@ -1,0 +1,555 @@
+"""The JSON API: status, search, query, open-reference, chunk context, the
+admin actions and the OpenAPI description. Authentication, tokens and CSRF
+are in test_api_auth.py.
+
+    cd /work/main && .venv/bin/python -m pytest tests/test_api.py
+"""
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+from django.contrib.auth.models import Group
+
+from mnote.citations.models import Citation
+from mnote.library.models import IndexedRoot, Job, Source
+
+pytestmark = pytest.mark.django_db
+
+MAPPER_FIXTURES = Path(__file__).parent / "fixtures" / "mapper"
+GAMMA_DOC = "doc-b7cf006581394ea318c700a870cecd9f"
+ORBIT_DOC = "doc-f7cc584058d4dd48ec0d1bbaac8e1ca0"
+QUERY = "mirror re-aluminised coating chamber"
+
+
+@pytest.fixture
+def lightrag_dirs(tmp_path, settings):
+    inputs, storage = tmp_path / "inputs", tmp_path / "rag_storage"
+    inputs.mkdir()
+    storage.mkdir()
+    settings.MNOTE_LIGHTRAG = dataclasses.replace(settings.MNOTE_LIGHTRAG, input_dir=inputs, working_dir=storage)
+    return inputs, storage
+
+
+def install_sidecar(inputs: Path, lightrag_name: str, fixture: str) -> None:
+    folder = inputs / "__parsed__" / f"{lightrag_name}.parsed"
+    folder.mkdir(parents=True)
+    shutil.copy(MAPPER_FIXTURES / fixture, folder / f"{Path(lightrag_name).stem}.blocks.jsonl")
+
+
+def indexed_source(root, relative_path, doc_id, lightrag_name, **fields) -> Source:
+    return Source.objects.create(
+        root=root,
+        relative_path=relative_path,
+        absolute_path=f"/library/{root.path}/{relative_path}",
+        sha256="a" * 64,
+        lightrag_name=lightrag_name,
+        lightrag_doc_id=doc_id,
+        status=Source.Status.INDEXED,
+        **fields,
+    )
+
+
+def add_gamma(root, lightrag_dirs) -> Source:
+    """The source LightRAG's recorded /query/data answer is about."""
+    inputs, storage = lightrag_dirs
+    install_sidecar(inputs, "gamma.docx", "server_gamma.blocks.jsonl")
+    shutil.copy(MAPPER_FIXTURES / "sdk_kv_store_text_chunks.json", storage / "kv_store_text_chunks.json")
+    return indexed_source(root, "gamma.docx", GAMMA_DOC, "gamma.docx")
+
+
+@pytest.fixture
+def manuals(db):
+    return IndexedRoot.objects.create(name="Manuals", path="manuals")
+
+
+@pytest.fixture
+def restricted(db):
+    root = IndexedRoot.objects.create(name="HR", path="hr", visible_to_all=False)
+    root.visible_to_groups.add(Group.objects.create(name="hr"))
+    return root
+
+
+@pytest.fixture
+def gamma(manuals, lightrag_dirs):
+    return add_gamma(manuals, lightrag_dirs)
+
+
+@pytest.fixture
+def hidden_gamma(restricted, lightrag_dirs):
+    return add_gamma(restricted, lightrag_dirs)
+
+
+@pytest.fixture
+def lightrag_answers(fake_lightrag):
+    fake_lightrag.on("GET", "/health", "health.json")
+    fake_lightrag.on("POST", "/query/data", "query_data_naive.json")
+    return fake_lightrag
+
+
+def post(client, url, body):
+    return client.post(url, json.dumps(body), content_type="application/json")
+
+
+def sent_to_lightrag(fake, path) -> list[dict]:
+    return [json.loads(r.content) for r in fake.requests if r.url.path == path]
+
+
+# --- status -----------------------------------------------------------------
+
+
+def test_it_reports_lightrag_health_and_only_visible_counts_to_members(member_client, fake_lightrag, gamma, restricted):
+    fake_lightrag.on("GET", "/health", "health.json")
+    Source.objects.create(root=restricted, relative_path="pay.md", absolute_path="/l/hr/pay.md", status="failed")
+    body = member_client.get("/api/status").json()
+    lightrag = body["lightrag"]
+    assert lightrag["healthy"] is True and lightrag["coreVersion"] == "1.5.7"
+    assert lightrag["llm"] == {"available": True, "binding": "openai", "model": "gpt-4o-mini"}
+    assert lightrag["embedding"] == {"binding": "openai", "model": "text-embedding-3-small"}
+    assert lightrag["rerank"] == {"enabled": False, "binding": None, "model": None}
+    assert lightrag["queue"]["pipelineBusy"] is False
+    assert body["registry"]["total"] == 1
+    assert body["registry"]["counts"]["indexed"] == 1 and body["registry"]["counts"]["failed"] == 0
+    assert "lightragDocuments" not in body
+
+
+def test_it_gives_admins_lightrag_counts_and_unmapped_documents(client, admin_user, fake_lightrag, gamma):
+    fake_lightrag.on("GET", "/health", "health.json")
+    fake_lightrag.on("POST", "/documents/paginated", "documents_paginated_after_delete.json")
+    client.force_login(admin_user)
+    body = client.get("/api/status").json()
+    assert body["registry"]["total"] == 1
+    documents = body["lightragDocuments"]
+    assert documents["total"] == 5 and documents["counts"] == {"failed": 2, "processed": 3}
+    assert documents["unmapped"] == 4  # everything but gamma.docx
+    assert documents["error"] is None
+
+
+def test_it_reports_lightrag_down_in_the_status_without_failing(member_client, fake_lightrag):
+    fake_lightrag.on("GET", "/health", httpx.ConnectError("connection refused"))
+    response = member_client.get("/api/status")
+    assert response.status_code == 200
+    lightrag = response.json()["lightrag"]
+    assert lightrag["healthy"] is False and "Cannot reach LightRAG" in lightrag["error"]
+    assert lightrag["llm"]["available"] is False
+
+
+# --- search -----------------------------------------------------------------
+
+
+def test_it_returns_mapped_citations_and_never_raw_chunks(member_client, lightrag_answers, gamma):
+    response = post(member_client, "/api/search", {"query": QUERY, "mode": "naive"})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["schema"] == "mnote.knowledge_rag.search_results.v1"
+    assert body["query"] == QUERY and body["mode"] == "naive"
+    [citation] = body["results"]
+    assert citation["sourceId"] == gamma.pk and citation["sourcePath"] == "manuals/gamma.docx"
+    assert citation["locatorPrecision"] == "paragraph"
+    assert citation["headingPath"] == ["Gamma Telescope Manual", "Maintenance"]
+    assert citation["citationUrl"].startswith("/c/")
+    text = response.content.decode()
+    assert "rawQuote" not in text and "raw_quote" not in text
+    assert "<table" not in text  # the raw chunk's markup never leaves MNote
+    assert body["notInLightRAG"] == []
+    assert body["diagnostics"]["llmAvailable"] is True
+
+
+def test_it_sends_hybrid_to_lightrag_as_mix(member_client, lightrag_answers, gamma):
+    response = post(member_client, "/api/search", {"query": QUERY, "mode": "hybrid", "topK": 5, "chunkTopK": 3})
+    assert response.status_code == 200
+    [sent] = sent_to_lightrag(lightrag_answers, "/query/data")
+    assert sent["mode"] == "mix" and sent["top_k"] == 5 and sent["chunk_top_k"] == 3
+    assert response.json()["diagnostics"]["mode"] == "mix"
+
+
+def test_it_defaults_to_mix(member_client, lightrag_answers, gamma):
+    body = post(member_client, "/api/search", {"query": QUERY}).json()
+    assert body["mode"] == "mix"
+    assert sent_to_lightrag(lightrag_answers, "/query/data")[0]["mode"] == "mix"
+
+
+def test_it_reports_rerank_requested_but_not_available(member_client, lightrag_answers, gamma):
+    body = post(member_client, "/api/search", {"query": QUERY, "enableRerank": True}).json()
+    assert sent_to_lightrag(lightrag_answers, "/query/data")[0]["enable_rerank"] is True
+    assert body["diagnostics"]["providerRerankRequested"] is True
+    assert body["diagnostics"]["providerRerankAvailable"] is False
+
+
+def test_it_limits_search_to_source_paths(member_client, lightrag_answers, gamma):
+    body = post(member_client, "/api/search", {"query": QUERY, "sourcePaths": ["manuals/other"]}).json()
+    assert body["results"] == []
+    assert body["diagnostics"]["dropped"] == {"outside the search scope": 1}
+    body = post(member_client, "/api/search", {"query": QUERY, "sourcePaths": ["/manuals/"]}).json()
+    assert [c["sourcePath"] for c in body["results"]] == ["manuals/gamma.docx"]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"query": ""}, "query"),
+        ({"query": "   "}, "query"),
+        ({}, "query"),
+        ({"query": 42}, "query"),
+        ({"query": "mirror", "mode": "fuzzy"}, "mode"),
+        ({"query": "mirror", "topK": 0}, "topK"),
+        ({"query": "mirror", "topK": 500}, "topK"),
+        ({"query": "mirror", "chunkTopK": "many"}, "chunkTopK"),
+        ({"query": "mirror", "enableRerank": "yes"}, "enableRerank"),
+        ({"query": "mirror", "sourcePaths": "manuals"}, "sourcePaths"),
+        ({"query": "mirror", "sourcePaths": ["../etc"]}, "sourcePaths"),
+        ({"query": "mirror", "top_k": 5}, "top_k"),
+    ],
+)
+def test_it_refuses_invalid_search_parameters_naming_the_field(member_client, fake_lightrag, body, field):
+    response = post(member_client, "/api/search", body)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid_request" and field in error["message"]
+    assert fake_lightrag.requests == []
+
+
+def test_it_refuses_a_body_that_is_not_a_json_object(member_client, fake_lightrag):
+    response = member_client.post("/api/search", "query=mirror", content_type="application/json")
+    assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_json"
+    response = post(member_client, "/api/search", ["mirror"])
+    assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_json"
+
+
+def test_it_answers_503_when_lightrag_is_down(member_client, fake_lightrag):
+    fake_lightrag.on("GET", "/health", httpx.ConnectError("connection refused"))
+    response = post(member_client, "/api/search", {"query": QUERY})
+    assert response.status_code == 503
+    error = response.json()["error"]
+    assert error["code"] == "lightrag_unavailable" and "Cannot reach LightRAG" in error["message"]
+
+
+def test_it_answers_503_with_retry_after_when_lightrag_is_busy(member_client, fake_lightrag):
+    fake_lightrag.on("GET", "/health", "health.json")
+    fake_lightrag.on("POST", "/query/data", (429, {"detail": "Too many concurrent queries"}))
+    response = post(member_client, "/api/search", {"query": QUERY})
+    assert response.status_code == 503
+    assert response["Retry-After"].isdigit()
+    assert response.json()["error"]["code"] == "lightrag_busy"
+
+
+def test_it_passes_on_lightrags_message_when_the_query_is_too_short(member_client, fake_lightrag):
+    fake_lightrag.on("GET", "/health", "health.json")
+    fake_lightrag.on("POST", "/query/data", "query_data_too_short.json")
+    response = post(member_client, "/api/search", {"query": "ab"})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "lightrag_rejected" and "RAG query is too short" in error["message"]
+
+
+def test_it_never_gives_a_member_a_source_of_a_root_restricted_to_another_group(
+    member_client, lightrag_answers, hidden_gamma
+):
+    response = post(member_client, "/api/search", {"query": QUERY})
+    body = response.json()
+    assert body["results"] == []
+    assert body["diagnostics"]["dropped"] == {"not visible to you": 1}
+    assert "gamma" not in response.content.decode().lower()
+
+
+def test_it_tells_why_a_matching_file_is_not_in_lightrag(member_client, lightrag_answers, manuals, gamma):
+    Source.objects.create(root=manuals, relative_path="mirror-log.md", absolute_path="/l/m.md", status="failed")
+    body = post(member_client, "/api/search", {"query": QUERY}).json()
+    assert body["notInLightRAG"] == [
+        {"sourceId": Source.objects.get(relative_path="mirror-log.md").pk, "sourcePath": "manuals/mirror-log.md",
+         "status": "failed", "reason": "LightRAG failed to index it"}
+    ]
+
+
+# --- query ------------------------------------------------------------------
+
+
+def test_it_answers_with_badges_from_this_querys_citations(member_client, lightrag_answers, gamma):
+    lightrag_answers.on("POST", "/query", "query.json")
+    response = post(member_client, "/api/query", {"query": QUERY, "mode": "hybrid"})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["schema"] == "mnote.knowledge_rag.agent_query_result.v1"
+    assert body["answer"]["kind"] == "llm"
+    assert "[1]" not in body["answer"]["text"]
+    [citation] = body["citations"]
+    assert set(citation) == {"citationId", "sourcePath", "fileName", "locatorPrecision", "headingPath",
+                             "displayQuote", "citationUrl", "citationMarkdown"}  # no page: a DOCX paragraph
+    ids = {c["citationId"] for c in body["citations"]}
+    assert all(set(s["citationIds"]) <= ids and len(s["citationIds"]) <= 3 for s in body["answer"]["sentences"])
+    assert body["contextUsed"] == 1
+    assert sent_to_lightrag(lightrag_answers, "/query")[0]["mode"] == "mix"
+    assert "rawQuote" not in response.content.decode()
+
+
+def test_it_says_topk_is_not_applied_to_answers(member_client, lightrag_answers, gamma):
+    lightrag_answers.on("POST", "/query", "query.json")
+    body = post(member_client, "/api/query", {"query": QUERY, "topK": 5}).json()
+    assert any("topK" in note for note in body["answer"]["notes"])
+
+
+def test_it_answers_extractively_without_an_llm(member_client, fake_lightrag, gamma):
+    from tests.conftest import recorded
+
+    _, health = recorded("health.json")
+    health = {**health, "configuration": {**health["configuration"], "llm_binding": None, "llm_model": None}}
+    fake_lightrag.on("GET", "/health", (200, health))
+    fake_lightrag.on("POST", "/query/data", "query_data_naive.json")
+    body = post(member_client, "/api/query", {"query": "How often is the mirror re-aluminised?"}).json()
+    assert body["answer"]["kind"] == "extractive" and body["answer"]["notes"]
+    assert all(r.url.path != "/query" for r in fake_lightrag.requests)
+
+
+# --- open-reference ---------------------------------------------------------
+
+
+def cite(client, fake) -> str:
+    [citation] = post(client, "/api/search", {"query": QUERY}).json()["results"]
+    return citation["citationUrl"]
+
+
+def test_it_opens_a_reference_by_url_or_token(member_client, lightrag_answers, gamma):
+    url = cite(member_client, lightrag_answers)
+    token = url.rsplit("/", 1)[1]
+    for body in ({"citationUrl": url}, {"citationUrl": f"http://testserver{url}"}, {"token": token}):
+        response = post(member_client, "/api/open-reference", body)
+        assert response.status_code == 200, response.content
+        opened = response.json()
+        assert opened["token"] == token and opened["citationUrl"] == url
+        assert opened["sourceId"] == gamma.pk and opened["sourcePath"] == "manuals/gamma.docx"
+        assert opened["state"] == "current"
+        assert opened["previewUrl"] == f"/preview/{gamma.pk}/?c={token}"
+        assert opened["locator"]["precision"] == "paragraph" and opened["locator"]["blockId"]
+
+
+def test_it_reports_a_changed_source_when_opening_a_reference(member_client, lightrag_answers, gamma):
+    url = cite(member_client, lightrag_answers)
+    gamma.sha256 = "b" * 64
+    gamma.save()
+    opened = post(member_client, "/api/open-reference", {"citationUrl": url}).json()
+    assert opened["state"] == "changed"
+
+
+def test_it_hides_a_reference_to_a_source_the_member_may_not_see(member_client, admin_user, client, lightrag_answers,
+                                                                 hidden_gamma):
+    from django.test import Client
+
+    admin = Client()
+    admin.force_login(admin_user)
+    url = cite(admin, lightrag_answers)
+    hidden = post(member_client, "/api/open-reference", {"citationUrl": url})
+    missing = post(member_client, "/api/open-reference", {"token": "no-such-token"})
+    assert hidden.status_code == missing.status_code == 404
+    assert hidden.json() == missing.json()
+
+
+def test_it_refuses_an_open_reference_without_exactly_one_of_url_and_token(member_client):
+    for body in ({}, {"citationUrl": "/c/x", "token": "x"}):
+        response = post(member_client, "/api/open-reference", body)
+        assert response.status_code == 400
+    response = post(member_client, "/api/open-reference", {"citationUrl": "/api/status"})
+    assert response.status_code == 400 and "citationUrl" in response.json()["error"]["message"]
+
+
+def test_it_shows_a_pruned_sources_reference_to_admins_only(member_client, admin_user, client):
+    cited = Citation.objects.create(source=None, source_path="hr/pay.md", source_sha256="a" * 64,
+                                    precision="file", display_quote="salary bands")
+    assert post(member_client, "/api/open-reference", {"token": cited.token}).status_code == 404
+    client.force_login(admin_user)
+    opened = post(client, "/api/open-reference", {"token": cited.token}).json()
+    assert opened["state"] == "gone" and opened["previewUrl"] is None and opened["sourcePath"] == "hr/pay.md"
+
+
+# --- chunk context ----------------------------------------------------------
+
+
+@pytest.fixture
+def orbit(manuals, lightrag_dirs):
+    """A PDF whose three blocks are three LightRAG chunks, and another document's chunk beside them."""
+    inputs, storage = lightrag_dirs
+    install_sidecar(inputs, "orbit.pdf", "sidecar_pdf_sample.blocks.jsonl")
+    rows = [json.loads(line) for line in (MAPPER_FIXTURES / "sidecar_pdf_sample.blocks.jsonl").read_text().splitlines()]
+    blocks = [r for r in rows if r.get("type") == "content"]
+    store = {
+        f"{ORBIT_DOC}-chunk-{i:03d}": {
+            "content": block["content"],
+            "chunk_order_index": i,
+            "full_doc_id": ORBIT_DOC,
+            "file_path": "orbit.pdf",
+            "sidecar": {"type": "block", "id": block["blockid"], "refs": [{"type": "block", "id": block["blockid"]}]},
+        }
+        for i, block in enumerate(blocks)
+    }
+    store["doc-other-chunk-000"] = {"content": "Another document.", "chunk_order_index": 1, "full_doc_id": "doc-other"}
+    (storage / "kv_store_text_chunks.json").write_text(json.dumps(store))
+    return indexed_source(manuals, "orbit.pdf", ORBIT_DOC, "orbit.pdf")
+
+
+def test_it_returns_a_chunk_with_its_neighbours(member_client, orbit):
+    response = member_client.get(f"/api/sources/{orbit.pk}/chunks?chunk_index=1&context=1")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["unit"] == "lightrag_chunks" and body["context"] == 1
+    chunks = body["chunks"]
+    assert [c["chunkIndex"] for c in chunks] == [0, 1, 2]
+    assert [c["isTarget"] for c in chunks] == [False, True, False]
+    assert [c["page"] for c in chunks] == [1, 2, 3]
+    assert chunks[1]["headingPath"] == ["Orbital Debris Report 2025", "Collision risk"]
+    assert "<equation" not in chunks[1]["text"] and "Φ" in chunks[1]["text"]
+    assert "Another document" not in response.content.decode()
+
+
+def test_it_defaults_to_two_neighbours_and_stops_at_the_ends(member_client, orbit):
+    chunks = member_client.get(f"/api/sources/{orbit.pk}/chunks?chunk_index=0").json()["chunks"]
+    assert [(c["chunkIndex"], c["isTarget"]) for c in chunks] == [(0, True), (1, False), (2, False)]
+    chunks = member_client.get(f"/api/sources/{orbit.pk}/chunks?chunk_index=2&context=0").json()["chunks"]
+    assert [c["chunkIndex"] for c in chunks] == [2]
+
+
+def test_it_falls_back_to_sidecar_blocks_without_a_chunk_store(member_client, manuals, lightrag_dirs):
+    inputs, _ = lightrag_dirs
+    install_sidecar(inputs, "gamma.docx", "server_gamma.blocks.jsonl")
+    source = indexed_source(manuals, "gamma.docx", GAMMA_DOC, "gamma.docx")
+    body = member_client.get(
+        f"/api/sources/{source.pk}/chunks?chunk_index=0&context=1&block_id=c8f8348d93dec9a1676b869fd3c29155"
+    ).json()
+    assert body["unit"] == "sidecar_blocks"
+    assert [(c["chunkIndex"], c["isTarget"]) for c in body["chunks"]] == [(1, False), (2, True)]
+    assert body["chunks"][1]["headingPath"] == ["Gamma Telescope Manual", "Maintenance"]
+    assert all("page" not in c for c in body["chunks"])  # a DOCX has no pages
+
+
+@pytest.mark.parametrize("query", ["", "?chunk_index=-1", "?chunk_index=x", "?chunk_index=0&context=11"])
+def test_it_refuses_invalid_chunk_parameters(member_client, orbit, query):
+    response = member_client.get(f"/api/sources/{orbit.pk}/chunks{query}")
+    assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_request"
+
+
+def test_it_answers_404_for_a_chunk_the_source_does_not_have(member_client, orbit):
+    response = member_client.get(f"/api/sources/{orbit.pk}/chunks?chunk_index=7")
+    assert response.status_code == 404 and response.json()["error"]["code"] == "chunk_not_found"
+
+
+def test_it_hides_chunks_of_a_source_the_member_may_not_see(member_client, hidden_gamma):
+    hidden = member_client.get(f"/api/sources/{hidden_gamma.pk}/chunks?chunk_index=0")
+    missing = member_client.get("/api/sources/999999/chunks?chunk_index=0")
+    assert hidden.status_code == missing.status_code == 404
+    assert hidden.json()["error"]["code"] == missing.json()["error"]["code"] == "not_found"
+    assert "gamma" not in hidden.content.decode()
+
+
+def test_it_answers_409_for_a_source_that_is_not_citable(member_client, orbit):
+    orbit.stale = True
+    orbit.status = Source.Status.STALE
+    orbit.save()
+    response = member_client.get(f"/api/sources/{orbit.pk}/chunks?chunk_index=0")
+    assert response.status_code == 409
+    error = response.json()["error"]
+    assert error["code"] == "source_not_citable" and "not citable" in error["message"]
+
+
+# --- admin actions ----------------------------------------------------------
+
+
+@pytest.fixture
+def admin_client(client, admin_user):
+    client.force_login(admin_user)
+    return client
+
+
+@pytest.mark.parametrize(
+    ("url", "body"),
+    [("/api/admin/ingest", {"sourceId": 1}), ("/api/admin/delete-source", {"sourceId": 1}), ("/api/admin/prune-registry", {})],
+)
+def test_it_refuses_admin_actions_to_members(member_client, url, body):
+    response = post(member_client, url, body)
+    assert response.status_code == 403 and response.json()["error"]["code"] == "forbidden"
+
+
+@pytest.fixture
+def notes_root(library_dir, lightrag_dirs):
+    folder = library_dir / "notes"
+    folder.mkdir()
+    (folder / "dome.md").write_text("The dome opens at dusk.")
+    return IndexedRoot.objects.create(name="Notes", path="notes")
+
+
+def test_it_syncs_a_root_on_ingest(admin_client, notes_root):
+    body = post(admin_client, "/api/admin/ingest", {"rootId": notes_root.pk}).json()
+    assert body["summary"]["new"] == 1 and body["summary"]["queued"] == 1
+    assert Source.objects.get().status == Source.Status.QUEUED
+
+
+def test_it_queues_a_source_and_says_when_it_is_already_registered(admin_client, notes_root):
+    post(admin_client, "/api/admin/ingest", {"rootId": notes_root.pk})
+    source = Source.objects.get()
+    source.status, source.lightrag_doc_id = Source.Status.INDEXED, "doc-1"
+    source.save()
+    body = post(admin_client, "/api/admin/ingest", {"sourceId": source.pk}).json()
+    assert body["result"] == "already_registered"
+    body = post(admin_client, "/api/admin/ingest", {"sourceId": source.pk, "force": True}).json()
+    assert body["result"] == "queued" and body["status"] == "queued"
+    assert Job.objects.filter(kind=Job.Kind.DELETE, payload__doc_ids=["doc-1"]).exists()
+
+
+def test_it_refuses_an_ingest_without_exactly_one_target(admin_client, notes_root):
+    for body in ({}, {"sourceId": 1, "rootId": 1}, {"rootId": notes_root.pk, "force": True}):
+        assert post(admin_client, "/api/admin/ingest", body).status_code == 400
+    response = post(admin_client, "/api/admin/ingest", {"sourceId": 999})
+    assert response.status_code == 404
+
+
+def test_it_answers_409_when_the_file_to_ingest_is_gone(admin_client, notes_root, library_dir):
+    post(admin_client, "/api/admin/ingest", {"rootId": notes_root.pk})
+    (library_dir / "notes" / "dome.md").unlink()
+    response = post(admin_client, "/api/admin/ingest", {"sourceId": Source.objects.get().pk})
+    assert response.status_code == 409 and response.json()["error"]["code"] == "file_unreadable"
+
+
+def test_it_deletes_a_sources_index(admin_client, manuals):
+    source = indexed_source(manuals, "old.md", "doc-2", "old.md")
+    body = post(admin_client, "/api/admin/delete-source", {"sourceId": source.pk}).json()
+    assert body["status"] == "delete_submitted"
+    source.refresh_from_db()
+    assert source.stale and source.lightrag_doc_id == ""
+
+
+def test_it_prunes_the_registry(admin_client, manuals):
+    Source.objects.create(root=manuals, relative_path="gone.md", absolute_path="/x", status="removed", stale=True)
+    Source.objects.create(root=manuals, relative_path="going.md", absolute_path="/y", status="delete_submitted")
+    assert post(admin_client, "/api/admin/prune-registry", {}).json() == {"pruned": 1}
+    assert admin_client.post("/api/admin/prune-registry").json() == {"pruned": 0}  # an empty body is fine
+
+
+# --- OpenAPI and the shape of errors ----------------------------------------
+
+
+def test_it_describes_every_endpoint_in_openapi(client):
+    from mnote.api.urls import urlpatterns
+
+    response = client.get("/api/openapi.json")
+    assert response.status_code == 200
+    spec = json.loads(response.content)
+    assert spec["openapi"].startswith("3.1")
+    routes = {"/api/" + str(p.pattern).replace("<int:source_id>", "{sourceId}") for p in urlpatterns
+              if p.name}
+    assert set(spec["paths"]) == routes == {
+        "/api/status", "/api/search", "/api/query", "/api/open-reference", "/api/sources/{sourceId}/chunks",
+        "/api/admin/ingest", "/api/admin/delete-source", "/api/admin/prune-registry", "/api/openapi.json",
+    }
+    schemas = spec["components"]["schemas"]
+    assert schemas["SearchResults"]["properties"]["schema"]["const"] == "mnote.knowledge_rag.search_results.v1"
+    assert schemas["AgentQueryResult"]["title"] == "mnote.knowledge_rag.agent_query_result.v1"
+    refs = {m for m in json.dumps(spec).split('"') if m.startswith("#/components/schemas/")}
+    assert {r.rsplit("/", 1)[1] for r in refs} <= set(schemas)
+
+
+def test_it_answers_unknown_api_paths_and_wrong_methods_with_json(member_client):
+    response = member_client.get("/api/nope")
+    assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
+    response = member_client.get("/api/search")
+    assert response.status_code == 405 and response["Allow"] == "POST"
+    assert response.json()["error"]["code"] == "method_not_allowed"
