@@ -1,4 +1,5 @@
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -7,6 +8,10 @@ import pytest
 
 from mnote.lightrag import load_config
 from mnote.stack.processes import EmbeddedStack, StackConfig, free_port
+
+# Playwright's sync API keeps an event loop in the test thread; Django's ORM
+# refuses to run beside one unless told the (test-only) setup is deliberate.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO_DIR = Path(__file__).resolve().parent.parent
@@ -111,3 +116,45 @@ def live_lightrag(embedded_stack, settings, library_dir):
     )
     settings.MNOTE_LIGHTRAG_TRANSPORT = None
     return embedded_stack
+
+
+# --- headless Chromium, for browser tests -----------------------------------
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ARTIFACTS = REPO_DIR / "artifacts"
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def log_in(browser, base_url: str, username: str, password: str, *, locale: str = "en-US"):
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, locale=locale)
+    page = context.new_page()
+    page.goto(f"{base_url}/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button.primary")
+    page.wait_for_url(f"{base_url}/")
+    return page
+
+
+@pytest.fixture
+def logged_in_page(chromium, live_server, member):
+    page = log_in(chromium, live_server.url, "mia", "member-pass-123")
+    yield page
+    page.context.close()
