@@ -32,13 +32,15 @@ def make_pdf(
     password-protected file has (the content itself is left in clear).
     """
     path = Path(path)
-    path.write_bytes(pdf_bytes(pages, title=title, page_size=page_size, font_size=font_size, rotate=rotate, locked=locked))
+    path.write_bytes(
+        pdf_bytes(pages, title=title, page_size=page_size, font_size=font_size, rotate=rotate, locked=locked)
+    )
     return path
 
 
-def line_top(line_index: int, *, page_size: tuple[float, float] = LETTER, font_size: float = 12.0) -> float:
-    """Where a line's baseline sits, as a fraction of the page height from the
-    top (unrotated page): what a text rectangle should be near."""
+def line_baseline(line_index: int, *, page_size: tuple[float, float] = LETTER, font_size: float = 12.0) -> float:
+    """Where line ``line_index`` of a page sits (its baseline), as a fraction
+    of the page height from the top of the unrotated page."""
     return (MARGIN + line_index * 1.5 * font_size) / page_size[1]
 
 
@@ -51,6 +53,7 @@ def pdf_bytes(
     rotate: int = 0,
     locked: bool = False,
 ) -> bytes:
+    """The bytes ``make_pdf`` writes."""
     width, height = page_size
     objects: list[bytes] = []  # object n is objects[n - 1]
 
@@ -82,7 +85,9 @@ def pdf_bytes(
     encrypt = None
     if locked:
         # Owner and user keys that no empty password validates.
-        encrypt = add(b"<< /Filter /Standard /V 1 /R 2 /Length 40 /P -4 /O <" + b"ab" * 32 + b"> /U <" + b"cd" * 32 + b"> >>")
+        encrypt = add(
+            b"<< /Filter /Standard /V 1 /R 2 /Length 40 /P -4 /O <" + b"ab" * 32 + b"> /U <" + b"cd" * 32 + b"> >>"
+        )
 
     out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets = []
@@ -103,4 +108,10 @@ def pdf_bytes(
 
 def _pdf_string(text: str) -> bytes:
     raw = text.encode("cp1252", errors="replace")
-    return raw.replace(b"\\", b"\\\\").replace(b"(", b"\\(").replace(b")", b"\\)").replace(b"\r", b"\\r").replace(b"\n", b"\\n")
+    return (
+        raw.replace(b"\\", b"\\\\")
+        .replace(b"(", b"\\(")
+        .replace(b")", b"\\)")
+        .replace(b"\r", b"\\r")
+        .replace(b"\n", b"\\n")
+    )

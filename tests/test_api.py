@@ -285,10 +285,11 @@ def test_it_answers_with_badges_from_this_querys_citations(member_client, lightr
     assert "rawQuote" not in response.content.decode()
 
 
-def test_it_says_topk_is_not_applied_to_answers(member_client, lightrag_answers, gamma):
+def test_it_passes_topk_to_lightrag_for_answers_too(member_client, lightrag_answers, gamma):
     lightrag_answers.on("POST", "/query", "query.json")
-    body = post(member_client, "/api/query", {"query": QUERY, "topK": 5}).json()
-    assert any("topK" in note for note in body["answer"]["notes"])
+    post(member_client, "/api/query", {"query": QUERY, "topK": 5, "chunkTopK": 7})
+    [sent] = sent_to_lightrag(lightrag_answers, "/query/data")
+    assert (sent["top_k"], sent["chunk_top_k"]) == (5, 7)
 
 
 def test_it_answers_extractively_without_an_llm(member_client, fake_lightrag, gamma):
@@ -306,13 +307,13 @@ def test_it_answers_extractively_without_an_llm(member_client, fake_lightrag, ga
 # --- open-reference ---------------------------------------------------------
 
 
-def cite(client, fake) -> str:
+def cite(client) -> str:
     [citation] = post(client, "/api/search", {"query": QUERY}).json()["results"]
     return citation["citationUrl"]
 
 
 def test_it_opens_a_reference_by_url_or_token(member_client, lightrag_answers, gamma):
-    url = cite(member_client, lightrag_answers)
+    url = cite(member_client)
     token = url.rsplit("/", 1)[1]
     for body in ({"citationUrl": url}, {"citationUrl": f"http://testserver{url}"}, {"token": token}):
         response = post(member_client, "/api/open-reference", body)
@@ -326,20 +327,21 @@ def test_it_opens_a_reference_by_url_or_token(member_client, lightrag_answers, g
 
 
 def test_it_reports_a_changed_source_when_opening_a_reference(member_client, lightrag_answers, gamma):
-    url = cite(member_client, lightrag_answers)
+    url = cite(member_client)
     gamma.sha256 = "b" * 64
     gamma.save()
     opened = post(member_client, "/api/open-reference", {"citationUrl": url}).json()
     assert opened["state"] == "changed"
 
 
-def test_it_hides_a_reference_to_a_source_the_member_may_not_see(member_client, admin_user, client, lightrag_answers,
-                                                                 hidden_gamma):
+def test_it_hides_a_reference_to_a_source_the_member_may_not_see(
+    member_client, admin_user, lightrag_answers, hidden_gamma
+):
     from django.test import Client
 
     admin = Client()
     admin.force_login(admin_user)
-    url = cite(admin, lightrag_answers)
+    url = cite(admin)
     hidden = post(member_client, "/api/open-reference", {"citationUrl": url})
     missing = post(member_client, "/api/open-reference", {"token": "no-such-token"})
     assert hidden.status_code == missing.status_code == 404
@@ -449,6 +451,7 @@ def test_it_answers_409_for_a_source_that_is_not_citable(member_client, orbit):
     assert response.status_code == 409
     error = response.json()["error"]
     assert error["code"] == "source_not_citable" and "not citable" in error["message"]
+    assert error["sourceStatus"] == "stale"
 
 
 # --- admin actions ----------------------------------------------------------
@@ -462,7 +465,11 @@ def admin_client(client, admin_user):
 
 @pytest.mark.parametrize(
     ("url", "body"),
-    [("/api/admin/ingest", {"sourceId": 1}), ("/api/admin/delete-source", {"sourceId": 1}), ("/api/admin/prune-registry", {})],
+    [
+        ("/api/admin/ingest", {"sourceId": 1}),
+        ("/api/admin/delete-source", {"sourceId": 1}),
+        ("/api/admin/prune-registry", {}),
+    ],
 )
 def test_it_refuses_admin_actions_to_members(member_client, url, body):
     response = post(member_client, url, body)
@@ -521,7 +528,8 @@ def test_it_prunes_the_registry(admin_client, manuals):
     Source.objects.create(root=manuals, relative_path="gone.md", absolute_path="/x", status="removed", stale=True)
     Source.objects.create(root=manuals, relative_path="going.md", absolute_path="/y", status="delete_submitted")
     assert post(admin_client, "/api/admin/prune-registry", {}).json() == {"pruned": 1}
-    assert admin_client.post("/api/admin/prune-registry").json() == {"pruned": 0}  # an empty body is fine
+    empty = admin_client.post("/api/admin/prune-registry", "", content_type="application/json")
+    assert empty.json() == {"pruned": 0}
 
 
 # --- OpenAPI and the shape of errors ----------------------------------------

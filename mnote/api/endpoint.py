@@ -9,6 +9,7 @@ import logging
 from functools import wraps
 
 from django.contrib.auth.decorators import login_not_required
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponseNotAllowed, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
@@ -70,6 +71,9 @@ def authenticate(request) -> None:
     if not (user.is_authenticated and user.is_active):
         raise ApiError(401, "unauthorized", "Log in, or send “Authorization: Bearer <token>”.", headers=_CHALLENGE)
     if request.method not in _SAFE_METHODS:
+        # Read the body first: the CSRF check parses request.POST, after which
+        # a multipart body could no longer be read as raw bytes.
+        request.body  # noqa: B018
         reason = _csrf_failure(request)
         if reason:
             raise ApiError(
@@ -113,7 +117,10 @@ def validated(form_class, data, *, allow_unknown: bool = False) -> dict:
 def _lightrag_error(e: LightRAGError) -> JsonResponse:
     if isinstance(e, LightRAGBusy):
         return error_response(
-            503, "lightrag_busy", f"LightRAG is busy: {e} Try again later.", headers={"Retry-After": str(BUSY_RETRY_AFTER)}
+            503,
+            "lightrag_busy",
+            f"LightRAG is busy: {e} Try again later.",
+            headers={"Retry-After": str(BUSY_RETRY_AFTER)},
         )
     if isinstance(e, LightRAGUnauthorized):
         return error_response(503, "lightrag_unauthorized", f"LightRAG refused MNote's API key: {e}")
@@ -140,6 +147,8 @@ def api_endpoint(method: str, *, admin: bool = False, public: bool = False):
                 return e.response()
             except LightRAGError as e:
                 return _lightrag_error(e)
+            except RequestDataTooBig:
+                return error_response(413, "too_large", "The request body is too large.")
             except Exception:
                 # Logged with its traceback here; the caller gets JSON, not a debug page.
                 log.exception("API %s %s failed", request.method, request.path)

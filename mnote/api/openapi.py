@@ -30,7 +30,9 @@ def _ok(name: str, description: str) -> dict:
 def _error(description: str, **headers) -> dict:
     response = {"description": description, "content": {"application/json": {"schema": _ref("Error")}}}
     if headers:
-        response["headers"] = {name: {"schema": {"type": "string"}, "description": text} for name, text in headers.items()}
+        response["headers"] = {
+            name: {"schema": {"type": "string"}, "description": text} for name, text in headers.items()
+        }
     return response
 
 
@@ -72,7 +74,10 @@ SCHEMAS = {
                         "description": "Per-field validation errors (invalid_request only).",
                         "additionalProperties": {"type": "array"},
                     },
-                    "status": {"type": "string", "description": "The source's registry status (source_not_citable only)."},
+                    "sourceStatus": {
+                        "type": "string",
+                        "description": "The source's registry status (source_not_citable only).",
+                    },
                 },
             }
         },
@@ -83,7 +88,12 @@ SCHEMAS = {
         "additionalProperties": False,
         "properties": {
             "query": {"type": "string", "minLength": 1, "maxLength": 1000},
-            "mode": {"type": "string", "enum": list(MODES), "default": "mix", "description": "hybrid is sent to LightRAG as mix."},
+            "mode": {
+                "type": "string",
+                "enum": list(MODES),
+                "default": "mix",
+                "description": "hybrid is sent to LightRAG as mix.",
+            },
             "topK": {"type": "integer", "minimum": 1, "maximum": 200},
             "chunkTopK": {"type": "integer", "minimum": 1, "maximum": 100},
             "sourcePaths": {
@@ -152,7 +162,10 @@ SCHEMAS = {
                 "type": "object",
                 "properties": {
                     "score": {"type": "number"},
-                    "kind": {"type": "string", "description": "mnote_lexical: MNote's own lexical score, not a rerank."},
+                    "kind": {
+                        "type": "string",
+                        "description": "mnote_lexical: MNote's own lexical score, not a rerank.",
+                    },
                     "providerRank": {"type": "integer"},
                 },
             },
@@ -339,7 +352,9 @@ SCHEMAS = {
             "locator": _ref("Locator"),
             "headingPath": _STRINGS,
             "displayQuote": {"type": "string"},
-            "previewUrl": _nullable("string", description="/preview/<sourceId>/?c=<token>; null once the source is pruned."),
+            "previewUrl": _nullable(
+                "string", description="/preview/<sourceId>/?c=<token>; null once the source is pruned."
+            ),
             "citationUrl": {"type": "string"},
         },
     },
@@ -347,7 +362,10 @@ SCHEMAS = {
         "type": "object",
         "required": ["chunkIndex", "text", "headingPath", "isTarget", "blockIds"],
         "properties": {
-            "chunkIndex": {"type": "integer", "description": "LightRAG's chunk order index, or the block index (unit sidecar_blocks)."},
+            "chunkIndex": {
+                "type": "integer",
+                "description": "LightRAG's chunk order index, or the block index (unit sidecar_blocks).",
+            },
             "text": {"type": "string", "description": "Clean display text."},
             "headingPath": _STRINGS,
             "page": {"type": "integer", "description": "Only when known from a bbox."},
@@ -496,7 +514,12 @@ DESCRIPTION = {
                 "summary": "A chunk of a source with its neighbours.",
                 "parameters": [
                     {"name": "sourceId", "in": "path", "required": True, "schema": {"type": "integer"}},
-                    {"name": "chunk_index", "in": "query", "required": True, "schema": {"type": "integer", "minimum": 0}},
+                    {
+                        "name": "chunk_index",
+                        "in": "query",
+                        "required": True,
+                        "schema": {"type": "integer", "minimum": 0},
+                    },
                     {
                         "name": "context",
                         "in": "query",
@@ -552,7 +575,10 @@ DESCRIPTION = {
             "post": {
                 "operationId": "adminPruneRegistry",
                 "summary": "Admins: clear removed, failed and stale registry rows.",
-                "requestBody": {"required": False, "content": {"application/json": {"schema": {"type": "object", "maxProperties": 0}}}},
+                "requestBody": {
+                    "required": False,
+                    "content": {"application/json": {"schema": {"type": "object", "maxProperties": 0}}},
+                },
                 "responses": {
                     "200": _ok("PruneResult", "How many rows were cleared."),
                     **_ERROR_400,

@@ -4,7 +4,6 @@ the management commands (search, answers, permalinks, chunk context, sync)."""
 from collections import Counter
 from urllib.parse import urlencode
 
-from django.db.models import Count
 from django.http import JsonResponse
 
 from mnote.accounts.roles import is_admin
@@ -34,7 +33,11 @@ def _health_json(report: HealthReport) -> dict:
         "apiVersion": h.api_version if h else None,
         "llm": {"available": bool(h and h.has_llm), "binding": h and h.llm_binding, "model": h and h.llm_model},
         "embedding": {"binding": h and h.embedding_binding, "model": h and h.embedding_model},
-        "rerank": {"enabled": bool(h and h.rerank_enabled), "binding": h and h.rerank_binding, "model": h and h.rerank_model},
+        "rerank": {
+            "enabled": bool(h and h.rerank_enabled),
+            "binding": h and h.rerank_binding,
+            "model": h and h.rerank_model,
+        },
         "queue": {
             "pipelineBusy": h.pipeline_busy if h else None,
             "rerankQueueAvailable": h.rerank_queue_available if h else None,
@@ -63,16 +66,19 @@ def status(request):
         }
         body["lightrag"]["webuiUrl"] = webui_url(request)
     else:
-        counts = dict(Source.objects.visible_to(request.user).values_list("status").annotate(n=Count("id")))
-        body["registry"] = {
-            "total": sum(counts.values()),
-            "counts": {value: counts.get(value, 0) for value, _ in Source.Status.choices},
-        }
+        library = library_status(None, sources=Source.objects.visible_to(request.user))
+        body["registry"] = {"total": library.registry_total, "counts": library.registry_counts}
     return JsonResponse(body)
 
 
 def _search_arguments(params: dict) -> dict:
-    return {"mode": params["mode"], "scope": params["sourcePaths"] or None, "enable_rerank": params["enableRerank"]}
+    return {
+        "mode": params["mode"],
+        "top_k": params["topK"],
+        "chunk_top_k": params["chunkTopK"],
+        "scope": params["sourcePaths"] or None,
+        "enable_rerank": params["enableRerank"],
+    }
 
 
 @api_endpoint("POST")
@@ -80,9 +86,7 @@ def search(request):
     """Full-library search: LightRAG's references as mapped citations, no answer."""
     params = validated(SearchForm, read_json(request))
     query = params["query"]
-    mapped = full_library_search(
-        request.user, query, top_k=params["topK"], chunk_top_k=params["chunkTopK"], **_search_arguments(params)
-    )
+    mapped = full_library_search(request.user, query, **_search_arguments(params))
     diagnostics = {**mapped.diagnostics, "dropped": dict(Counter(d["reason"] for d in mapped.dropped))}
     return JsonResponse(
         {
@@ -118,9 +122,6 @@ def query(request):
     params = validated(SearchForm, read_json(request))
     answer = answer_question(request.user, params["query"], **_search_arguments(params))
     notes = list(answer.notes)
-    if params["topK"] is not None or params["chunkTopK"] is not None:
-        # answer_question does not take them (yet): say so rather than pretend.
-        notes.append("topK and chunkTopK are not applied to answers; LightRAG's defaults were used.")
     citations = [_compact_citation(c) for c in answer.mapped.citations]
     return JsonResponse(
         {
@@ -186,7 +187,7 @@ def source_chunks(request, source_id: int):
             409,
             "source_not_citable",
             f"{source.library_path} is not citable now ({state}): LightRAG's chunks of it are missing or out of date.",
-            status=source.status,
+            sourceStatus=source.status,
         )
     try:
         context = chunk_context(source, params["chunk_index"], context=params["context"], block_id=params["block_id"])
@@ -250,7 +251,9 @@ def admin_ingest(request):
         result = queue_for_ingest(source, force=params["force"])
     except OSError as e:
         raise ApiError(409, "file_unreadable", f"{source.library_path} cannot be read: {e.strerror or e}") from e
-    return JsonResponse({"sourceId": source.pk, "sourcePath": source.library_path, "result": result, "status": source.status})
+    return JsonResponse(
+        {"sourceId": source.pk, "sourcePath": source.library_path, "result": result, "status": source.status}
+    )
 
 
 @api_endpoint("POST", admin=True)

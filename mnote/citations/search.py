@@ -89,16 +89,27 @@ class Answer:
         return render_badged_text(self.sentences)
 
 
-def answer_question(user, query: str, *, mode: str = "mix", scope: list[str] | None = None, enable_rerank=None) -> Answer:
+def answer_question(
+    user,
+    query: str,
+    *,
+    mode: str = "mix",
+    top_k: int | None = None,
+    chunk_top_k: int | None = None,
+    scope: list[str] | None = None,
+    enable_rerank: bool | None = None,
+) -> Answer:
     """An answer whose sentences carry badges of this query's citations only.
 
     With an LLM behind LightRAG the text is LightRAG's; without one (the
     embedded stack) it is extractive: the cited sentences that best match.
     """
-    mapped = full_library_search(user, query, mode=mode, scope=scope, enable_rerank=enable_rerank)
+    mapped = full_library_search(
+        user, query, mode=mode, top_k=top_k, chunk_top_k=chunk_top_k, scope=scope, enable_rerank=enable_rerank
+    )
     if mapped.diagnostics.get("llmAvailable"):
         with lightrag_client() as client:
-            response = client.query(query, mode=mode, enable_rerank=enable_rerank)
+            response = client.query(query, mode=mode, top_k=top_k, chunk_top_k=chunk_top_k, enable_rerank=enable_rerank)
         text = str(response.get("response") or "")
         return Answer(query, "llm", place_badges(text, mapped.citations, query=query), mapped)
     sentences = extractive_answer(query, mapped.citations)

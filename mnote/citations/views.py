@@ -13,6 +13,7 @@ def citation(request, token):
     cited = get_object_or_404(Citation.objects.select_related("source__root"), token=token)
     if cited.source is not None and not Source.objects.visible_to(request.user).filter(pk=cited.source_id).exists():
         raise Http404("No such citation.")
-    # A pruned source has no root left to check visibility against: only admins see its old path.
+    # A pruned source has no root left to check visibility against: only
+    # admins see what was cited from it.
     show_path = cited.source is not None or request.user.is_staff
     return render(request, "citations/citation.html", {"citation": cited, "state": cited.state, "show_path": show_path})

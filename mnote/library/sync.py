@@ -223,7 +223,9 @@ def prune_registry() -> int:
     # A failed row may still have a record in LightRAG; it goes too.
     for source in prunable.exclude(lightrag_doc_id=""):
         owe_delete(None, source.lightrag_doc_id)
-    deleted, _ = prunable.delete()
+    # Only registry rows count: the delete also cascades to their index entries.
+    _, per_model = prunable.delete()
+    deleted = per_model.get(Source._meta.label, 0)
     Job.objects.filter(state__in=[Job.State.DONE, Job.State.FAILED], source__isnull=True).delete()
     return deleted
 
@@ -269,10 +271,11 @@ class LibraryStatus:
     lightrag_error: str = ""
 
 
-def library_status(client: LightRAGClient | None) -> LibraryStatus:
-    """Counts per user-facing status, LightRAG's own counts, and LightRAG
-    documents that no registry row maps to."""
-    counts = dict(Source.objects.values_list("status").annotate(n=Count("id")))
+def library_status(client: LightRAGClient | None, *, sources=None) -> LibraryStatus:
+    """Counts per user-facing status (of ``sources``, default all), LightRAG's
+    own counts, and LightRAG documents that no registry row maps to."""
+    sources = Source.objects.all() if sources is None else sources
+    counts = dict(sources.order_by().values_list("status").annotate(n=Count("id")))
     registry_counts = {value: counts.get(value, 0) for value, _ in Source.Status.choices}
     status = LibraryStatus(registry_counts, sum(counts.values()))
     if client is None:

@@ -7,26 +7,27 @@ that is broken, locked, hangs or crashes the reader becomes ``PdfRejected``
 with a message for the user, never a crashed worker. The child's answer is
 JSON or PNG bytes (nothing the parent would execute).
 
-Finding the evidence text is pure Python here, over a cached copy of the text
-layer (characters and their boxes): an exact match after normalisation first,
-else the best fuzzy window. The result is a *text match* with its score; it
-never stands in for a layout bbox.
+Finding the evidence text is pure Python here, over a cached copy of the
+page texts: an exact match after normalisation first, else the best fuzzy
+window; only the matched span's character boxes are then asked for. The result
+is a *text match* with its score; it never stands in for a layout bbox.
 """
 
-import base64
+import bisect
 import json
 import logging
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
 import unicodedata
 from array import array
 from collections import OrderedDict
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from rapidfuzz import fuzz
@@ -41,11 +42,11 @@ MAX_HEIGHT_PX = 8000
 MAX_PAGE_PIXELS = 8_000_000
 # The text layer is read up to these bounds (whichever comes first); pages
 # beyond them are not searched.
-MAX_TEXT_PAGES = 2000
-MAX_TEXT_CHARS = 2_000_000
+MAX_TEXT_CHARS = 5_000_000
 TEXT_TIME_BUDGET_S = 20.0
+MAX_SPAN_CHARS = 5000  # boxes are read for a matched span up to this long
 # Hard limits on each child process.
-TIMEOUTS_S = {"info": 15.0, "render": 20.0, "text": TEXT_TIME_BUDGET_S + 10.0}
+TIMEOUTS_S = {"info": 15.0, "render": 20.0, "text": TEXT_TIME_BUDGET_S + 10.0, "boxes": 15.0}
 CHILD_MEMORY_BYTES = 1024 * 1024 * 1024
 MAX_WORKERS = 4
 
@@ -83,8 +84,8 @@ class TextMatch:
 @dataclass(frozen=True)
 class PageText:
     """One page's text layer: ``text`` and, per character, four floats in
-    ``boxes`` (x0, y0, x1, y1 as page fractions, top-left origin; NaN for
-    characters the reader inferred, such as line breaks). ``boxes`` may be
+    ``boxes`` (x0, y0, x1, y1 as page fractions, top-left origin; NaN for a
+    character without a box, such as a space or line break). ``boxes`` may be
     None when only the text is known (then matches have no rects)."""
 
     text: str
@@ -114,9 +115,9 @@ def pdf_info(path: Path | str) -> PdfInfo:
 
 
 def render_page_png(path: Path | str, page_number: int, *, width_px: int = 1000) -> bytes:
-    """Page ``page_number`` (1-based) as a PNG ``width_px`` wide (at most
-    2000), white background, annotations drawn. A page so tall that it would
-    exceed 8000 px or 8 megapixels is drawn narrower instead."""
+    """Page ``page_number`` (1-based) as a PNG ``width_px`` wide (clamped to
+    50..2000), white background, annotations drawn. A page so tall that it
+    would pass 8000 px or 8 megapixels is drawn narrower instead."""
     path, key = _checked(path)
     if page_number < 1:
         raise PdfRejected(f"There is no page {page_number}; pages are numbered from 1.")
@@ -148,14 +149,26 @@ def find_text(
     cited chunk, perhaps prefixed with ``"Heading — "``) is on the PDF's text
     layer, or None when nothing scores ``min_score`` or more.
 
-    Matching ignores case, width and compatibility forms (NFKC + casefold),
-    whitespace, punctuation and line-end hyphenation, and works on characters,
-    so CJK text without spaces matches too. ``query`` and ``page_hint`` only
-    break ties between equally good places; the bare query is never searched.
-    Only the pages within the text-layer bounds (``MAX_TEXT_PAGES``,
-    ``MAX_TEXT_CHARS``, ``TEXT_TIME_BUDGET_S``) are searched.
+    Matching ignores case, width, compatibility forms and accents (NFKD +
+    casefold), whitespace, punctuation and line-end hyphenation, and works on
+    characters, so CJK text without spaces matches too. ``query`` and
+    ``page_hint`` only break ties between equally good places; the bare query
+    is never searched. Pages past the text-layer bounds (``MAX_TEXT_CHARS``,
+    ``TEXT_TIME_BUDGET_S``) are not searched. A match whose character boxes
+    cannot be read comes back with no rects.
     """
-    return _text_index(path).locate(evidence_text, query=query, page_hint=page_hint, min_score=min_score)
+    path, key = _checked(path)
+    cache_key = (key, evidence_text, query, page_hint, min_score)
+    with _cache_lock:
+        if cache_key in _match_cache:
+            return _match_cache[cache_key]
+    index = _text_index(path, key)
+    span = index.locate(evidence_text, query=query, page_hint=page_hint, min_score=min_score)
+    match = index.match(span, lambda page, first, end: _span_boxes(path, page, first, end)) if span else None
+    with _cache_lock:
+        _match_cache[cache_key] = match
+        _trim(_match_cache, 512)
+    return match
 
 
 def locate_text(
@@ -167,17 +180,22 @@ def locate_text(
     min_score: float = MIN_SCORE,
 ) -> TextMatch | None:
     """``find_text`` over a text layer already in hand (one ``PageText`` per page)."""
-    return _TextIndex(list(pages)).locate(evidence_text, query=query, page_hint=page_hint, min_score=min_score)
+    index = _TextIndex([page.text for page in pages])
+    span = index.locate(evidence_text, query=query, page_hint=page_hint, min_score=min_score)
+    if span is None:
+        return None
+    return index.match(span, lambda page, first, end: (pages[page].boxes or [])[4 * first : 4 * end] or None)
 
 
 # --- caches ---------------------------------------------------------------------
 
 _cache_lock = threading.Lock()
 _info_cache: OrderedDict = OrderedDict()
+_match_cache: OrderedDict = OrderedDict()
 _png_cache: OrderedDict = OrderedDict()
 _PNG_CACHE_BYTES = 48 * 1024 * 1024
 _text_cache: OrderedDict = OrderedDict()
-_TEXT_CACHE_CHARS = 4_000_000  # about 100 MB with boxes and the search index
+_TEXT_CACHE_CHARS = 10_000_000  # about 150 MB with the search index
 
 
 def _trim(cache: OrderedDict, size: int) -> None:
@@ -205,7 +223,9 @@ def _checked(path: Path | str) -> tuple[str, tuple]:
     if stat.st_size == 0:
         raise PdfRejected("The file is empty.")
     if stat.st_size > MAX_FILE_BYTES:
-        raise PdfRejected(f"The PDF is too large to preview ({stat.st_size // 2**20} MB; the limit is {MAX_FILE_BYTES // 2**20} MB).")
+        raise PdfRejected(
+            f"The PDF is too large to preview ({stat.st_size // 2**20} MB; the limit is {MAX_FILE_BYTES // 2**20} MB)."
+        )
     try:
         with open(path, "rb") as f:
             head = f.read(1024)
@@ -216,29 +236,33 @@ def _checked(path: Path | str) -> tuple[str, tuple]:
     return path, (path, stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
-def _text_index(path: Path | str) -> "_TextIndex":
-    path, key = _checked(path)
+def _text_index(path: str, key: tuple) -> "_TextIndex":
     with _cache_lock:
         hit = _text_cache.get(key)
         if hit is not None:
             _text_cache.move_to_end(key)
             return hit
     data = json.loads(_run_child("text", path, {}))
-    pages = []
-    for item in data["pages"]:
-        boxes = array("f", base64.b64decode(item["boxes"]))
-        if len(boxes) != 4 * len(item["text"]):
-            raise PdfRejected("The PDF reader returned an inconsistent text layer.")
-        pages.append(PageText(item["text"], boxes))
     if data["truncated"]:
-        log.info("text layer of %s read up to page %d of %d", path, len(pages), data["page_count"])
-    index = _TextIndex(pages)
+        log.info("text layer of %s read up to page %d of %d", path, len(data["pages"]), data["page_count"])
+    index = _TextIndex([str(text) for text in data["pages"]])
     with _cache_lock:
         _text_cache[key] = index
         total = sum(i.size for i in _text_cache.values())
         while total > _TEXT_CACHE_CHARS and len(_text_cache) > 1:
             total -= _text_cache.popitem(last=False)[1].size
     return index
+
+
+def _span_boxes(path: str, page: int, first: int, end: int) -> list[float] | None:
+    """Boxes of characters ``first``..``end - 1`` of page index ``page``, flat."""
+    end = min(end, first + MAX_SPAN_CHARS)
+    try:
+        boxes = json.loads(_run_child("boxes", path, {"page": page + 1, "first": first, "end": end}))
+    except PdfRejected as e:
+        log.warning("no character boxes for page %d of %s: %s", page + 1, path, e)
+        return None
+    return [math.nan if v is None else float(v) for box in boxes for v in (box or (None,) * 4)]
 
 
 # --- the child process ----------------------------------------------------------
@@ -248,17 +272,25 @@ _worker_slots = threading.BoundedSemaphore(MAX_WORKERS)
 
 def _run_child(op: str, path: str, params: dict) -> bytes:
     timeout = TIMEOUTS_S[op]
+    too_slow = f"Reading this PDF took too long (more than {timeout:g} s); it may be damaged or too complex."
     if not _worker_slots.acquire(timeout=timeout):
         raise PdfBusy("The PDF reader is busy; try again in a moment.")
     try:
         # -I: no user site, no PYTHON* variables, no script folder on sys.path
         # (the child imports pypdfium2 and the standard library only).
-        command = [sys.executable, "-I", "-B", __file__, op, path, json.dumps(params)]
+        limits = [str(CHILD_MEMORY_BYTES), str(math.ceil(timeout) + 1)]  # address space, CPU seconds
+        command = [sys.executable, "-I", "-B", __file__, op, path, json.dumps(params), *limits]
         done = subprocess.run(
-            command, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL, env={"LC_ALL": "C.UTF-8"}, cwd="/"
+            command,
+            check=False,
+            capture_output=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            env={"LC_ALL": "C.UTF-8"},
+            cwd="/",
         )
     except subprocess.TimeoutExpired as e:
-        raise PdfRejected(f"Reading this PDF took too long (more than {timeout:g} s); it may be damaged or too complex.") from e
+        raise PdfRejected(too_slow) from e
     except OSError as e:
         log.error("cannot start the PDF reader: %s", e)
         raise PdfRejected("The PDF reader could not be started.") from e
@@ -268,14 +300,24 @@ def _run_child(op: str, path: str, params: dict) -> bytes:
         return done.stdout
     if done.returncode == _REJECTED_EXIT:
         raise PdfRejected(json.loads(done.stdout)["rejected"])
-    log.warning("PDF reader failed on %s (%s, exit %s): %s", path, op, done.returncode, done.stderr[-2000:].decode(errors="replace"))
+    log.warning(
+        "PDF reader failed on %s (%s, exit %s): %s",
+        path,
+        op,
+        done.returncode,
+        done.stderr[-2000:].decode(errors="replace"),
+    )
+    if done.returncode == -signal.SIGABRT:  # how PDFium ends when an allocation fails
+        raise PdfRejected("This PDF needs more memory than the preview allows, or it is damaged.")
+    if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        raise PdfRejected(too_slow)
     if done.returncode < 0:
         raise PdfRejected("The PDF reader crashed on this file; it may be damaged or too complex.")
     raise PdfRejected("The PDF reader failed on this file.")
 
 
 class _Rejected(Exception):
-    pass
+    """In the child: the message for PdfRejected."""
 
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -317,7 +359,7 @@ def _child_info(path: str) -> bytes:
     pdf = _open(path)
     pages = []
     for i in range(len(pdf)):
-        width, height = pdf.get_page_size(i)
+        width, height = pdf.get_page_size(i)  # /Rotate applied: as displayed
         pages.append((round(width, 2), round(height, 2)))
     title = (pdf.get_metadata_value("Title") or "").strip()
     return json.dumps({"page_count": len(pdf), "pages": pages, "title": title}).encode()
@@ -326,10 +368,9 @@ def _child_info(path: str) -> bytes:
 def _child_render(path: str, page: int, width: int) -> bytes:
     import ctypes
 
-    import pypdfium2.raw as raw
+    from pypdfium2 import raw
 
-    pdf = _open(path)
-    pdf_page = _load_page(pdf, page)
+    pdf_page = _load_page(_open(path), page)
     w_pt, h_pt = pdf_page.get_size()
     if not (w_pt > 0.5 and h_pt > 0.5 and math.isfinite(w_pt * h_pt)):
         raise _Rejected(f"Page {page} of this PDF has no usable size.")
@@ -337,114 +378,129 @@ def _child_render(path: str, page: int, width: int) -> bytes:
     shrink = min(1.0, MAX_HEIGHT_PX / height, math.sqrt(MAX_PAGE_PIXELS / (width * height)))
     if shrink < 1.0:
         width, height = max(1, int(width * shrink)), max(1, int(height * shrink))
-    bitmap = raw.FPDFBitmap_Create(width, height, 0)  # 0: no alpha (BGRx)
+    bitmap = raw.FPDFBitmap_CreateEx(width, height, raw.FPDFBitmap_BGR, None, 0)
     if not bitmap:
         raise _Rejected("There is not enough memory to draw this page.")
     try:
         raw.FPDFBitmap_FillRect(bitmap, 0, 0, width, height, 0xFFFFFFFF)
-        raw.FPDF_RenderPageBitmap(bitmap, pdf_page.raw, 0, 0, width, height, 0, raw.FPDF_ANNOT | raw.FPDF_REVERSE_BYTE_ORDER)
+        flags = raw.FPDF_ANNOT | raw.FPDF_REVERSE_BYTE_ORDER  # reversed: RGB, as PNG wants
+        raw.FPDF_RenderPageBitmap(bitmap, pdf_page.raw, 0, 0, width, height, 0, flags)
         stride = raw.FPDFBitmap_GetStride(bitmap)
         pixels = ctypes.string_at(raw.FPDFBitmap_GetBuffer(bitmap), stride * height)
     finally:
         raw.FPDFBitmap_Destroy(bitmap)
-    return _png_rgb(pixels, width, height, stride, bytes_per_pixel=4)
+    return _png_rgb(pixels, width, height, stride)
 
 
-def _png_rgb(pixels: bytes, width: int, height: int, stride: int, *, bytes_per_pixel: int) -> bytes:
-    """A PNG (8-bit RGB, no filtering) of RGB[x] rows ``stride`` bytes apart."""
+def _png_rgb(pixels: bytes, width: int, height: int, stride: int) -> bytes:
+    """A PNG (8-bit RGB, filter 0) of RGB rows ``stride`` bytes apart; zlib level 3
+    is within 1% of level 6 in size on page images at half the time."""
     import struct
     import zlib
 
-    rows = bytearray()
-    for y in range(height):
-        row = pixels[y * stride : y * stride + width * bytes_per_pixel]
-        rgb = bytearray(width * 3)
-        for channel in range(3):
-            rgb[channel::3] = row[channel::bytes_per_pixel]
-        rows += b"\x00" + rgb
+    row = width * 3
+    data = b"".join(b"\x00" + pixels[y * stride : y * stride + row] for y in range(height))
 
     def chunk(kind: bytes, body: bytes) -> bytes:
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return _PNG_SIGNATURE + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(bytes(rows), 6)) + chunk(b"IEND", b"")
+    return _PNG_SIGNATURE + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(data, 3)) + chunk(b"IEND", b"")
 
 
 def _child_text(path: str) -> bytes:
-    import ctypes
     import time
 
-    import pypdfium2.raw as raw
+    import pypdfium2 as pdfium
 
     deadline = time.monotonic() + TEXT_TIME_BUDGET_S
     pdf = _open(path)
     pages, total_chars, truncated = [], 0, False
-    left, right, bottom, top = (ctypes.c_double() for _ in range(4))
-    dx, dy = ctypes.c_int(), ctypes.c_int()
-    scale = 1_000_000  # device size for the page → fraction transform
     for index in range(len(pdf)):
-        if index >= MAX_TEXT_PAGES or total_chars >= MAX_TEXT_CHARS or time.monotonic() > deadline:
+        if total_chars >= MAX_TEXT_CHARS or time.monotonic() > deadline:
             truncated = True
             break
         try:
-            page = pdf[index]
-            textpage = page.get_textpage()
-        except Exception:  # noqa: BLE001 - one unreadable page leaves a blank, not a rejected file
-            pages.append({"text": "", "boxes": ""})
+            textpage = pdf[index].get_textpage()
+        except pdfium.PdfiumError:  # one unreadable page is searched as blank
+            pages.append("")
             continue
-        # The display transform (crop box, /Rotate) as an affine map from three points.
-        corners = []
-        for px, py in ((0.0, 0.0), (1000.0, 0.0), (0.0, 1000.0)):
-            raw.FPDF_PageToDevice(page.raw, 0, 0, scale, scale, 0, px, py, dx, dy)
-            corners.append((dx.value / scale, dy.value / scale))
-        (ox, oy), (ax, ay), (bx, by) = corners
-        ax, ay, bx, by = (ax - ox) / 1000, (ay - oy) / 1000, (bx - ox) / 1000, (by - oy) / 1000
-        chars: list[str] = []
-        boxes = array("f")
-        count = textpage.count_chars()
-        nan = float("nan")
-        i = 0
-        while i < count and total_chars + len(chars) < MAX_TEXT_CHARS:
-            code = raw.FPDFText_GetUnicode(textpage.raw, i)
-            step = 1
-            if 0xD800 <= code < 0xDC00 and i + 1 < count:
-                low = raw.FPDFText_GetUnicode(textpage.raw, i + 1)
-                if 0xDC00 <= low < 0xE000:
-                    code, step = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00), 2
-            char = chr(code) if 0 < code < 0x110000 and not 0xD800 <= code < 0xE000 else "\ufffd"
-            if char.isspace() or raw.FPDFText_IsGenerated(textpage.raw, i) == 1:
-                boxes.extend((nan, nan, nan, nan))
-            else:
-                raw.FPDFText_GetCharBox(textpage.raw, i, left, right, bottom, top)
-                xs = [ox + ax * x + bx * y for x, y in ((left.value, bottom.value), (right.value, top.value))]
-                ys = [oy + ay * x + by * y for x, y in ((left.value, bottom.value), (right.value, top.value))]
-                boxes.extend((min(xs), min(ys), max(xs), max(ys)))
-            chars.append(char)
-            i += step
+        chars, _ = _page_chars(textpage, MAX_TEXT_CHARS - total_chars)
+        pages.append("".join(chars))
         total_chars += len(chars)
-        pages.append({"text": "".join(chars), "boxes": base64.b64encode(boxes.tobytes()).decode()})
-        if i < count:
-            truncated = True
-            break
     return json.dumps({"pages": pages, "page_count": len(pdf), "truncated": truncated}).encode()
+
+
+def _child_boxes(path: str, page: int, first: int, end: int) -> bytes:
+    """Boxes of characters ``first``..``end - 1`` (as ``_page_chars`` counts
+    them) as [x0, y0, x1, y1] page fractions, top-left origin, as displayed;
+    null for whitespace."""
+    import ctypes
+
+    from pypdfium2 import raw
+
+    pdf_page = _load_page(_open(path), page)
+    textpage = pdf_page.get_textpage()
+    chars, indices = _page_chars(textpage, end)
+    # The display transform (crop box, /Rotate) as an affine map, from three points.
+    scale, dx, dy, corners = 1_000_000, ctypes.c_int(), ctypes.c_int(), []
+    for px, py in ((0.0, 0.0), (1000.0, 0.0), (0.0, 1000.0)):
+        raw.FPDF_PageToDevice(pdf_page.raw, 0, 0, scale, scale, 0, px, py, dx, dy)
+        corners.append((dx.value / scale, dy.value / scale))
+    (ox, oy), (ax, ay), (bx, by) = corners
+    ax, ay, bx, by = (ax - ox) / 1000, (ay - oy) / 1000, (bx - ox) / 1000, (by - oy) / 1000
+    left, right, bottom, top = (ctypes.c_double() for _ in range(4))
+    boxes = []
+    for k in range(first, len(chars)):
+        if chars[k].isspace() or not raw.FPDFText_GetCharBox(textpage.raw, indices[k], left, right, bottom, top):
+            boxes.append(None)
+            continue
+        x_a, x_b = ox + ax * left.value + bx * bottom.value, ox + ax * right.value + bx * top.value
+        y_a, y_b = oy + ay * left.value + by * bottom.value, oy + ay * right.value + by * top.value
+        boxes.append([round(v, 5) for v in (min(x_a, x_b), min(y_a, y_b), max(x_a, x_b), max(y_a, y_b))])
+    return json.dumps(boxes).encode()
+
+
+def _page_chars(textpage, limit: int) -> tuple[list[str], Sequence[int]]:
+    """The characters of a page (at most ``limit``) and each one's index in
+    PDFium's character list: the page text in one call when it lines up with
+    that list (nearly always), else character by character."""
+    from pypdfium2 import raw
+
+    count = min(textpage.count_chars(), limit)
+    text = textpage.get_text_range(0, count, errors="replace")
+    if len(text) == count:
+        return list(text), range(count)
+    chars, indices, i = [], [], 0
+    while i < count:
+        code, step = raw.FPDFText_GetUnicode(textpage.raw, i), 1
+        if 0xD800 <= code < 0xDC00 and i + 1 < count:
+            low = raw.FPDFText_GetUnicode(textpage.raw, i + 1)
+            if 0xDC00 <= low < 0xE000:
+                code, step = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00), 2
+        chars.append(chr(code) if 0 < code < 0x110000 and not 0xD800 <= code < 0xE000 else "\ufffd")
+        indices.append(i)
+        i += step
+    return chars, indices
 
 
 def _child_main(argv: list[str]) -> int:
     import resource
 
-    op, path, params = argv[1], argv[2], json.loads(argv[3])
-    resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY_BYTES, CHILD_MEMORY_BYTES))
-    cpu = math.ceil(TIMEOUTS_S[op]) + 1
+    op, path, params, memory, cpu = argv[1], argv[2], json.loads(argv[3]), int(argv[4]), int(argv[5])
+    # PDFium aborts when an allocation fails; the parent tells the user it needs more memory.
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-    work = {"info": _child_info, "render": _child_render, "text": _child_text}[op]
+    work = {"info": _child_info, "render": _child_render, "text": _child_text, "boxes": _child_boxes}[op]
     try:
-        out = work(path, **params)
+        out, status = work(path, **params), 0
     except _Rejected as e:
         out, status = json.dumps({"rejected": str(e)}).encode(), _REJECTED_EXIT
     except MemoryError:
-        out, status = json.dumps({"rejected": "This PDF needs more memory than the preview allows."}).encode(), _REJECTED_EXIT
-    else:
-        status = 0
+        out, status = (
+            json.dumps({"rejected": "This PDF needs more memory than the preview allows."}).encode(),
+            _REJECTED_EXIT,
+        )
     sys.stdout.buffer.write(out)
     sys.stdout.flush()
     return status
@@ -453,132 +509,193 @@ def _child_main(argv: list[str]) -> int:
 # --- matching on the text layer -------------------------------------------------
 
 _HEADING_SEPARATOR = " — "  # how citation_text.evidence_window prefixes the heading
-_TRIGRAM_PAGES = 4  # fuzzy search looks at the pages sharing most character trigrams with the evidence
+_FUZZY_PAGES = 4  # fuzzy alignment runs on the pages holding most of the evidence's 4-grams
+_PROBE_GRAMS = 64  # 4-grams sampled from the evidence for that
+
+
+_ASCII_WORDS_OR_OTHER = re.compile(r"[A-Za-z0-9]+|[^\x00-\x7f]+")
+_folded: dict[str, str] = {}  # one entry per distinct character ever seen: small
 
 
 def _fold_char(char: str) -> str:
-    """Letters and digits of one character after NFKC + casefold ('' for
-    whitespace, punctuation and hyphens, which matching ignores)."""
-    if char.isascii():
-        return char.lower() if char.isalnum() else ""
-    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", char).casefold())
-    return "".join(c for c in folded if c.isalnum())
+    """The letters and digits of one character with case, width, compatibility
+    forms and accents folded (NFKD + casefold, combining marks dropped); ''
+    for whitespace, punctuation and hyphens, which matching ignores."""
+    folded = _folded.get(char)
+    if folded is None:
+        decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", char).casefold())
+        folded = _folded[char] = "".join(c for c in decomposed if c.isalnum())
+    return folded
 
 
 def _skeleton(text: str) -> tuple[str, list[int]]:
-    """``text`` reduced to its folded letters and digits, and for each of them
-    the index of the character it came from. Combining marks are folded with
-    their base character, so "é" written as e + U+0301 folds like "é"."""
+    """``text`` reduced to its folded letters and digits (see ``_fold_char``),
+    and for each of them the index of the character it came from. CJK text
+    keeps every character, so it matches whatever spaces a PDF put in it."""
     out: list[str] = []
     origin: list[int] = []
-    i, n = 0, len(text)
-    while i < n:
-        j = i + 1
-        while j < n and unicodedata.combining(text[j]):
-            j += 1
-        folded = _fold_char(text[i]) if j == i + 1 else "".join(
-            c for c in unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text[i:j]).casefold()) if c.isalnum()
-        )
-        for c in folded:
-            out.append(c)
-            origin.append(i)
-        i = j
+    for run in _ASCII_WORDS_OR_OTHER.finditer(text):
+        chunk, start = run.group(), run.start()
+        if chunk[0].isascii():
+            out.append(chunk.lower())
+            origin.extend(range(start, run.end()))
+            continue
+        for i, char in enumerate(chunk, start):
+            folded = _fold_char(char)
+            if folded:
+                out.append(folded)
+                origin.extend([i] * len(folded))
     return "".join(out), origin
 
 
-@dataclass
 class _TextIndex:
-    pages: list[PageText]
-    skeleton: str = ""
-    page_of: array = field(default_factory=lambda: array("i"))  # skeleton index → page index
-    char_of: array = field(default_factory=lambda: array("i"))  # skeleton index → character index on that page
-    page_starts: list[int] = field(default_factory=list)  # skeleton index where each page starts
-    trigrams: list[set[str]] = field(default_factory=list)
+    """The page texts of one document as one skeleton string (see
+    ``_skeleton``), with a way back from each skeleton character to its page
+    and its character on that page."""
 
-    def __post_init__(self):
-        parts, offset = [], 0
-        for number, page in enumerate(self.pages):
+    def __init__(self, pages: list[str]):
+        self.pages = pages
+        parts, origins, self.page_starts = [], array("i"), []
+        offset = 0
+        for text in pages:
+            folded, origin = _skeleton(text)
             self.page_starts.append(offset)
-            text, origin = _skeleton(page.text)
-            parts.append(text)
-            offset += len(text)
-            self.page_of.extend([number] * len(text))
-            self.char_of.extend(origin)
-            self.trigrams.append({text[k : k + 3] for k in range(len(text) - 2)})
+            parts.append(folded)
+            origins.extend(origin)
+            offset += len(folded)
         self.skeleton = "".join(parts)
+        self.char_of = origins  # skeleton index → character index on its page
         self.page_starts.append(len(self.skeleton))
 
     @property
     def size(self) -> int:
         return len(self.skeleton)
 
-    def locate(self, evidence: str, *, query: str, page_hint: int | None, min_score: float) -> TextMatch | None:
-        needles = [n for n in dict.fromkeys(_skeleton(t)[0] for t in _evidence_variants(evidence)) if len(n) >= MIN_NEEDLE_CHARS]
+    def page_of(self, k: int) -> int:
+        return bisect.bisect_right(self.page_starts, k) - 1
+
+    def locate(self, evidence: str, *, query: str, page_hint: int | None, min_score: float) -> "_Span | None":
+        variants = (_skeleton(t)[0] for t in _evidence_variants(evidence))
+        needles = [n for n in dict.fromkeys(variants) if len(n) >= MIN_NEEDLE_CHARS]
         if not needles or not self.skeleton:
             return None
         hint = page_hint - 1 if page_hint else None
-        wanted = _skeleton(query)[0]
         # Exact: the first variant found (the one with the heading first, so it is highlighted too).
         for needle in needles:
             spans = []
             start = self.skeleton.find(needle)
             while start != -1 and len(spans) < 50:
-                spans.append((start, start + len(needle)))
+                spans.append(_Span(start, start + len(needle), 1.0, "exact"))
                 start = self.skeleton.find(needle, start + 1)
             if spans:
-                best = min(spans, key=lambda s: abs(self._main_page(*s) - hint) if hint is not None else 0)
-                return self._match(*best, score=1.0, method="exact")
-        best_key, best_span = None, None
+                return min(spans, key=lambda s: abs(self._main_page(s) - hint) if hint is not None else 0)
+        wanted = _skeleton(query)[0]
+        best_key, best = None, None
         for needle in needles:
             if len(needle) < MIN_FUZZY_CHARS:
                 continue
-            for start, end in self._fuzzy_candidates(needle, hint):
-                window = self.skeleton[start:end]
-                found = fuzz.partial_ratio_alignment(needle, window, score_cutoff=min_score * 100)
+            for start, end in self._fuzzy_ranges(needle, hint):
+                found = fuzz.partial_ratio_alignment(needle, self.skeleton[start:end], score_cutoff=min_score * 100)
                 if found is None:
                     continue
-                span = (start + found.dest_start, start + found.dest_end)
-                score = fuzz.ratio(needle, self.skeleton[span[0] : span[1]]) / 100
-                if score < min_score:
+                span = self._refined(needle, start + found.dest_start, start + found.dest_end)
+                if span.score < min_score:
                     continue
-                page = self._main_page(*span)
-                key = (round(score, 2), bool(wanted) and wanted in self.skeleton[span[0] : span[1]],
-                       -abs(page - hint) if hint is not None else 0, score)
+                # Equally good places: the one holding the query, then the one
+                # nearest the hinted page, then the one covering more evidence.
+                key = (
+                    round(span.score, 2),
+                    bool(wanted) and wanted in self.skeleton[span.start : span.end],
+                    -abs(self._main_page(span) - hint) if hint is not None else 0,
+                    len(needle),
+                    span.score,
+                )
                 if best_key is None or key > best_key:
-                    best_key, best_span = key, span
-        if best_span is None:
-            return None
-        return self._match(*best_span, score=best_key[3], method="fuzzy")
+                    best_key, best = key, span
+        return best
 
-    def _fuzzy_candidates(self, needle: str, hint: int | None) -> list[tuple[int, int]]:
-        """Skeleton ranges to align the needle in: the pages sharing most of its
-        trigrams (and the hinted page), each widened by the needle's length on
-        both sides so a passage across a page break is found whole."""
-        grams = {needle[k : k + 3] for k in range(len(needle) - 2)}
-        ranked = sorted(range(len(self.pages)), key=lambda p: -len(grams & self.trigrams[p]))
-        chosen = [p for p in ranked[:_TRIGRAM_PAGES] if grams & self.trigrams[p]]
-        if hint is not None and 0 <= hint < len(self.pages) and hint not in chosen:
+    def match(self, span: "_Span", boxes_of: Callable[[int, int, int], Sequence[float] | None]) -> TextMatch:
+        """The TextMatch for ``span``; ``boxes_of(page index, first, end)``
+        gives the flat boxes of those characters of the page (or None)."""
+        page = self._main_page(span)
+        on_page = [
+            self.char_of[k]
+            for k in range(max(span.start, self.page_starts[page]), min(span.end, self.page_starts[page + 1]))
+        ]
+        first, end = min(on_page), max(on_page) + 1
+        if span.method == "fuzzy":
+            first, end = _whole_words(self.pages[page], first, end)
+        # \x02 (or U+FFFE) is PDFium's hyphen at a line end: the word is shown joined.
+        text = re.sub(r"\s+", " ", re.sub("[\x02\ufffe]", "", self.pages[page][first:end])).strip()
+        boxes = boxes_of(page, first, end)
+        return TextMatch(
+            page=page + 1,
+            rects=_line_rects(boxes) if boxes else [],
+            score=round(span.score, 3),
+            matched_text=text,
+            method=span.method,
+        )
+
+    def _refined(self, needle: str, start: int, end: int) -> "_Span":
+        """The aligned window (as long as the needle) with its ends moved to
+        where the whole needle matches best, so an inserted or dropped word
+        does not cut the highlight short."""
+        slack = max(3, len(needle) // 10)
+        best = (fuzz.ratio(needle, self.skeleton[start:end]), start, end)
+        for _ in range(2):
+            _, start, end = best
+            for e in range(max(start + 1, end - slack), min(self.size, end + slack) + 1):
+                best = max(best, (fuzz.ratio(needle, self.skeleton[start:e]), start, e), key=lambda b: b[0])
+            _, start, end = best
+            for s in range(max(0, start - slack), min(end - 1, start + slack) + 1):
+                best = max(best, (fuzz.ratio(needle, self.skeleton[s:end]), s, end), key=lambda b: b[0])
+        return _Span(best[1], best[2], best[0] / 100, "fuzzy")
+
+    def _fuzzy_ranges(self, needle: str, hint: int | None) -> list[tuple[int, int]]:
+        """Skeleton ranges to align the needle in: the pages holding most of
+        its 4-grams (and the hinted page), each widened by the needle's length
+        on both sides so a passage across a page break is found whole."""
+        step = max(1, (len(needle) - 3) // _PROBE_GRAMS)
+        grams = {needle[k : k + 4] for k in range(0, len(needle) - 3, step)}
+        pages, starts = len(self.pages), self.page_starts
+        hits = [sum(self.skeleton.find(g, starts[p], starts[p + 1]) != -1 for g in grams) for p in range(pages)]
+        chosen = [p for p in sorted(range(pages), key=lambda p: -hits[p])[:_FUZZY_PAGES] if hits[p]]
+        if hint is not None and 0 <= hint < pages and hint not in chosen:
             chosen.append(hint)
         pad = len(needle)
         return [(max(0, self.page_starts[p] - pad), min(self.size, self.page_starts[p + 1] + pad)) for p in chosen]
 
-    def _main_page(self, start: int, end: int) -> int:
-        pages = self.page_of[start:end]
-        return max(set(pages), key=pages.count)
-
-    def _match(self, start: int, end: int, *, score: float, method: str) -> TextMatch:
-        page = self._main_page(start, end)
-        on_page = [self.char_of[k] for k in range(start, end) if self.page_of[k] == page]
-        first, last = min(on_page), max(on_page)
-        text = self.pages[page].text
-        matched = re.sub(r"\s+", " ", text[first : last + 1].replace("\x02", "-")).strip()
-        return TextMatch(
-            page=page + 1,
-            rects=_line_rects(self.pages[page].boxes, first, last + 1),
-            score=round(score, 3),
-            matched_text=matched,
-            method=method,
+    def _main_page(self, span: "_Span") -> int:
+        """The page holding most of the span."""
+        first, last = self.page_of(span.start), self.page_of(max(span.start, span.end - 1))
+        return max(
+            range(first, last + 1),
+            key=lambda p: min(span.end, self.page_starts[p + 1]) - max(span.start, self.page_starts[p]),
         )
+
+
+@dataclass
+class _Span:
+    start: int  # skeleton indices
+    end: int
+    score: float
+    method: str
+
+
+def _whole_words(text: str, first: int, end: int) -> tuple[int, int]:
+    """``first``..``end`` widened to whole words (a fuzzy window may cut one);
+    not through CJK text, which has no word boundaries."""
+
+    def in_word(k: int) -> bool:
+        return 0 <= k < len(text) and text[k].isalnum() and unicodedata.east_asian_width(text[k]) not in "WF"
+
+    limit = 40
+    while first > 0 and limit and in_word(first - 1) and in_word(first):
+        first, limit = first - 1, limit - 1
+    limit = 40
+    while end < len(text) and limit and in_word(end) and in_word(end - 1):
+        end, limit = end + 1, limit - 1
+    return first, end
 
 
 def _evidence_variants(evidence: str) -> list[str]:
@@ -590,25 +707,39 @@ def _evidence_variants(evidence: str) -> list[str]:
     return variants
 
 
-def _line_rects(boxes: Sequence[float] | None, first: int, end: int) -> list[list[float]]:
-    """The boxes of characters ``first``..``end - 1`` merged into one rectangle
-    per line: a character starts a new line when it does not overlap the
-    current line vertically or it goes back to the left."""
-    if boxes is None:
-        return []
-    lines: list[list[float]] = []
-    for k in range(first, end):
-        x0, y0, x1, y1 = boxes[4 * k : 4 * k + 4]
-        if math.isnan(x0) or x1 <= x0 and y1 <= y0:
+def _line_rects(boxes: Sequence[float]) -> list[list[float]]:
+    """Character boxes (flat, four floats each, NaN for none) merged into one
+    rectangle per line. A character continues the line when it moves on from the
+    previous one along the writing direction (x, or y on rotated pages; set by
+    the line's first two characters), at most 1.5 em from it, and stays within
+    a quarter em of the line's band (so punctuation and underscores stay in)."""
+    lines: list[list] = []  # [x0, y0, x1, y1, axis or None, previous box]
+    for k in range(0, len(boxes) - 3, 4):
+        box = boxes[k : k + 4]
+        x0, y0, x1, y1 = box
+        if math.isnan(x0) or (x1 <= x0 and y1 <= y0):
             continue
-        if lines:
-            line = lines[-1]
-            overlap = min(line[3], y1) - max(line[1], y0)
-            if overlap > 0.5 * min(line[3] - line[1], y1 - y0) and x0 >= line[2] - 0.5 * (x1 - x0):
-                lines[-1] = [min(line[0], x0), min(line[1], y0), max(line[2], x1), max(line[3], y1)]
-                continue
-        lines.append([x0, y0, x1, y1])
-    return [[round(min(max(v, 0.0), 1.0), 4) for v in line] for line in lines]
+        line = lines[-1] if lines else None
+        axes = () if line is None else (0, 1) if line[4] is None else (line[4],)
+        axis = next((a for a in axes if _continues(line, box, a)), None)
+        if axis is None:
+            lines.append([x0, y0, x1, y1, None, box])
+        else:
+            lines[-1] = [min(line[0], x0), min(line[1], y0), max(line[2], x1), max(line[3], y1), axis, box]
+    return [[round(min(max(v, 0.0), 1.0), 4) for v in line[:4]] for line in lines]
+
+
+def _continues(line: list, box: Sequence[float], axis: int) -> bool:
+    """Whether ``box`` continues ``line`` along ``axis`` (0: x, 1: y)."""
+    across = 1 - axis
+    previous = line[5]
+    em = max(line[across + 2] - line[across], box[across + 2] - box[across])
+    if max(box[across] - line[across + 2], line[across] - box[across + 2]) > 0.25 * em:
+        return False
+    along = abs(box[axis] + box[axis + 2] - previous[axis] - previous[axis + 2])
+    if along < abs(box[across] + box[across + 2] - previous[across] - previous[across + 2]):
+        return False
+    return max(box[axis] - previous[axis + 2], previous[axis] - box[axis + 2]) < 1.5 * em
 
 
 if __name__ == "__main__":

@@ -252,8 +252,56 @@
 
   async function locate(locator) {
     if (!locator || typeof locator !== "object") return { status: "not_found", score: 0, blockIndex: null, paraId: null, text: "" };
+    showContext(locator);
     if (kind === "pdf") return pdfLocate(locator);
     return textLocate(locator);
+  }
+
+  // --- the context panel: the cited chunk with its neighbours ---------------
+  const panel = document.getElementById("context-panel");
+  async function showContext(locator) {
+    if (!panel || typeof locator.chunkIndex !== "number") {
+      if (panel) panel.hidden = true;
+      return;
+    }
+    const url = new URL(panel.dataset.url, origin);
+    url.searchParams.set("chunk_index", locator.chunkIndex);
+    url.searchParams.set("context", "2");
+    if (locator.blockId) url.searchParams.set("block_id", locator.blockId);
+    let data = null;
+    try {
+      const response = await fetch(url, { credentials: "same-origin" });
+      data = response.ok ? await response.json() : null;
+    } catch (error) {
+      data = null;
+    }
+    const list = panel.querySelector(".context-list");
+    list.replaceChildren();
+    if (!data || !data.chunks || data.chunks.length < 2) {
+      panel.hidden = true;
+      return;
+    }
+    for (const chunk of data.chunks) {
+      const item = document.createElement("li");
+      item.className = chunk.isTarget ? "context-item target" : "context-item";
+      item.dataset.chunkIndex = chunk.chunkIndex;
+      const heading = document.createElement("span");
+      heading.className = "context-heading";
+      heading.textContent = (chunk.headingPath || []).slice(-1)[0] || "";
+      const text = document.createElement("span");
+      text.textContent = chunk.text.length > 280 ? `${chunk.text.slice(0, 280)}…` : chunk.text;
+      item.append(heading, text);
+      // A neighbour re-targets the preview on its own text.
+      item.addEventListener("click", () => {
+        list.querySelectorAll(".target").forEach((el) => el.classList.remove("target"));
+        item.classList.add("target");
+        const neighbour = { evidenceText: chunk.text.slice(0, 600), headingPath: chunk.headingPath || [], searchQuery: "", page: chunk.page };
+        if (kind === "pdf") pdfLocate(neighbour);
+        else textLocate(neighbour);
+      });
+      list.append(item);
+    }
+    panel.hidden = false;
   }
 
   function tell(message) {

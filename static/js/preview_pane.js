@@ -65,15 +65,7 @@
   });
 
   document.addEventListener("click", (event) => {
-    const copy = event.target.closest(".copy-link");
-    if (copy) {
-      const url = new URL(copy.dataset.url, origin).href;
-      navigator.clipboard?.writeText(url).then(() => {
-        copy.textContent = texts.textCopied;
-      });
-      copy.dataset.copied = url;
-      return;
-    }
+    if (event.target.closest(".copy-link")) return; // copy_link.js
     const badge = event.target.closest("a.badge-link");
     const card = badge ? document.getElementById(badge.getAttribute("href").slice(1)) : event.target.closest(".source-card[data-locator]");
     if (!card) return;

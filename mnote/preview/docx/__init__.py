@@ -1,0 +1,1 @@
+"""Internals of the DOCX renderer; the public API is ``mnote.preview.docx_render``."""

@@ -1,0 +1,400 @@
+"""Opening a DOCX package without trusting it.
+
+A DOCX is a ZIP archive of XML parts, and every size a ZIP declares can lie.
+Before anything is decompressed the central directory is checked (entry
+count, declared sizes, compression ratio, member names); members are then
+read in bounded chunks against a budget, never extracted to disk, and XML is
+parsed without DTDs, entities, network access or lxml's "huge tree" mode
+(which also caps nesting at 256 levels). Relationship targets are resolved as
+part names inside the package; a target that climbs out of it rejects the
+file, and ``TargetMode="External"`` targets are never opened.
+
+Everything a user may see goes through ``DocxRejected``: its message says
+what is wrong with the file in plain words.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import struct
+import time
+import zipfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote
+
+from lxml import etree
+
+from .namespaces import PKG_REL, STRICT_TO_TRANSITIONAL
+
+MB = 1024 * 1024
+
+
+class DocxRejected(Exception):
+    """The file cannot be previewed; ``message`` is written for users."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_entries: int = 5_000
+    max_total_bytes: int = 200 * MB  # declared and actually decompressed, all members
+    max_member_bytes: int = 50 * MB  # any one member, declared and actual
+    max_ratio: int = 100  # uncompressed : compressed, per member ...
+    ratio_floor_bytes: int = 1 * MB  # ... once it is larger than this
+    time_budget_s: float = 10.0  # wall time for one render
+    max_render_depth: int = 60  # nested tables / text boxes / notes
+
+
+DEFAULT_LIMITS = Limits()
+
+_INVALID = "This file is not a valid Word document: "
+_CHUNK = 1 * MB
+# A central-directory record is 46 bytes plus name, extra field and comment.
+_MAX_DIRECTORY_RECORD = 46 + 3 * 1024
+
+
+def invalid(reason: str) -> DocxRejected:
+    return DocxRejected(_INVALID + reason)
+
+
+def _mb(n: int) -> str:
+    return f"{n / MB:,.0f} MB" if n >= MB else f"{n / 1024:,.0f} KB"
+
+
+class Deadline:
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self._end = time.monotonic() + seconds
+
+    def check(self) -> None:
+        if time.monotonic() > self._end:
+            raise DocxRejected(f"This document takes too long to preview (more than {self.seconds:g} s).")
+
+
+@dataclass(frozen=True)
+class Relationship:
+    id: str
+    kind: str  # last segment of the relationship type: "image", "hyperlink", "footnotes", ...
+    target: str  # as written (for external targets: the URL)
+    external: bool
+    part: str | None  # internal targets: the part name inside the package
+
+
+def _sniff(head: bytes) -> str | None:
+    """Why a file that is not a ZIP cannot be a DOCX, or None if it might be one."""
+    if not head:
+        return "the file is empty"
+    if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
+        return None
+    if head.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
+        return (
+            "it is a legacy Word 97-2003 (.doc) file or a password-protected document; "
+            "open it in Word and save it as .docx without a password"
+        )
+    if head.startswith(b"{\\rtf"):
+        return "it is an RTF file with a .docx name"
+    if head.startswith(b"%PDF"):
+        return "it is a PDF file with a .docx name"
+    if head.lstrip().startswith(b"<"):
+        return "it is an XML or HTML file with a .docx name, not a ZIP package"
+    return "it is not a ZIP package"
+
+
+def _directory_size(fp, file_size: int) -> tuple[int, int]:
+    """(entries, central directory bytes) from the end-of-central-directory
+    record, read before ``zipfile`` builds an object per entry."""
+    tail_len = min(file_size, 22 + 65_535)
+    fp.seek(file_size - tail_len)
+    tail = fp.read(tail_len)
+    pos = tail.rfind(b"PK\x05\x06")
+    if pos < 0 or len(tail) - pos < 22:
+        raise invalid("the archive is damaged or truncated (its directory is missing)")
+    entries, cd_size = struct.unpack("<HI", tail[pos + 10 : pos + 16])
+    if entries == 0xFFFF or cd_size == 0xFFFFFFFF:
+        # ZIP64: the real counts are in the ZIP64 record the locator points to.
+        loc = pos - 20
+        if loc >= 0 and tail[loc : loc + 4] == b"PK\x06\x07":
+            (offset,) = struct.unpack("<Q", tail[loc + 8 : loc + 16])
+            if offset + 56 <= file_size:
+                fp.seek(offset)
+                record = fp.read(56)
+                if record[:4] == b"PK\x06\x06":
+                    entries, cd_size = struct.unpack("<QQ", record[32:48])
+    return entries, cd_size
+
+
+def _safe_member_name(name: str) -> str | None:
+    """The member name as a part name, or None if it points outside the package."""
+    name = name.replace("\\", "/")
+    if "\x00" in name or name.startswith("/") or (len(name) > 1 and name[1] == ":"):
+        return None
+    if any(segment == ".." for segment in name.split("/")):
+        return None
+    return name
+
+
+def resolve_target(source_part: str, target: str) -> str | None:
+    """A relationship target as a part name; None if it climbs out of the package."""
+    if any(ch in target for ch in "%#\\"):
+        target = unquote(target.split("#", 1)[0]).replace("\\", "/")
+    if "\x00" in target:
+        return None
+    folder = posixpath.dirname(source_part)
+    if not target.startswith("/") and "/." not in "/" + target and "//" not in target:
+        # The common case, "media/image1.png": nothing to normalise.
+        return f"{folder}/{target}" if folder else target
+    path = target[1:] if target.startswith("/") else posixpath.join(folder, target)
+    parts: list[str] = []
+    for segment in path.split("/"):
+        if segment in ("", "."):
+            continue
+        if segment == "..":
+            if not parts:
+                return None
+            parts.pop()
+        else:
+            parts.append(segment)
+    return "/".join(parts) or None
+
+
+def _rels_part(part: str) -> str:
+    folder, name = posixpath.split(part)
+    return posixpath.join(folder, "_rels", name + ".rels")
+
+
+class DocxPackage:
+    """An opened DOCX; use as a context manager."""
+
+    def __init__(self, path: Path, limits: Limits = DEFAULT_LIMITS):
+        self.path = Path(path)
+        self.limits = limits
+        self._read_total = 0
+        self._rels_cache: dict[str, dict[str, Relationship]] = {}
+        self._parser = etree.XMLParser(
+            resolve_entities=False,
+            no_network=True,
+            huge_tree=False,
+            load_dtd=False,
+            dtd_validation=False,
+            remove_comments=True,
+            remove_pis=True,
+        )
+        try:
+            self._fp = open(self.path, "rb")
+        except OSError as e:
+            raise DocxRejected(f"This file cannot be read ({e.strerror or e}).") from e
+        try:
+            self._zip = self._open_zip()
+        except BaseException:
+            self._fp.close()
+            raise
+
+    def __enter__(self) -> DocxPackage:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._zip.close()
+        self._fp.close()
+
+    # -- the ZIP directory ---------------------------------------------------
+
+    def _open_zip(self) -> zipfile.ZipFile:
+        limits = self.limits
+        file_size = self.path.stat().st_size
+        reason = _sniff(self._fp.read(8))
+        if reason:
+            raise invalid(reason)
+        entries, cd_size = _directory_size(self._fp, file_size)
+        if entries > limits.max_entries or cd_size > limits.max_entries * _MAX_DIRECTORY_RECORD:
+            raise DocxRejected(
+                f"This document is too large to preview (its archive lists {entries:,} files; "
+                f"the limit is {limits.max_entries:,})."
+            )
+        self._fp.seek(0)
+        try:
+            archive = zipfile.ZipFile(self._fp)
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError) as e:
+            raise invalid("the archive is damaged or truncated") from e
+        try:
+            self._check_directory(archive)
+        except BaseException:
+            archive.close()
+            raise
+        return archive
+
+    def _check_directory(self, archive: zipfile.ZipFile) -> None:
+        limits = self.limits
+        infos = archive.infolist()
+        if len(infos) > limits.max_entries:
+            raise DocxRejected(
+                f"This document is too large to preview (its archive lists {len(infos):,} files; "
+                f"the limit is {limits.max_entries:,})."
+            )
+        self._members: dict[str, zipfile.ZipInfo] = {}
+        self._members_folded: dict[str, zipfile.ZipInfo] = {}
+        total = 0
+        for info in infos:
+            name = _safe_member_name(info.filename)
+            if name is None:
+                raise invalid(f"it contains a file name that points outside the package ({info.filename[:80]!r})")
+            if info.is_dir():
+                continue
+            folded = name.casefold()
+            if folded in self._members_folded:
+                raise invalid(f"its archive contains {name[:80]!r} twice")
+            self._members[name] = info
+            self._members_folded[folded] = info
+            if info.flag_bits & 0x1:
+                raise invalid("it is encrypted; save it again in Word without a password")
+            if info.file_size > limits.max_member_bytes:
+                raise DocxRejected(
+                    f"This document is too large to preview ({name[:80]} is {_mb(info.file_size)} "
+                    f"uncompressed; the limit is {_mb(limits.max_member_bytes)} per part)."
+                )
+            if info.file_size > limits.ratio_floor_bytes and info.file_size > limits.max_ratio * max(
+                info.compress_size, 1
+            ):
+                ratio = info.file_size / max(info.compress_size, 1)
+                raise invalid(
+                    f"{name[:80]} would expand {ratio:,.0f} times when decompressed, like a \"zip bomb\" "
+                    f"(the limit is {limits.max_ratio} times)"
+                )
+            total += info.file_size
+        if total > limits.max_total_bytes:
+            raise DocxRejected(
+                f"This document is too large to preview ({_mb(total)} uncompressed; "
+                f"the limit is {_mb(limits.max_total_bytes)})."
+            )
+
+    # -- members -------------------------------------------------------------
+
+    def member(self, part: str) -> zipfile.ZipInfo | None:
+        return self._members.get(part) or self._members_folded.get(part.casefold())
+
+    def read(self, part: str) -> bytes | None:
+        """The bytes of a part, read in bounded chunks; None if it is absent."""
+        info = self.member(part)
+        if info is None:
+            return None
+        limit = min(info.file_size, self.limits.max_member_bytes)
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            with self._zip.open(info) as stream:
+                while chunk := stream.read(_CHUNK):
+                    size += len(chunk)
+                    self._read_total += len(chunk)
+                    if size > limit:
+                        raise invalid(f"{part[:80]} is larger than its archive says")
+                    if self._read_total > self.limits.max_total_bytes:
+                        raise DocxRejected(
+                            "This document is too large to preview (more than "
+                            f"{_mb(self.limits.max_total_bytes)} uncompressed)."
+                        )
+                    chunks.append(chunk)
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as e:
+            raise invalid(f"the archive is damaged ({part[:80]} cannot be read)") from e
+        except NotImplementedError as e:
+            raise invalid(f"{part[:80]} uses a compression method Word does not write") from e
+        except RuntimeError as e:  # zipfile's "File is encrypted"
+            raise invalid(f"{part[:80]} cannot be read ({e})") from e
+        return b"".join(chunks)
+
+    # -- XML -----------------------------------------------------------------
+
+    def xml(self, part: str) -> etree._Element | None:
+        data = self.read(part)
+        if data is None:
+            return None
+        return self.parse_xml(data, part)
+
+    def parse_xml(self, data: bytes, part: str) -> etree._Element:
+        if _has_doctype(data):
+            raise invalid(f"{part[:80]} contains a document type declaration (DTD), which Word never writes")
+        try:
+            root = etree.fromstring(data, self._parser)
+        except etree.XMLSyntaxError as e:
+            if "depth" in str(e).lower():
+                raise invalid(f"the XML in {part[:80]} is nested too deeply") from e
+            raise invalid(f"{part[:80]} is not well-formed XML") from e
+        if root.getroottree().docinfo.doctype:
+            raise invalid(f"{part[:80]} contains a document type declaration (DTD), which Word never writes")
+        if b"purl.oclc.org/ooxml" in data:
+            _strict_to_transitional(root)
+        return root
+
+    # -- relationships -------------------------------------------------------
+
+    def relationships(self, source_part: str) -> dict[str, Relationship]:
+        """Relationships of a part (``""`` for the package itself), by id."""
+        if source_part in self._rels_cache:
+            return self._rels_cache[source_part]
+        rels_name = "_rels/.rels" if source_part == "" else _rels_part(source_part)
+        root = self.xml(rels_name)
+        found: dict[str, Relationship] = {}
+        if root is not None:
+            for rel in root.iter(f"{{{PKG_REL}}}Relationship"):
+                rel_id = rel.get("Id")
+                target = rel.get("Target") or ""
+                if not rel_id or not target:
+                    continue
+                kind = (rel.get("Type") or "").rstrip("/").rsplit("/", 1)[-1]
+                external = (rel.get("TargetMode") or "").lower() == "external"
+                part = None
+                if not external and kind != "hyperlink":
+                    part = resolve_target(source_part, target)
+                    if part is None:
+                        raise invalid(f"it refers to a part outside the package ({target[:80]!r})")
+                found[rel_id] = Relationship(rel_id, kind, target, external, part)
+        self._rels_cache[source_part] = found
+        return found
+
+    def related_part(self, source_part: str, kind: str) -> str | None:
+        for rel in self.relationships(source_part).values():
+            if rel.kind == kind and rel.part:
+                return rel.part
+        return None
+
+    def main_part(self) -> str:
+        """The main document part, found through the package relationships."""
+        part = self.related_part("", "officeDocument")
+        if part and self.member(part):
+            return part
+        if self.member("word/document.xml"):
+            return "word/document.xml"
+        raise invalid("it has no main document part")
+
+
+_DOCTYPE_MARKS = tuple("<!DOCTYPE".encode(codec) for codec in ("utf-8", "utf-16-le", "utf-16-be"))
+
+
+def _has_doctype(data: bytes) -> bool:
+    # Word never writes a DTD, so any mention is refused outright: no entity
+    # declaration (billion laughs, external SYSTEM entities) reaches libxml2.
+    return any(mark in data for mark in _DOCTYPE_MARKS)
+
+
+def _strict_to_transitional(root: etree._Element) -> None:
+    mapping = STRICT_TO_TRANSITIONAL
+    for el in root.iter():
+        tag = el.tag
+        if not isinstance(tag, str):
+            continue
+        if tag[0] == "{":
+            ns, _, local = tag[1:].partition("}")
+            if ns in mapping:
+                el.tag = f"{{{mapping[ns]}}}{local}"
+        for key in list(el.attrib):
+            if key[0] == "{":
+                ns, _, local = key[1:].partition("}")
+                if ns in mapping:
+                    value = el.attrib.pop(key)
+                    el.set(f"{{{mapping[ns]}}}{local}", value)

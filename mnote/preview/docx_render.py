@@ -1,0 +1,151 @@
+"""DOCX → a safe HTML fragment for the preview.
+
+    rendered = render_docx(path, image_url=lambda part: f"/preview/7/image?part={part}")
+    rendered.html          # <article class="docx">…</article>, all text escaped
+    rendered.images[part]  # Image(content_type, data), read from the file on access
+
+Every rendered block (paragraph, heading, list item, table cell, footnote,
+text-box paragraph) carries ``data-block-index`` (0-based, document order)
+and, when the DOCX has one, ``data-para-id`` (``w14:paraId``); headings carry
+``data-heading-level``. Block text stays close to what LightRAG puts into its
+chunks — list labels as text, equations as the same linear text citations
+show — so the browser can match evidence text against it.
+
+Hostile and malformed files raise ``DocxRejected`` with a message for users;
+see ``docx/safe_package.py`` for the limits. ``render_docx`` is pure: the
+caller caches by the file's sha256.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import lxml.html
+
+from .docx.body_html import BodyRenderer
+from .docx.namespaces import DC, W
+from .docx.numbering import Numbering
+from .docx.safe_package import DEFAULT_LIMITS, Deadline, DocxPackage, DocxRejected, Limits, invalid
+from .docx.styles import Styles
+
+__all__ = ["DEFAULT_LIMITS", "DocxRejected", "Image", "Limits", "RenderedDocx", "load_docx_image", "render_docx"]
+
+_IMAGE_TYPES = {
+    "png": ("image/png", (b"\x89PNG\r\n\x1a\n",)),
+    "jpg": ("image/jpeg", (b"\xff\xd8\xff",)),
+    "jpeg": ("image/jpeg", (b"\xff\xd8\xff",)),
+    "jpe": ("image/jpeg", (b"\xff\xd8\xff",)),
+    "gif": ("image/gif", (b"GIF87a", b"GIF89a")),
+    "bmp": ("image/bmp", (b"BM",)),
+    "webp": ("image/webp", (b"RIFF",)),
+}
+
+
+@dataclass(frozen=True)
+class Image:
+    content_type: str
+    data: bytes
+
+
+class DocxImages(Mapping[str, Image]):
+    """The images a rendered document shows, by part name; each is read from
+    the file (with the same limits) when it is asked for."""
+
+    def __init__(self, path: Path, content_types: dict[str, str], limits: Limits):
+        self._path = path
+        self._types = dict(content_types)
+        self._limits = limits
+
+    def __getitem__(self, part: str) -> Image:
+        if part not in self._types:
+            raise KeyError(part)
+        return load_docx_image(self._path, part, limits=self._limits)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._types)
+
+    def __len__(self) -> int:
+        return len(self._types)
+
+    def content_type(self, part: str) -> str:
+        return self._types[part]
+
+
+@dataclass(frozen=True)
+class RenderedDocx:
+    html: str
+    title: str
+    block_count: int
+    images: Mapping[str, Image]
+    warnings: list[str]
+    # Counts of what was rendered: equations, footnotes, endnotes, text_boxes, tables, images.
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+def render_docx(
+    path: Path | str,
+    image_url: Callable[[str], str] | None = None,
+    *,
+    limits: Limits = DEFAULT_LIMITS,
+) -> RenderedDocx:
+    """Render a DOCX file as an HTML fragment.
+
+    ``image_url(part_name)`` gives the URL the preview serves a package image
+    under (``word/media/image1.png``); without it images become placeholders.
+    Raises ``DocxRejected`` for files that are not valid Word documents, too
+    large, or too slow to render.
+    """
+    path = Path(path)
+    deadline = Deadline(limits.time_budget_s)
+    with DocxPackage(path, limits) as package:
+        main = package.main_part()
+        document = package.xml(main)
+        if document is None or document.tag != f"{{{W}}}document":
+            raise invalid("its main part is not a Word document body (is it a spreadsheet or a presentation?)")
+        deadline.check()
+        styles_part = package.related_part(main, "styles")
+        styles = Styles(package.xml(styles_part) if styles_part else None)
+        numbering_part = package.related_part(main, "numbering")
+        numbering = Numbering(package.xml(numbering_part) if numbering_part else None, styles)
+        renderer = BodyRenderer(package, main, styles, numbering, image_url, deadline, limits)
+        article = renderer.render(document)
+        title = _core_title(package) or renderer.first_heading or ""
+        html = lxml.html.tostring(article, encoding="unicode")
+    warnings = [f"{message} ({count}×)" if count > 1 else message for message, count in renderer.warnings.items()]
+    if numbering.unsupported:
+        formats = ", ".join(sorted(numbering.unsupported))
+        warnings.append(f"List numbers in unsupported formats ({formats}) are shown as plain numbers.")
+    return RenderedDocx(
+        html=html,
+        title=title[:300],
+        block_count=renderer.block_count,
+        images=DocxImages(path, renderer.images, limits),
+        warnings=warnings,
+        stats=dict(renderer.stats),
+    )
+
+
+def load_docx_image(path: Path | str, part: str, *, limits: Limits = DEFAULT_LIMITS) -> Image:
+    """One image of the package, checked to be what its name says it is."""
+    kind = _IMAGE_TYPES.get(part.rsplit(".", 1)[-1].lower())
+    if kind is None:
+        raise DocxRejected("This image is in a format the preview cannot show.")
+    content_type, magics = kind
+    with DocxPackage(Path(path), limits) as package:
+        data = package.read(part)
+    if data is None:
+        raise DocxRejected("This image is not in the document.")
+    if not data.startswith(magics) or (content_type == "image/webp" and data[8:12] != b"WEBP"):
+        raise DocxRejected("This image is damaged or not what its name says.")
+    return Image(content_type, data)
+
+
+def _core_title(package: DocxPackage) -> str:
+    part = package.related_part("", "core-properties")
+    root = package.xml(part) if part else None
+    if root is None:
+        return ""
+    title = root.find(f"{{{DC}}}title")
+    return " ".join((title.text or "").split()) if title is not None else ""
