@@ -8,6 +8,7 @@ from mnote.library import views as library_views
 
 urlpatterns = [
     path("", library_views.home, name="home"),
+    path("library/", include("mnote.library.urls")),
     path("c/<str:token>", citation_views.citation, name="citation"),
     path("", include("mnote.search.urls")),
     path("preview/", include("mnote.preview.urls")),

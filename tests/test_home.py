@@ -5,6 +5,9 @@ import pytest
 
 pytestmark = pytest.mark.django_db
 
+# A healthy LightRAG is also asked for its document list (registry vs LightRAG counts).
+DOCUMENTS = "documents_paginated_after_delete.json"
+
 
 def test_it_sends_anonymous_visitors_to_the_login_page(client):
     response = client.get("/")
@@ -20,7 +23,7 @@ def test_it_shows_the_apps_own_login_page(client):
 
 
 def test_it_logs_a_member_in_and_shows_the_home_page(client, member, fake_lightrag):
-    fake_lightrag.on("GET", "/health", "health.json")
+    fake_lightrag.on("GET", "/health", "health.json").on("POST", "/documents/paginated", DOCUMENTS)
     response = client.post("/accounts/login/", {"username": "mia", "password": "member-pass-123"}, follow=True)
     assert response.status_code == 200
     assert response.redirect_chain[-1][0] == "/"
@@ -34,7 +37,7 @@ def test_it_refuses_a_wrong_password(client, member):
 
 
 def test_it_reports_lightrag_health_with_version_models_and_rerank(member_client, fake_lightrag):
-    fake_lightrag.on("GET", "/health", "health.json")
+    fake_lightrag.on("GET", "/health", "health.json").on("POST", "/documents/paginated", DOCUMENTS)
     page = member_client.get("/").content.decode()
     assert "1.5.7" in page
     assert "text-embedding-3-small" in page
@@ -44,14 +47,14 @@ def test_it_reports_lightrag_health_with_version_models_and_rerank(member_client
 
 def test_it_sends_the_api_key_to_lightrag(member_client, fake_lightrag, settings):
     settings.MNOTE_LIGHTRAG = dataclasses.replace(settings.MNOTE_LIGHTRAG, api_key="team-key")
-    fake_lightrag.on("GET", "/health", "health.json")
+    fake_lightrag.on("GET", "/health", "health.json").on("POST", "/documents/paginated", DOCUMENTS)
     member_client.get("/")
     assert fake_lightrag.requests[0].headers["X-API-Key"] == "team-key"
 
 
 def test_it_says_there_is_no_llm_when_the_stack_is_retrieval_only(member_client, fake_lightrag):
     status, body = _health_with(llm_model="mnote-no-llm")
-    fake_lightrag.on("GET", "/health", (status, body))
+    fake_lightrag.on("GET", "/health", (status, body)).on("POST", "/documents/paginated", DOCUMENTS)
     page = member_client.get("/").content.decode()
     assert "No LLM: retrieval-only." in page
     assert "generated answers and the knowledge graph do not" in page
@@ -72,7 +75,7 @@ def test_it_says_when_lightrag_refuses_the_key(member_client, fake_lightrag):
 
 
 def test_it_rewrites_a_loopback_webui_link_to_the_host_the_user_reached(member_client, fake_lightrag, settings):
-    fake_lightrag.on("GET", "/health", "health.json")
+    fake_lightrag.on("GET", "/health", "health.json").on("POST", "/documents/paginated", DOCUMENTS)
     settings.ALLOWED_HOSTS = ["library.example.com"]
     page = member_client.get("/", HTTP_HOST="library.example.com").content.decode()
     port = settings.MNOTE_LIGHTRAG.base_url.rsplit(":", 1)[1].strip("/")
@@ -82,7 +85,7 @@ def test_it_rewrites_a_loopback_webui_link_to_the_host_the_user_reached(member_c
 def test_it_counts_sources_by_status(member_client, fake_lightrag, library_dir):
     from mnote.library.models import IndexedRoot, Source
 
-    fake_lightrag.on("GET", "/health", "health.json")
+    fake_lightrag.on("GET", "/health", "health.json").on("POST", "/documents/paginated", DOCUMENTS)
     root = IndexedRoot.objects.create(name="Papers", path="papers")
     Source.objects.create(root=root, relative_path="a.md", absolute_path="/x/a.md", status="indexed")
     Source.objects.create(root=root, relative_path="b.md", absolute_path="/x/b.md", status="failed")
@@ -91,7 +94,7 @@ def test_it_counts_sources_by_status(member_client, fake_lightrag, library_dir):
 
 
 def test_it_shows_the_administration_link_only_to_admins(client, member, admin_user, fake_lightrag):
-    fake_lightrag.on("GET", "/health", "health.json")
+    fake_lightrag.on("GET", "/health", "health.json").on("POST", "/documents/paginated", DOCUMENTS)
     client.force_login(member)
     assert b"/admin/" not in client.get("/").content
     assert client.get("/admin/").status_code == 302
@@ -101,7 +104,7 @@ def test_it_shows_the_administration_link_only_to_admins(client, member, admin_u
 
 
 def test_it_sets_a_content_security_policy_with_a_nonce(member_client, fake_lightrag):
-    fake_lightrag.on("GET", "/health", "health.json")
+    fake_lightrag.on("GET", "/health", "health.json").on("POST", "/documents/paginated", DOCUMENTS)
     response = member_client.get("/")
     policy = response.headers["Content-Security-Policy"]
     assert "script-src 'self' 'nonce-" in policy

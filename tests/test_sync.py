@@ -129,13 +129,20 @@ def test_it_refuses_a_symlink_pointing_outside_the_base(papers, library_dir, tmp
     assert "escape.md" not in statuses(papers)
 
 
-def test_it_takes_a_disabled_root_out_of_lightrag(papers):
+def test_it_takes_a_disabled_root_out_of_lightrag_and_brings_it_back(papers):
     sync_root(papers)
     mark_indexed(papers.sources.get(relative_path="intro.md"), "doc-intro")
     papers.enabled = False
     papers.save()
-    sync_root(papers)
+    summary = sync_root(papers)
+    assert summary.disabled == 2 and "root disabled" in summary.line()
     assert statuses(papers)["intro.md"] == "delete_submitted"
+    Source.objects.filter(relative_path="intro.md").update(status=Source.Status.REMOVED)
+
+    papers.enabled = True
+    papers.save()
+    assert sync_root(papers).queued == 2
+    assert statuses(papers)["intro.md"] == "queued"
 
 
 def test_it_reindexes_under_a_new_name_and_deletes_the_old_document(papers):

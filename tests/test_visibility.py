@@ -37,6 +37,7 @@ def test_it_shows_every_root_to_admins(roots, admin_user):
 
 def test_it_does_not_count_hidden_sources_on_the_home_page(roots, member_client, fake_lightrag):
     fake_lightrag.on("GET", "/health", "health.json")
+    fake_lightrag.on("POST", "/documents/paginated", "documents_paginated_after_delete.json")
     page = member_client.get("/").content.decode()
     assert "1 source in MNote" in page
     assert "1 indexed root" in page

@@ -9,6 +9,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from django.utils.translation import gettext as _
+
 # As LightRAG 1.5.7 reports them (GET /documents/supported_file_types).
 SUPPORTED_EXTENSIONS = frozenset(
     ".bat .c .conf .cpp .css .csv .docx .epub .go .h .hpp .htm .html .ini .java .js .json .less .log .md .mdx "
@@ -25,18 +27,18 @@ class PathRefused(ValueError):
 def resolve_inside(base_dir: Path, relative: str) -> Path:
     """The real path of ``relative`` under ``base_dir``, or PathRefused."""
     if not relative or relative.strip() in ("", "."):
-        raise PathRefused("Give a folder or file inside the library base directory.")
+        raise PathRefused(_("Give a folder or file inside the library base directory."))
     candidate = PurePosixPath(relative.strip())
     if candidate.is_absolute() or Path(relative).is_absolute():
-        raise PathRefused(f"“{relative}” is absolute; give a path relative to the library base directory.")
+        raise PathRefused(_("“%(path)s” is absolute; give a path relative to the library base directory.") % {"path": relative})
     if ".." in candidate.parts:
-        raise PathRefused(f"“{relative}” contains “..”; paths must stay inside the library base directory.")
+        raise PathRefused(_("“%(path)s” contains “..”; paths must stay inside the library base directory.") % {"path": relative})
     base = base_dir.resolve()
     resolved = (base / candidate).resolve()
     if not resolved.is_relative_to(base):
-        raise PathRefused(f"“{relative}” leads outside the library base directory (through a symlink).")
+        raise PathRefused(_("“%(path)s” leads outside the library base directory (through a symlink).") % {"path": relative})
     if not resolved.exists():
-        raise PathRefused(f"“{relative}” does not exist in the library base directory.")
+        raise PathRefused(_("“%(path)s” does not exist in the library base directory.") % {"path": relative})
     return resolved
 
 

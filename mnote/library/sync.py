@@ -29,6 +29,8 @@ from mnote.search.workspace import refresh_workspace_index
 
 log = logging.getLogger(__name__)
 
+# Set on the rows of a disabled root; enabling it again sends them back.
+ROOT_DISABLED = "root disabled"
 # States from which a present, unchanged file is (re)sent to LightRAG by a sync.
 _TO_SEND = (Source.Status.NOT_INDEXED,)
 # Rows "clear stale records" may drop; never DELETE_SUBMITTED.
@@ -49,23 +51,39 @@ class SyncSummary:
     capped: int = 0
     refused: list[str] = field(default_factory=list)
     error: str = ""
+    disabled: int | None = None  # set when the root is disabled: files taken out
 
     def line(self) -> str:
         if self.error:
             return f"{self.root}: {self.error}"
-        parts = [
-            f"{self.new} new",
-            f"{self.changed} changed",
-            f"{self.missing} missing",
-            f"{self.unchanged} unchanged",
-            f"{self.excluded} excluded",
-            f"{self.queued} queued",
-        ]
+        if self.disabled is not None:
+            return _("%(root)s: root disabled; %(n)d files taken out of LightRAG (the files are not touched).") % {
+                "root": self.root,
+                "n": self.disabled,
+            }
+        line = _(
+            "%(root)s: %(new)d new, %(changed)d changed, %(missing)d missing, %(unchanged)d unchanged, "
+            "%(excluded)d excluded, %(queued)d queued"
+        ) % {
+            "root": self.root,
+            "new": self.new,
+            "changed": self.changed,
+            "missing": self.missing,
+            "unchanged": self.unchanged,
+            "excluded": self.excluded,
+            "queued": self.queued,
+        }
         if self.capped:
-            parts.append(f"{self.capped} waiting for the next batch (limit {settings.MNOTE_BATCH_LIMIT})")
+            line += _("; %(n)d waiting for the next batch (limit %(limit)d)") % {
+                "n": self.capped,
+                "limit": settings.MNOTE_BATCH_LIMIT,
+            }
         if self.refused:
-            parts.append(f"{len(self.refused)} refused (outside the base directory): {', '.join(self.refused[:5])}")
-        return f"{self.root}: " + ", ".join(parts)
+            line += _("; %(n)d refused (outside the base directory): %(paths)s") % {
+                "n": len(self.refused),
+                "paths": ", ".join(self.refused[:5]),
+            }
+        return line
 
 
 def sync_root(root: IndexedRoot, *, batch_limit: int | None = None) -> SyncSummary:
@@ -82,10 +100,13 @@ def sync_root(root: IndexedRoot, *, batch_limit: int | None = None) -> SyncSumma
         root = IndexedRoot.objects.select_for_update().get(pk=root.pk)
         existing = {s.relative_path: s for s in root.sources.order_by()}
         if not root.enabled:
+            summary.disabled = 0
             for source in existing.values():
                 if source.status not in (Source.Status.REMOVED, Source.Status.DELETE_SUBMITTED, Source.Status.EXCLUDED):
+                    # Marked so that enabling the root again sends them back.
+                    source.excluded_by = ROOT_DISABLED
                     submit_delete(source, missing=False)
-                    summary.missing += 1
+                    summary.disabled += 1
             return summary
         try:
             candidates, summary.refused = expand_root(
@@ -121,7 +142,7 @@ def sync_root(root: IndexedRoot, *, batch_limit: int | None = None) -> SyncSumma
                 continue
             before = (source.absolute_path, source.status, source.sha256, source.size, source.mtime)
             source.absolute_path = str(candidate.absolute_path)
-            if source.deleted_at is not None or source.status == Source.Status.EXCLUDED:
+            if source.deleted_at is not None or source.status == Source.Status.EXCLUDED or source.excluded_by == ROOT_DISABLED:
                 source.deleted_at = None
                 source.excluded_by = ""
                 source.status = Source.Status.NOT_INDEXED

@@ -1,25 +1,322 @@
-from django.conf import settings
-from django.db.models import Count
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+import logging
+from functools import wraps
 
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.db.models import Count
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from mnote.accounts.roles import is_admin
+from mnote.library.forms import IndexedRootForm
 from mnote.library.models import IndexedRoot, Source
-from mnote.library.provider import health_report, webui_url
+from mnote.library.provider import health_report, lightrag_client, webui_url
+from mnote.library.source_filters import (
+    FILTERS,
+    filter_counts,
+    filtered_sources,
+    has_index,
+    reindex_refusal,
+    source_filter,
+)
+from mnote.library.sync import delete_index, library_status, prune_registry, reindex_source, remove_root, sync_root
+
+log = logging.getLogger(__name__)
+
+PAGE_SIZE = 50
+
+
+def admin_only(view):
+    """Admin pages answer a member with a clear 403 page, not a login loop."""
+
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        if not is_admin(request.user):
+            return render(request, "library/forbidden.html", status=403)
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+class SourceTableForm(forms.Form):
+    filter = forms.ChoiceField(required=False)
+    q = forms.CharField(required=False, max_length=200)
+    page = forms.IntegerField(required=False, min_value=1)
+
+    def __init__(self, data, *, admin: bool):
+        super().__init__(data)
+        self.fields["filter"].choices = [(f.key, f.label) for f in FILTERS if admin or not f.admin_only]
+
+
+def _partial_wanted(request) -> bool:
+    # A history restore asks for the whole page even though htmx sends it.
+    return bool(request.htmx) and not request.htmx.history_restore_request
+
+
+def _lightrag_side(request, *, full_page: bool, health_ok: bool, unmapped_wanted: bool):
+    """LightRAG's counts and unmapped documents, or None when this response
+    does not need them (a member's table refresh asks LightRAG nothing)."""
+    if full_page and not health_ok:
+        return library_status(None)
+    if not full_page and not unmapped_wanted:
+        return None
+    with lightrag_client() as client:
+        return library_status(client)
+
+
+def _source_table(request, *, full_page: bool, health_ok: bool = True):
+    """The context of the source table: filters with counts, one page of rows,
+    and whether anything visible is in progress (then the table polls)."""
+    admin = is_admin(request.user)
+    form = SourceTableForm(request.GET, admin=admin)
+    if not form.is_valid():
+        return None, form
+    chosen = source_filter(form.cleaned_data["filter"] or "", admin=admin)
+    query = form.cleaned_data["q"]
+    visible = Source.objects.visible_to(request.user)
+    counts = filter_counts(visible)
+    status = _lightrag_side(request, full_page=full_page, health_ok=health_ok, unmapped_wanted=admin)
+
+    unmapped = None if status is None or status.lightrag_counts is None else status.unmapped
+    if chosen.condition is None:
+        rows = [d for d in unmapped or [] if query.lower() in d.file_path.lower()]
+    else:
+        rows = filtered_sources(visible, chosen.key, query).select_related("root")
+    page = Paginator(rows, PAGE_SIZE).get_page(form.cleaned_data["page"])
+    if admin and chosen.condition is not None:
+        for source in page.object_list:
+            source.can_reindex = not reindex_refusal(source)
+            source.can_delete_index = has_index(source)
+    filters = []
+    for f in FILTERS:
+        if f.admin_only and not admin:
+            continue
+        count = counts.get(f.key) if f.condition is not None else (None if unmapped is None else len(unmapped))
+        filters.append({"filter": f, "count": count, "current": f.key == chosen.key})
+    return {
+        "admin": admin,
+        "chosen": chosen,
+        "filters": filters,
+        "query": query,
+        "page_obj": page,
+        "showing_unmapped": chosen.condition is None,
+        "in_progress": counts["indexing"] > 0,
+        "lightrag_status": status,
+        "registry_total": counts["all"],
+    }, form
+
+
+def _bad_table_request(request, form):
+    problems = " ".join(str(e) for errors in form.errors.values() for e in errors)
+    return render(
+        request,
+        "library/problem.html",
+        {"problem": _("This table view does not exist: %(problems)s") % {"problems": problems}},
+        status=400,
+    )
 
 
 @require_GET
+@vary_on_headers("HX-Request")
 def home(request):
-    counts = dict(Source.objects.visible_to(request.user).values_list("status").annotate(n=Count("id")))
-    status_counts = [(label, counts.get(value, 0)) for value, label in Source.Status.choices]
+    """The library dashboard: LightRAG's health, counts, and the source table.
+    An htmx request (filters, search, polling) gets the table partial only."""
+    if _partial_wanted(request):
+        table, form = _source_table(request, full_page=False)
+        if table is None:
+            return _bad_table_request(request, form)
+        return render(request, "library/home.html#sources", table)
+
+    report = health_report()
+    table, form = _source_table(request, full_page=True, health_ok=report.ok)
+    if table is None:
+        return _bad_table_request(request, form)
     return render(
         request,
         "library/home.html",
         {
-            "report": health_report(),
+            **table,
+            "report": report,
             "webui_url": webui_url(request),
             "lightrag_url": settings.MNOTE_LIGHTRAG.base_url,
-            "status_counts": status_counts,
-            "source_total": sum(counts.values()),
             "root_total": IndexedRoot.objects.visible_to(request.user).count(),
         },
+    )
+
+
+def _back_to_table(request):
+    """After an action: the refreshed table for htmx, else back to the same view of the dashboard."""
+    if _partial_wanted(request):
+        table, form = _source_table(request, full_page=False)
+        if table is not None:
+            return render(request, "library/home.html#sources", table)
+    query = request.GET.urlencode()
+    return redirect(reverse("home") + (f"?{query}" if query else ""))
+
+
+def _source_or_message(request, source_id):
+    source = Source.objects.select_related("root").filter(pk=source_id).first()
+    if source is None:
+        messages.error(request, _("That file is no longer in the registry; the table below is up to date."))
+    return source
+
+
+@require_POST
+@admin_only
+def reindex(request, source_id):
+    source = _source_or_message(request, source_id)
+    if source is not None:
+        _reindex_and_report(request, source)
+    return _back_to_table(request)
+
+
+def _reindex_and_report(request, source: Source) -> None:
+    refusal = reindex_refusal(source)
+    if refusal:
+        messages.error(request, refusal)
+        return
+    try:
+        outcome = reindex_source(source)
+    except OSError as e:
+        messages.error(
+            request,
+            _("“%(path)s” could not be reindexed: %(error)s") % {"path": source.library_path, "error": e.strerror or e},
+        )
+        return
+    if outcome == "missing":
+        messages.warning(
+            request,
+            _("“%(path)s” is gone from its folder, so its LightRAG document is being removed instead.")
+            % {"path": source.library_path},
+        )
+    else:
+        messages.success(
+            request,
+            _("“%(path)s” is queued for reindexing; its old LightRAG document is being deleted.")
+            % {"path": source.library_path},
+        )
+
+
+@require_POST
+@admin_only
+def delete_index_view(request, source_id):
+    source = _source_or_message(request, source_id)
+    if source is not None:
+        delete_index(source)
+        messages.success(
+            request,
+            _("LightRAG’s document of “%(path)s” is being removed; the file stays where it is.")
+            % {"path": source.library_path},
+        )
+    return _back_to_table(request)
+
+
+@require_POST
+@admin_only
+def clear_stale(request):
+    count = prune_registry()
+    messages.success(
+        request,
+        ngettext(
+            "Cleared %(n)d stale record (removed, failed or stale); rows whose delete is still submitted stay.",
+            "Cleared %(n)d stale records (removed, failed or stale); rows whose delete is still submitted stay.",
+            count,
+        )
+        % {"n": count},
+    )
+    return _back_to_table(request)
+
+
+# --- roots ------------------------------------------------------------------
+
+
+class RootPageForm(IndexedRootForm):
+    class Meta(IndexedRootForm.Meta):
+        widgets = {"visible_to_groups": forms.CheckboxSelectMultiple}
+
+
+def _sync_and_report(request, root: IndexedRoot) -> None:
+    try:
+        summary = sync_root(root)
+    except Exception as e:
+        # The root itself is saved; a failed sync must say so, not lose the page.
+        log.exception("sync of root %s failed", root.pk)
+        messages.error(request, _("Syncing “%(root)s” failed: %(error)s") % {"root": root.name, "error": e})
+        return
+    level = messages.WARNING if summary.error or summary.refused else messages.SUCCESS
+    messages.add_message(request, level, summary.line())
+
+
+@require_GET
+@admin_only
+def roots(request):
+    rows = IndexedRoot.objects.prefetch_related("visible_to_groups").annotate(source_count=Count("sources"))
+    return render(request, "library/roots.html", {"roots": rows})
+
+
+def _root_form_page(request, root: IndexedRoot | None):
+    form = RootPageForm(request.POST or None, instance=root)
+    if request.method == "POST":
+        if form.is_valid():
+            saved = form.save()
+            messages.success(request, _("Saved the root “%(root)s”.") % {"root": saved.name})
+            _sync_and_report(request, saved)
+            return redirect("library:roots")
+        messages.error(request, _("The root was not saved; please correct the fields marked below."))
+    return render(request, "library/root_form.html", {"form": form, "root": root})
+
+
+@require_http_methods(["GET", "POST"])
+@admin_only
+def root_add(request):
+    return _root_form_page(request, None)
+
+
+@require_http_methods(["GET", "POST"])
+@admin_only
+def root_edit(request, root_id):
+    return _root_form_page(request, get_object_or_404(IndexedRoot, pk=root_id))
+
+
+@require_http_methods(["GET", "POST"])
+@admin_only
+def root_disable(request, root_id):
+    root = get_object_or_404(IndexedRoot, pk=root_id)
+    if request.method == "POST":
+        root.enabled = False
+        root.save(update_fields=["enabled", "updated_at"])
+        messages.success(request, _("Disabled the root “%(root)s”.") % {"root": root.name})
+        _sync_and_report(request, root)
+        return redirect("library:roots")
+    return render(request, "library/root_confirm.html", {"root": root, "action": "disable"})
+
+
+@require_POST
+@admin_only
+def root_enable(request, root_id):
+    root = get_object_or_404(IndexedRoot, pk=root_id)
+    root.enabled = True
+    root.save(update_fields=["enabled", "updated_at"])
+    messages.success(request, _("Enabled the root “%(root)s”.") % {"root": root.name})
+    _sync_and_report(request, root)
+    return redirect("library:roots")
+
+
+@require_http_methods(["GET", "POST"])
+@admin_only
+def root_remove(request, root_id):
+    root = get_object_or_404(IndexedRoot, pk=root_id)
+    if request.method == "POST":
+        messages.success(request, remove_root(root).line())
+        return redirect("library:roots")
+    return render(
+        request,
+        "library/root_confirm.html",
+        {"root": root, "action": "remove", "source_count": root.sources.count()},
     )

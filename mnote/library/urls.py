@@ -1,0 +1,17 @@
+from django.urls import path
+
+from mnote.library import views
+
+app_name = "library"
+
+urlpatterns = [
+    path("sources/<int:source_id>/reindex/", views.reindex, name="reindex"),
+    path("sources/<int:source_id>/delete-index/", views.delete_index_view, name="delete_index"),
+    path("sources/clear-stale/", views.clear_stale, name="clear_stale"),
+    path("roots/", views.roots, name="roots"),
+    path("roots/add/", views.root_add, name="root_add"),
+    path("roots/<int:root_id>/edit/", views.root_edit, name="root_edit"),
+    path("roots/<int:root_id>/disable/", views.root_disable, name="root_disable"),
+    path("roots/<int:root_id>/enable/", views.root_enable, name="root_enable"),
+    path("roots/<int:root_id>/remove/", views.root_remove, name="root_remove"),
+]
