@@ -115,7 +115,33 @@ def live_lightrag(embedded_stack, settings, library_dir):
         default_working_dir=config.working_dir,
     )
     settings.MNOTE_LIGHTRAG_TRANSPORT = None
-    return embedded_stack
+    yield embedded_stack
+    # Each test starts from an empty LightRAG: the database is per test, and
+    # LightRAG would otherwise call a later test's files duplicates.
+    empty_lightrag(settings.MNOTE_LIGHTRAG)
+
+
+def empty_lightrag(config, timeout: float = 90) -> None:
+    import time
+
+    from mnote.lightrag import LightRAGBusy, LightRAGError, make_client
+
+    deadline = time.monotonic() + timeout
+    with make_client(config) as client:
+        while time.monotonic() < deadline:
+            try:
+                ids = [d.id for d in client.iter_documents()]
+                if not ids:
+                    break
+                client.delete_documents(ids)
+            except LightRAGBusy:
+                pass
+            except LightRAGError:
+                break  # a killed server is restarted by the next test's fixture
+            time.sleep(0.5)
+    for entry in config.input_dir.iterdir():
+        if entry.is_symlink():
+            entry.unlink()  # our own links, never a user's file
 
 
 # --- headless Chromium, for browser tests -----------------------------------

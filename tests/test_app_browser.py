@@ -31,6 +31,7 @@ def demo_library(live_lightrag, library_dir):
 
 def shoot(page, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
+    page.wait_for_timeout(1200)  # let the preview's smooth scroll finish
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=False)
 
 

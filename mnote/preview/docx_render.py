@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import lxml.html
 
@@ -30,7 +31,15 @@ from .docx.numbering import Numbering
 from .docx.safe_package import DEFAULT_LIMITS, Deadline, DocxPackage, DocxRejected, Limits, invalid
 from .docx.styles import Styles
 
-__all__ = ["DEFAULT_LIMITS", "DocxRejected", "Image", "Limits", "RenderedDocx", "load_docx_image", "render_docx"]
+__all__ = [
+    "DEFAULT_LIMITS",
+    "DocxRejected",
+    "Image",
+    "Limits",
+    "RenderedDocx",
+    "load_docx_image",
+    "render_docx",
+]
 
 _IMAGE_TYPES = {
     "png": ("image/png", (b"\x89PNG\r\n\x1a\n",)),
@@ -43,8 +52,9 @@ _IMAGE_TYPES = {
 }
 
 
-@dataclass(frozen=True)
-class Image:
+class Image(NamedTuple):
+    """Unpacks as ``content_type, data``."""
+
     content_type: str
     data: bytes
 

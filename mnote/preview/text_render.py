@@ -3,6 +3,7 @@ locator script scores (``data-block-index``, ``data-heading-level``)."""
 
 from pathlib import Path
 
+from django.utils.translation import gettext as _
 from lxml import html as lxml_html
 from markdown_it import MarkdownIt
 
@@ -23,11 +24,11 @@ def read_text(path: Path) -> tuple[str, bool]:
         with open(path, "rb") as f:
             data = f.read(MAX_TEXT_BYTES + 1)
     except OSError as e:
-        raise TextRejected(f"This file cannot be read: {e.strerror or e}.") from e
+        raise TextRejected(_("This file cannot be read: %(error)s.") % {"error": e.strerror or e}) from e
     truncated = len(data) > MAX_TEXT_BYTES
     data = data[:MAX_TEXT_BYTES]
     if b"\0" in data[:8192]:
-        raise TextRejected("This file looks binary, not text; it cannot be previewed as text.")
+        raise TextRejected(_("This file looks binary, not text; it cannot be previewed as text."))
     for encoding in ("utf-8-sig", "gb18030"):
         try:
             return data.decode(encoding), truncated

@@ -130,13 +130,13 @@ def original(request, source_id: int):
 @require_GET
 def docx_image(request, source_id: int, part: str):
     """An image from inside the DOCX package (never an external link)."""
-    from mnote.preview.docx_render import DocxRejected, read_package_image
+    from mnote.preview.docx_render import DocxRejected, load_docx_image
 
     source = _visible_source(request, source_id)
     if resource_kind(source.file_name) != "docx":
         raise Http404("Not a Word document.")
     try:
-        content_type, data = read_package_image(Path(source.absolute_path), part)
+        content_type, data = load_docx_image(Path(source.absolute_path), part)
     except (DocxRejected, KeyError, OSError) as e:
         raise Http404("No such image in this document.") from e
     response = HttpResponse(data, content_type=content_type)

@@ -59,13 +59,21 @@
   }
 
   // --- the blocks of this document, tokenised once -------------------------
+  // A footnote number is not part of the sentence it follows ("mirror1").
+  function blockText(element) {
+    if (!element.querySelector(".docx-noteref")) return element.textContent || "";
+    const copy = element.cloneNode(true);
+    copy.querySelectorAll(".docx-noteref").forEach((ref) => ref.remove());
+    return copy.textContent || "";
+  }
+
   let blocks = null;
   function indexBlocks() {
     if (blocks) return blocks;
     const elements = Array.from(doc.querySelectorAll("[data-block-index]"));
     let heading = "";
     blocks = elements.map((element) => {
-      const text = element.textContent || "";
+      const text = blockText(element);
       if (element.dataset.headingLevel) heading = normalise(text).trim();
       return { element, text, heading, set: new Set(tokens(text)) };
     });

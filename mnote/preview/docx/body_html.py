@@ -20,14 +20,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lxml import etree
 
 from .namespaces import (
     A,
     MC,
-    O,
+    OFFICE,
     PIC,
     R_EMBED,
     R_ID,
@@ -41,7 +41,7 @@ from .namespaces import (
     m,
     w,
 )
-from .numbering import Numbering
+from .numbering import Numbering, lower_roman
 from .omml import omml_to_text
 from .safe_package import Deadline, DocxPackage, Limits, Relationship, invalid
 from .styles import PLAIN, RunFormat, Styles, is_on
@@ -89,9 +89,7 @@ class _Field:
     begin: etree._Element
     in_result: bool = False
     href: str | None = None
-
-    def __post_init__(self) -> None:
-        self.instr: list[str] = []
+    instr: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -117,15 +115,6 @@ def safe_href(url: str | None, anchor: str | None = None) -> str | None:
 
 def bookmark_id(name: str) -> str:
     return "docx-bm-" + re.sub(r"[^\w.\-]", "_", name)[:100]
-
-
-def _roman(n: int) -> str:
-    out = []
-    for value, numeral in ((1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"), (90, "xc"), (50, "l"),
-                           (40, "xl"), (10, "x"), (9, "ix"), (5, "v"), (4, "iv"), (1, "i")):  # fmt: skip
-        count, n = divmod(n, value)
-        out.append(numeral * count)
-    return "".join(out)
 
 
 def _append_text(el: etree._Element, text: str) -> None:
@@ -203,7 +192,6 @@ class BodyRenderer:
         self._merge_key: tuple = ()
         self._notes: dict[str, dict[str, int]] = {"footnote": {}, "endnote": {}}
         self._note_refs_placed: set[str] = set()
-        self._format_cache: dict[tuple[str | None, bytes], RunFormat] = {}
         self._runs = 0
         self._has_deletions = True
 
@@ -341,16 +329,21 @@ class BodyRenderer:
                 if para_id:
                     break
             self._mark_block(el, para_id)
+        # A newline between blocks keeps words of neighbouring blocks apart in textContent.
+        el.tail = "\n"
         if el.tag == "li":
             if len(out) and out[-1].tag == "ul" and out[-1].get("class") == "docx-list":
                 out[-1].append(el)
             else:
-                etree.SubElement(out, "ul", {"class": "docx-list"}).append(el)
+                ul = etree.SubElement(out, "ul", {"class": "docx-list"})
+                ul.tail = "\n"
+                ul.append(el)
         else:
             out.append(el)
 
     def text_box(self, content: etree._Element, out: etree._Element) -> None:
         aside = etree.SubElement(out, "aside", {"class": "docx-textbox"})
+        aside.tail = "\n"
         fields = self._save_fields()
         self.blocks(content, aside)
         self._restore_fields(fields)
@@ -368,6 +361,7 @@ class BodyRenderer:
         self._depth += 1
         self.deadline.check()
         table = etree.SubElement(out, "table", {"class": "docx-table"})
+        table.tail = "\n"
         head = body = None
         open_merges: dict[int, etree._Element] = {}
         in_header = True
@@ -411,6 +405,7 @@ class BodyRenderer:
                     column += span
                     continue
                 cell = etree.SubElement(row, "th" if is_header else "td")
+                cell.tail = "\n"
                 if span > 1:
                     cell.set("colspan", str(span))
                 for c in range(column, column + span):
@@ -690,8 +685,8 @@ class BodyRenderer:
                 self._pending_boxes.append(item)
             else:
                 shape = item.getparent()
-                alt = (shape.get("alt") if shape is not None else None) or item.get(f"{{{O}}}title") or ""
-                self.image(item.get(R_ID) or item.get(f"{{{O}}}relid"), out, alt.strip(), None)
+                alt = (shape.get("alt") if shape is not None else None) or item.get(f"{{{OFFICE}}}title") or ""
+                self.image(item.get(R_ID) or item.get(f"{{{OFFICE}}}relid"), out, alt.strip(), None)
 
     def image(self, rel_id: str | None, out: etree._Element, alt: str, size: tuple[int, int] | None) -> None:
         rel = self.story.rels.get(rel_id or "")
@@ -751,7 +746,7 @@ class BodyRenderer:
         if ref_id not in self._note_refs_placed:
             self._note_refs_placed.add(ref_id)
             a.set("id", ref_id)
-        a.text = str(number) if kind == "footnote" else _roman(number)
+        a.text = str(number) if kind == "footnote" else lower_roman(number)
         self._content = True
 
     def _render_notes(self, article: etree._Element, kind: str, rel_kind: str, prefix: str) -> None:
@@ -770,23 +765,31 @@ class BodyRenderer:
         section = etree.SubElement(article, "section", {"class": f"docx-notes docx-{kind}s"})
         ol = etree.SubElement(section, "ol")
         saved_story, self.story = self.story, _Story(part, self.pkg.relationships(part))
+        self._has_deletions = next(root.iter(DEL, MOVE_FROM), None) is not None
         fields = self._save_fields()
-        done = 0
-        # Notes may cite further notes, so the order can grow while rendering.
-        while done < len(order):
-            note_id, number = list(order.items())[done]
-            done += 1
+        skipped = 0
+        queue: list[str] = []
+        while True:
+            # Notes may cite further notes, so the order can grow while rendering.
+            if len(order) > len(queue):
+                queue.extend(list(order)[len(queue) :])
+            if len(ol) + skipped >= len(queue):
+                break
+            note_id = queue[len(ol) + skipped]
+            number = order[note_id]
             note = notes.get(note_id)
             if note is None:
+                skipped += 1
                 continue
             self.deadline.check()
             li = etree.SubElement(ol, "li", {"class": "docx-note", "id": f"docx-{prefix}-{number}"})
+            li.tail = "\n"
             self._mark_block(li, _first_para_id(note))
             self._block_depth += 1
             self.blocks(note, li)
             self._block_depth -= 1
             label = etree.Element("span", {"class": "docx-note-label"})
-            label.text = str(number) if kind == "footnote" else _roman(number)
+            label.text = str(number) if kind == "footnote" else lower_roman(number)
             first = li[0] if len(li) and li[0].tag == "p" else li
             text = first.text or ""
             label.tail = text if text[:1].isspace() else " " + text

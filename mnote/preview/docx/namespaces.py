@@ -12,7 +12,7 @@ WP = "http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"
 PIC = "http://schemas.openxmlformats.org/drawingml/2006/picture"
 MC = "http://schemas.openxmlformats.org/markup-compatibility/2006"
 V = "urn:schemas-microsoft-com:vml"
-O = "urn:schemas-microsoft-com:office:office"
+OFFICE = "urn:schemas-microsoft-com:office:office"
 W14 = "http://schemas.microsoft.com/office/word/2010/wordml"
 WPS = "http://schemas.microsoft.com/office/word/2010/wordprocessingShape"
 PKG_REL = "http://schemas.openxmlformats.org/package/2006/relationships"
@@ -37,7 +37,7 @@ UNDERSTOOD_CHOICE_NAMESPACES = frozenset(
         W14,
         M,
         V,
-        O,
+        OFFICE,
         "http://schemas.microsoft.com/office/word/2010/wordprocessingGroup",
         "http://schemas.microsoft.com/office/word/2010/wordprocessingCanvas",
         "http://schemas.microsoft.com/office/word/2012/wordml",

@@ -11,6 +11,7 @@ as it does in LightRAG's chunks ("1. First step").
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from lxml import etree
@@ -20,6 +21,7 @@ from .styles import SYMBOL_FONTS, Styles
 from .symbols import symbol_text
 
 _MAX_LEVELS = 9
+_PLACEHOLDER = re.compile(r"%[1-9]")
 _ROMAN = ((1000, "M"), (900, "CM"), (500, "D"), (400, "CD"), (100, "C"), (90, "XC"), (50, "L"), (40, "XL"),
           (10, "X"), (9, "IX"), (5, "V"), (4, "IV"), (1, "I"))  # fmt: skip
 _CJK_DIGITS = "零一二三四五六七八九"
@@ -35,9 +37,14 @@ def _roman(n: int) -> str:
     return "".join(out)
 
 
+def lower_roman(n: int) -> str:
+    return _roman(n).lower()
+
+
 def _letters(n: int) -> str:
-    # Word repeats the letter: a … z, aa … zz, aaa …
-    if n <= 0:
+    # Word repeats the letter: a … z, aa … zz, aaa … (a hostile start value
+    # must not ask for a billion of them).
+    if not 0 < n <= 26 * 20:
         return str(n)
     return chr(ord("a") + (n - 1) % 26) * ((n - 1) // 26 + 1)
 
@@ -60,7 +67,7 @@ _FORMATS = {
     "decimalZero": lambda n: f"{n:02d}",
     "lowerLetter": _letters,
     "upperLetter": lambda n: _letters(n).upper(),
-    "lowerRoman": lambda n: _roman(n).lower(),
+    "lowerRoman": lower_roman,
     "upperRoman": _roman,
     "ordinal": lambda n: f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}",
     "chineseCounting": _chinese_counting,
@@ -111,27 +118,36 @@ def _int_attr(el: etree._Element, name: str) -> int | None:
 
 
 def _level(lvl: etree._Element) -> _Level:
-    fmt_el, text_el, pstyle_el = lvl.find(w("numFmt")), lvl.find(w("lvlText")), lvl.find(w("pStyle"))
-    fmt = fmt_el.get(W_VAL, "decimal") if fmt_el is not None else "decimal"
-    text = text_el.get(W_VAL, "") if text_el is not None else ""
-    fonts = lvl.find(f"{w('rPr')}/{w('rFonts')}")
-    if fonts is not None:
-        font = (fonts.get(w("ascii")) or fonts.get(w("hAnsi")) or "").strip().lower()
-        if font in SYMBOL_FONTS:
-            text = symbol_text(font, text)
-    if fmt == "bullet" and text and all(0xE000 <= ord(ch) <= 0xF8FF for ch in text):
+    start, fmt, text, restart, legal, pstyle, font, picture = 1, "decimal", "", None, False, None, "", False
+    for child in lvl:
+        tag = child.tag
+        if tag == _START:
+            start = _int(child, 1)
+        elif tag == _NUM_FMT:
+            fmt = child.get(W_VAL, "decimal")
+        elif tag == _LVL_TEXT:
+            text = child.get(W_VAL, "")
+        elif tag == _LVL_RESTART:
+            restart = _int(child)
+        elif tag == _IS_LGL:
+            legal = child.get(W_VAL, "1") not in ("0", "false", "off")
+        elif tag == _PSTYLE:
+            pstyle = child.get(W_VAL)
+        elif tag == _PIC_BULLET:
+            picture = True
+        elif tag == _RPR:
+            for fonts in child.iterchildren(_RFONTS):
+                font = (fonts.get(_ASCII) or fonts.get(_HANSI) or "").strip().lower()
+    if font in SYMBOL_FONTS:
+        text = symbol_text(font, text)
+    if picture or (fmt == "bullet" and text and all(0xE000 <= ord(ch) <= 0xF8FF for ch in text)):
         text = "•"
-    if lvl.find(w("lvlPicBulletId")) is not None:
-        text = "•"
-    legal = lvl.find(w("isLgl"))
-    return _Level(
-        start=_int(lvl.find(w("start")), 1),
-        fmt=fmt,
-        text=text,
-        restart=_int(lvl.find(w("lvlRestart"))),
-        legal=legal is not None and legal.get(W_VAL, "1") not in ("0", "false", "off"),
-        pstyle=pstyle_el.get(W_VAL) if pstyle_el is not None else None,
-    )
+    return _Level(start, fmt, text, restart, legal, pstyle)
+
+
+_START, _NUM_FMT, _LVL_TEXT, _LVL_RESTART = w("start"), w("numFmt"), w("lvlText"), w("lvlRestart")
+_IS_LGL, _PSTYLE, _PIC_BULLET, _RPR, _RFONTS = w("isLgl"), w("pStyle"), w("lvlPicBulletId"), w("rPr"), w("rFonts")
+_ASCII, _HANSI = w("ascii"), w("hAnsi")
 
 
 class Numbering:
@@ -140,7 +156,8 @@ class Numbering:
         # Indexed here, read when a paragraph uses them (templates define hundreds).
         self._abstract_el: dict[str, etree._Element] = {}
         self._num_el: dict[str, etree._Element] = {}
-        self._abstract: dict[str, dict[int, _Level]] = {}
+        self._abstract: dict[str, dict[int, etree._Element]] = {}
+        self._parsed_levels: dict[tuple[str, int], _Level] = {}
         self._style_link: dict[str, str | None] = {}  # abstractNumId -> numbering style id
         self._num: dict[str, tuple[str, dict[int, tuple[int | None, _Level | None]]]] = {}
         self._counters: dict[str, list[int | None]] = {}
@@ -158,7 +175,7 @@ class Numbering:
                 if num_id is not None:
                     self._num_el.setdefault(num_id, el)
 
-    def _levels(self, abstract_id: str) -> dict[int, _Level]:
+    def _levels(self, abstract_id: str) -> dict[int, etree._Element]:
         levels = self._abstract.get(abstract_id)
         if levels is not None:
             return levels
@@ -169,12 +186,22 @@ class Numbering:
             for lvl in abstract.iterchildren(_LVL):
                 ilvl = _int_attr(lvl, _ILVL)
                 if ilvl is not None and 0 <= ilvl < _MAX_LEVELS:
-                    levels[ilvl] = _level(lvl)
+                    levels.setdefault(ilvl, lvl)
             link_el = abstract.find(w("numStyleLink"))
             link = link_el.get(W_VAL) if link_el is not None else None
         self._abstract[abstract_id] = levels
         self._style_link[abstract_id] = link
         return levels
+
+    def _abstract_level(self, abstract_id: str, ilvl: int) -> _Level | None:
+        key = (abstract_id, ilvl)
+        parsed = self._parsed_levels.get(key)
+        if parsed is None:
+            lvl = self._levels(abstract_id).get(ilvl)
+            if lvl is None:
+                return None
+            parsed = self._parsed_levels[key] = _level(lvl)
+        return parsed
 
     def _num_def(self, num_id: str) -> tuple[str, dict[int, tuple[int | None, _Level | None]]] | None:
         if num_id in self._num:
@@ -228,12 +255,13 @@ class Numbering:
         if not levels:
             return None
         if ilvl is None:
-            ilvl = next((i for i, lvl in levels.items() if lvl.pstyle and lvl.pstyle == style_id), 0)
+            linked = (i for i in levels if style_id and self._abstract_level(abstract_id, i).pstyle == style_id)
+            ilvl = next(linked, 0)
         overrides = self._num_def(num_id)[1]
 
         def level(i: int) -> _Level | None:
             override = overrides.get(i)
-            return override[1] if override and override[1] else levels.get(i)
+            return override[1] if override and override[1] else self._abstract_level(abstract_id, i)
 
         current = level(ilvl)
         if current is None or not 0 <= ilvl < _MAX_LEVELS:
@@ -246,6 +274,8 @@ class Numbering:
                     counters[i] = start - 1
         counters[ilvl] = current.start if counters[ilvl] is None else counters[ilvl] + 1
         for deeper in range(ilvl + 1, _MAX_LEVELS):
+            if counters[deeper] is None:
+                continue
             restart = (level(deeper) or current).restart
             if restart is None or (restart != 0 and ilvl < restart):
                 counters[deeper] = None
@@ -272,4 +302,5 @@ class Numbering:
                 self.unsupported.add(fmt)
                 converter = str
             text = text.replace(placeholder, converter(counters[i] or 0))
-        return text
+        # A placeholder for a deeper level than this one has no number to show.
+        return _PLACEHOLDER.sub("", text) if "%" in text else text

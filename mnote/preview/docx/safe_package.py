@@ -16,6 +16,7 @@ what is wrong with the file in plain words.
 from __future__ import annotations
 
 import posixpath
+import re
 import struct
 import time
 import zipfile
@@ -221,8 +222,10 @@ class DocxPackage:
         self._fp.seek(0)
         try:
             archive = zipfile.ZipFile(self._fp)
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError) as e:
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError, struct.error) as e:
             raise invalid("the archive is damaged or truncated") from e
+        except NotImplementedError as e:  # "zip file version 24.8"
+            raise invalid("its archive uses a ZIP feature Word does not write") from e
         try:
             self._check_directory(archive)
         except BaseException:
@@ -264,7 +267,7 @@ class DocxPackage:
             ):
                 ratio = info.file_size / max(info.compress_size, 1)
                 raise invalid(
-                    f"{name[:80]} would expand {ratio:,.0f} times when decompressed, like a \"zip bomb\" "
+                    f'{name[:80]} would expand {ratio:,.0f} times when decompressed, like a "zip bomb" '
                     f"(the limit is {limits.max_ratio} times)"
                 )
             total += info.file_size
@@ -300,7 +303,7 @@ class DocxPackage:
                             f"{_mb(self.limits.max_total_bytes)} uncompressed)."
                         )
                     chunks.append(chunk)
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as e:
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, struct.error) as e:
             raise invalid(f"the archive is damaged ({part[:80]} cannot be read)") from e
         except NotImplementedError as e:
             raise invalid(f"{part[:80]} uses a compression method Word does not write") from e
@@ -319,6 +322,10 @@ class DocxPackage:
     def parse_xml(self, data: bytes, part: str) -> etree._Element:
         if _has_doctype(data):
             raise invalid(f"{part[:80]} contains a document type declaration (DTD), which Word never writes")
+        strict = b"purl.oclc.org/ooxml" in data
+        if strict and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
+            data = _STRICT_XMLNS.sub(_transitional_xmlns, data)
+            strict = False
         try:
             root = etree.fromstring(data, self._parser)
         except etree.XMLSyntaxError as e:
@@ -327,8 +334,8 @@ class DocxPackage:
             raise invalid(f"{part[:80]} is not well-formed XML") from e
         if root.getroottree().docinfo.doctype:
             raise invalid(f"{part[:80]} contains a document type declaration (DTD), which Word never writes")
-        if b"purl.oclc.org/ooxml" in data:
-            _strict_to_transitional(root)
+        if strict or any("purl.oclc.org/ooxml" in uri for uri in root.nsmap.values()):
+            _strict_to_transitional(root)  # UTF-16 Strict parts, rarer still: renamed after parsing
         return root
 
     # -- relationships -------------------------------------------------------
@@ -380,6 +387,16 @@ def _has_doctype(data: bytes) -> bool:
     # Word never writes a DTD, so any mention is refused outright: no entity
     # declaration (billion laughs, external SYSTEM entities) reaches libxml2.
     return any(mark in data for mark in _DOCTYPE_MARKS)
+
+
+# Strict namespaces are renamed where they are declared, before parsing: the
+# rest of the renderer knows only the transitional names.
+_STRICT_XMLNS = re.compile(rb"""(xmlns(?::[\w.-]+)?\s*=\s*["'])(http://purl\.oclc\.org/ooxml/[^"']+)(["'])""")
+_STRICT_BYTES = {k.encode(): v.encode() for k, v in STRICT_TO_TRANSITIONAL.items()}
+
+
+def _transitional_xmlns(match: re.Match) -> bytes:
+    return match.group(1) + _STRICT_BYTES.get(match.group(2), match.group(2)) + match.group(3)
 
 
 def _strict_to_transitional(root: etree._Element) -> None:

@@ -45,8 +45,10 @@ class RunFormat(NamedTuple):
             return self
         code, bold, italic, underline, strike, vert, hidden, symbol_font = self
         changed = False
-        for child in rpr.iterchildren(*_RPR_KINDS):
-            kind = _RPR_KINDS[child.tag]
+        for child in rpr:
+            kind = _RPR_KINDS.get(child.tag)
+            if kind is None:
+                continue
             changed = True
             value = child.get(W_VAL)
             if kind <= _HIDDEN:
