@@ -5,6 +5,7 @@ API alike."""
 from dataclasses import dataclass, field
 
 from django.db.models import Q
+from django.utils.translation import gettext_noop
 
 from mnote.citations.answer_badges import AnsweredSentence, extractive_answer, place_badges, render_badged_text
 from mnote.citations.citation_text import query_terms
@@ -14,15 +15,15 @@ from mnote.library.provider import lightrag_client
 
 MODES = ("naive", "local", "global", "hybrid", "mix")
 _WHY_NOT_IN_LIGHTRAG = {
-    Source.Status.NOT_INDEXED: "not indexed yet",
-    Source.Status.QUEUED: "indexing (queued)",
-    Source.Status.INDEXING: "indexing",
-    Source.Status.FAILED: "LightRAG failed to index it",
-    Source.Status.STALE: "changed since it was indexed; waiting to be re-indexed",
-    Source.Status.DELETE_SUBMITTED: "deleted",
-    Source.Status.REMOVED: "deleted",
-    Source.Status.EXCLUDED: "excluded by its root's exclude patterns",
-    Source.Status.DUPLICATE: "a duplicate of another file's content",
+    Source.Status.NOT_INDEXED: gettext_noop("not indexed yet"),
+    Source.Status.QUEUED: gettext_noop("indexing (queued)"),
+    Source.Status.INDEXING: gettext_noop("indexing"),
+    Source.Status.FAILED: gettext_noop("LightRAG failed to index it"),
+    Source.Status.STALE: gettext_noop("changed since it was indexed; waiting to be re-indexed"),
+    Source.Status.DELETE_SUBMITTED: gettext_noop("deleted"),
+    Source.Status.REMOVED: gettext_noop("deleted"),
+    Source.Status.EXCLUDED: gettext_noop("excluded by its root's exclude patterns"),
+    Source.Status.DUPLICATE: gettext_noop("a duplicate of another file's content"),
 }
 
 
