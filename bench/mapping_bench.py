@@ -1,7 +1,8 @@
 """Benchmark of the citation mapper (``mnote.citations.mapper.map_query_data``)
 against the real ``/query/data`` call it follows, measured in the same run.
 
-    .venv/bin/python bench/mapping_bench.py [--blocks 2000] [--chunks 20] [--repeat 10] [--profile]
+    .venv/bin/python bench/mapping_bench.py [--blocks 2000] [--chunks 20] [--repeat 10]
+        [--docs all|gamma] [--breakdown] [--profile] [--no-json] [--no-stack]
 
 Mapping side: a generated DOCX-style sidecar of N blocks (default 2,000; meta
 line + content rows with headings, parent headings, paraid positions,
@@ -23,12 +24,18 @@ edge, and chunks made only of two cut blocks). The mapper is timed:
 Baseline: the real embedded stack (lightrag-server + the local model
 endpoint, on free ports, data in a temporary dir). The demo library's
 documents are ingested, then ``client.query_data(q, mode=…, chunk_top_k=20)``
-is timed for ``naive`` and ``mix`` (one query per repeat, each a different
-query, after one untimed warm-up query per mode).
+is timed for ``naive`` and ``mix`` (a different query each round, after one
+untimed warm-up query per mode). The machine may be shared, so the baseline
+and the fast mapping cases run interleaved, round by round: one naive query,
+one mix query, then one cold, one warm and one warm ``persist=False``
+mapping. The text-matching cases take seconds and run 3 times each after the
+stack is stopped.
 
-Prints a table and the ratios mapping ÷ query_data (medians), writes
-bench/results/mapping_bench.json. ``--profile`` adds cProfile listings of
-each mapping case. The stack is always stopped and the temporary dir removed.
+Prints a table and the ratios mapping ÷ query_data (medians; best in
+parentheses), writes bench/results/mapping_bench.json. ``--breakdown`` adds
+the exclusive time of each piece of the mapper (a wrapper timer, no
+profiler); ``--profile`` adds cProfile listings. The stack is always stopped
+and the temporary dir removed.
 """
 
 from __future__ import annotations
@@ -77,6 +84,7 @@ BASELINE_QUERIES = [
     "who to contact about access badges",
 ]
 WARMUP_QUERY = "telescope"
+SLOW_CALL_S = 1.0  # a mapping case whose first call is slower than this is repeated only 3 times
 
 EN_WORDS = (
     "the primary mirror is aligned with the secondary after each calibration run and the dome "
@@ -109,10 +117,15 @@ EQUATIONS = [
 def prepare_environment(data_dir: Path) -> None:
     """Point the app at the temporary dir, before Django reads its settings."""
     for name in list(os.environ):
-        if name == "DATABASE_URL" or name.startswith("MNOTE_") or name in (
-            "INPUT_DIR",
-            "WORKING_DIR",
-            "LIGHTRAG_API_KEY",
+        if (
+            name == "DATABASE_URL"
+            or name.startswith("MNOTE_")
+            or name
+            in (
+                "INPUT_DIR",
+                "WORKING_DIR",
+                "LIGHTRAG_API_KEY",
+            )
         ):
             del os.environ[name]
     os.environ["DJANGO_SETTINGS_MODULE"] = "mnote.settings"
@@ -173,7 +186,9 @@ def generate_sidecar(n_blocks: int, seed: int = 2026) -> tuple[dict, list[dict]]
         elif i % 40 == 1:
             chapter_no += 1
             section_no = 0
-            chapter = f"{chapter_no}. " + rng.choice(["Optics", "Dome", "Detectors", "Safety", "Maintenance", "Data", "观测流程", "设备管理"])
+            chapter = f"{chapter_no}. " + rng.choice(
+                ["Optics", "Dome", "Detectors", "Safety", "Maintenance", "Data", "观测流程", "设备管理"]
+            )
             new_heading, level = chapter, 2
             heading, parents = chapter, [title]
         elif i % 5 == 1:
@@ -209,7 +224,9 @@ def generate_sidecar(n_blocks: int, seed: int = 2026) -> tuple[dict, list[dict]]
                 [rng.choice(EN_WORDS).title(), f"{rng.uniform(0, 500):.1f}", rng.choice(["nm", "K", "Pa", "秒", "mm"])]
                 for _ in range(rng.randint(2, 5))
             ]
-            pieces.append(f'<table id="tb-{doc_hash}-{tb_no:04d}" format="json">{json.dumps(cells, ensure_ascii=False)}</table>')
+            pieces.append(
+                f'<table id="tb-{doc_hash}-{tb_no:04d}" format="json">{json.dumps(cells, ensure_ascii=False)}</table>'
+            )
         elif extra < 0.16:
             im_no += 1
             pieces.append(
@@ -320,7 +337,11 @@ def pick_result_chunks(chunks: list[SyntheticChunk], n: int, seed: int = 11) -> 
     with a cut block at an edge, 15 % made only of cut blocks, 5 % inside one
     block; in a shuffled (relevance-like) order."""
     rng = random.Random(seed)
-    quotas = {"partial_only": max(1, round(n * 0.15)), "partial_edge": max(1, round(n * 0.25)), "inside": round(n * 0.05)}
+    quotas = {
+        "partial_only": max(1, round(n * 0.15)),
+        "partial_edge": max(1, round(n * 0.25)),
+        "inside": round(n * 0.05),
+    }
     quotas["whole"] = n - sum(quotas.values())
     picked: list[SyntheticChunk] = []
     for kind, quota in quotas.items():
@@ -347,7 +368,8 @@ def query_data_result(picked: list[SyntheticChunk]) -> dict:
             "entities": [],
             "relationships": [],
             "chunks": [
-                {"reference_id": "1", "content": c.content, "file_path": DOC_NAME, "chunk_id": c.chunk_id} for c in picked
+                {"reference_id": "1", "content": c.content, "file_path": DOC_NAME, "chunk_id": c.chunk_id}
+                for c in picked
             ],
             "references": [{"reference_id": "1", "file_path": DOC_NAME}],
         },
@@ -362,7 +384,11 @@ def chunk_store(chunks: list[SyntheticChunk]) -> dict:
             "tokens": len(c.content) // 3,
             "content": c.content,
             "chunk_order_index": c.index,
-            "sidecar": {"type": "block", "id": c.block_ids[0], "refs": [{"type": "block", "id": b} for b in c.block_ids]},
+            "sidecar": {
+                "type": "block",
+                "id": c.block_ids[0],
+                "refs": [{"type": "block", "id": b} for b in c.block_ids],
+            },
             "full_doc_id": DOC_ID,
             "file_path": DOC_NAME,
             "llm_cache_list": [],
@@ -389,6 +415,7 @@ def profile(fn) -> str:
     out = io.StringIO()
     ps = pstats.Stats(profiler, stream=out)
     ps.sort_stats("cumulative").print_stats(25)
+    ps.sort_stats("cumulative").print_stats(r"mnote/citations|rapidfuzz|django/db/models/query.py", 25)
     ps.sort_stats("tottime").print_stats(15)
     return out.getvalue()
 
@@ -417,6 +444,95 @@ def ensure_urlconf() -> str | None:
         note = f"{settings.ROOT_URLCONF!s}: project URLconf not importable ({e}); used one with only the citation route"
         print(f"warning: {note}", flush=True)
         return note
+
+
+def breakdown(fn, runs: int, before=None) -> dict:
+    """Exclusive wall time per piece of the mapper, without a profiler: the
+    pieces are wrapped by a timer that subtracts the time of wrapped pieces
+    called inside them, so the rows add up to the total."""
+    import types
+
+    from rapidfuzz import fuzz
+
+    from mnote.citations import citation_text, mapper
+    from mnote.citations.models import Citation
+
+    exclusive: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    stack: list[float] = []
+
+    def wrap(name, func):
+        def timed(*args, **kwargs):
+            stack.append(0.0)
+            t0 = time.perf_counter()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                elapsed = time.perf_counter() - t0
+                inner = stack.pop()
+                exclusive[name] = exclusive.get(name, 0.0) + elapsed - inner
+                counts[name] = counts.get(name, 0) + 1
+                if stack:
+                    stack[-1] += elapsed
+
+        return timed
+
+    patches: list[tuple[object, str, object]] = []
+
+    def patch(owner, attr, name):
+        patches.append((owner, attr, owner.__dict__.get(attr, _MISSING)))
+        setattr(owner, attr, wrap(name, getattr(owner, attr)))
+
+    for attr in (
+        "_references",
+        "_registry_row",
+        "_match_block",
+        "_normalise",
+        "_locator_position",
+        "_citation_id",
+        "load_sidecar",
+        "load_chunk_store",
+        "clean_display_text",
+        "evidence_window",
+        "ensure_query_terms",
+        "fingerprint",
+        "lexical_score",
+    ):
+        patch(mapper, attr, f"{attr}")
+    for attr in ("clean_display_text", "evidence_window", "lexical_score", "_fold"):
+        patch(citation_text, attr, f"{attr}")
+    shim = types.SimpleNamespace(partial_ratio=wrap("rapidfuzz partial_ratio", fuzz.partial_ratio))
+    patches.append((mapper, "fuzz", mapper.fuzz))
+    mapper.fuzz = shim
+    patch(Citation.objects, "get_or_create", "Citation get_or_create (SQL)")
+    patch(Citation, "get_absolute_url", "Citation.get_absolute_url (reverse)")
+    total = 0.0
+    try:
+        for _ in range(runs):
+            if before:
+                before()
+            t0 = time.perf_counter()
+            fn()
+            total += time.perf_counter() - t0
+    finally:
+        for owner, attr, old in reversed(patches):
+            if old is _MISSING:
+                delattr(owner, attr)
+            else:
+                setattr(owner, attr, old)
+    rest = total - sum(exclusive.values())
+    exclusive["map_query_data itself (registry SELECTs, loop, dicts)"] = rest
+    counts["map_query_data itself (registry SELECTs, loop, dicts)"] = runs
+    order = sorted(exclusive, key=lambda k: -exclusive[k])
+    return {
+        "calls": runs,
+        "exclusive_ms": {k: exclusive[k] / runs * 1e3 for k in order},
+        "counts": {k: counts[k] // runs for k in order},
+        "total_ms": total / runs * 1e3,
+    }
+
+
+_MISSING = object()
 
 
 # --- the baseline: the real embedded stack --------------------------------------
@@ -467,19 +583,6 @@ def ingest(stack, client, documents: list[Path], timeout: float = 600) -> dict:
         time.sleep(0.5)
 
 
-def time_query_data(client, mode: str, repeat: int, chunk_top_k: int) -> tuple[dict, list[int]]:
-    client.query_data(WARMUP_QUERY, mode=mode, chunk_top_k=chunk_top_k)  # untimed
-    times: list[float] = []
-    returned: list[int] = []
-    for k in range(repeat):
-        query = BASELINE_QUERIES[k % len(BASELINE_QUERIES)]
-        start = time.perf_counter()
-        body = client.query_data(query, mode=mode, chunk_top_k=chunk_top_k)
-        times.append(time.perf_counter() - start)
-        returned.append(len((body.get("data") or {}).get("chunks") or []))
-    return stats(times), returned
-
-
 # --- the bench -----------------------------------------------------------------
 
 
@@ -488,7 +591,9 @@ def machine_info() -> dict:
 
     def git(*args):
         try:
-            return subprocess.run(["git", *args], cwd=REPO_DIR, capture_output=True, text=True, check=True).stdout.strip()
+            return subprocess.run(
+                ["git", *args], cwd=REPO_DIR, capture_output=True, text=True, check=True
+            ).stdout.strip()
         except (OSError, subprocess.CalledProcessError):
             return None
 
@@ -511,12 +616,24 @@ def main(argv=None) -> int:
     parser.add_argument("--blocks", type=int, default=2000, help="blocks in the generated sidecar (default 2000)")
     parser.add_argument("--chunks", type=int, default=20, help="chunks in the /query/data result (default 20)")
     parser.add_argument("--repeat", type=int, default=10, help="runs per measurement (default 10)")
-    parser.add_argument("--docs", choices=["all", "gamma"], default="all",
-                        help="baseline documents to ingest: the 6 demo documents (default) or only the Gamma manual")
+    parser.add_argument(
+        "--docs",
+        choices=["all", "gamma"],
+        default="all",
+        help="baseline documents to ingest: the 6 demo documents (default) or only the Gamma manual",
+    )
     parser.add_argument("--profile", action="store_true", help="also cProfile one call of each mapping case")
+    parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="also time the mapper's pieces (exclusive time per function, no profiler)",
+    )
     parser.add_argument("--no-json", action="store_true", help="do not write bench/results/mapping_bench.json")
-    parser.add_argument("--no-stack", action="store_true",
-                        help="skip the baseline (no stack, no ratios, no JSON): for quick mapping-only runs")
+    parser.add_argument(
+        "--no-stack",
+        action="store_true",
+        help="skip the baseline (no stack, no ratios, no JSON): for quick mapping-only runs",
+    )
     args = parser.parse_args(argv)
     repeat = max(args.repeat, 1)
 
@@ -554,7 +671,9 @@ def main(argv=None) -> int:
         result = query_data_result(picked)
         sidecar_file = inputs / "__parsed__" / f"{DOC_NAME}.parsed" / f"{Path(DOC_NAME).stem}.blocks.jsonl"
         sidecar_file.parent.mkdir(parents=True)
-        sidecar_file.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in [meta, *rows]) + "\n", encoding="utf-8")
+        sidecar_file.write_text(
+            "\n".join(json.dumps(r, ensure_ascii=False) for r in [meta, *rows]) + "\n", encoding="utf-8"
+        )
         store_file = storage / "kv_store_text_chunks.json"
         store_off = storage / "kv_store_text_chunks.json.off"
         store_file.write_text(json.dumps(chunk_store(chunks), ensure_ascii=False, indent=2), encoding="utf-8")
@@ -579,7 +698,9 @@ def main(argv=None) -> int:
             "document_chunks": len(chunks),
             "chunk_store_bytes": store_file.stat().st_size,
             "result_chunks": len(picked),
-            "result_chunk_kinds": {k: sum(1 for c in picked if c.kind == k) for k in ("whole", "partial_edge", "partial_only", "inside")},
+            "result_chunk_kinds": {
+                k: sum(1 for c in picked if c.kind == k) for k in ("whole", "partial_edge", "partial_only", "inside")
+            },
             "result_chunk_chars_median": statistics.median(len(c.content) for c in picked),
             "blocks_with_equation": sum("<equation" in r["content"] for r in rows),
             "blocks_with_table": sum("<table" in r["content"] for r in rows),
@@ -606,12 +727,75 @@ def main(argv=None) -> int:
         def run_map(persist: bool = True):
             return map_query_data(result, query=MAPPING_QUERY, sources=Source.objects.all(), persist=persist)
 
-        # --- the baseline first, while nothing else runs
+        expected = {c.chunk_id: set(c.block_ids) for c in picked}
+        kinds = {c.chunk_id: c.kind for c in picked}
+
+        def first_call(tag: str) -> float:
+            """The first call ever for this case (cold, Citation rows INSERTed),
+            and a check that each citation's block is one the chunk overlaps."""
+            Citation.objects.all().delete()
+            clear_caches()
+            t0 = time.perf_counter()
+            mapped = run_map()
+            elapsed = time.perf_counter() - t0
+            matches: dict[str, int] = {}
+            wrong: list[str] = []
+            for c in mapped.citations:
+                how = c.diagnostics["blockMatch"]
+                matches[how] = matches.get(how, 0) + 1
+                if c.block_id not in expected[c.chunk_id]:
+                    wrong.append(f"{c.chunk_id.rsplit('-', 2)[-2]}-{c.chunk_id[-3:]} ({kinds[c.chunk_id]}): {how}")
+            checks[tag] = {
+                "citations": len(mapped.citations),
+                "dropped": len(mapped.dropped),
+                "block_match": matches,
+                "block_in_chunk_refs": len(mapped.citations) - len(wrong),
+                "not_in_refs": wrong,
+            }
+            rows_out[f"map_{tag}_first_call"] = stats([elapsed])
+            return elapsed
+
+        def timed(fn) -> float:
+            t0 = time.perf_counter()
+            fn()
+            return time.perf_counter() - t0
+
+        def cold_call(persist: bool = True) -> float:
+            clear_caches()
+            return timed(lambda: run_map(persist))
+
         rows_out: dict[str, dict] = {}
-        returned: dict[str, list[int]] = {}
+        checks: dict[str, dict] = {}
+        profiles: dict[str, str] = {}
+        breakdowns: dict[str, dict] = {}
+        returned: dict[str, list[int]] = {"naive": [], "mix": []}
         ingested = {"documents": 0, "chunks": 0, "ingest_s": None}
         stack_start_s = None
-        if not args.no_stack:
+        times: dict[str, list[float]] = {
+            k: []
+            for k in (
+                "query_data_naive",
+                "query_data_mix",
+                "map_with_store_cold",
+                "map_with_store_warm",
+                "map_with_store_warm_nopersist",
+            )
+        }
+
+        # --- with the chunk store: interleaved with the baseline, round by round
+        use_store(True)
+        first_call("with_store")
+        run_map()  # untimed: imports, URL resolver, SQLite statement cache
+
+        def map_round():
+            times["map_with_store_cold"].append(cold_call())
+            times["map_with_store_warm"].append(timed(run_map))
+            times["map_with_store_warm_nopersist"].append(timed(lambda: run_map(False)))
+
+        if args.no_stack:
+            for _ in range(repeat):
+                map_round()
+        else:
             stack_dir = tmp / "stack"
             stack_dir.mkdir()
             stack = start_stack(stack_dir)
@@ -626,64 +810,46 @@ def main(argv=None) -> int:
                 print(f"ingesting {len(docs)} demo document(s) …", flush=True)
                 ingested = ingest(stack, client, docs)
                 print(f"  {ingested['chunks']} chunks in {ingested['ingest_s']:.1f} s", flush=True)
-                for mode in ("naive", "mix"):
-                    rows_out[f"query_data_{mode}"], returned[mode] = time_query_data(client, mode, repeat, args.chunks)
+                for mode in ("naive", "mix"):  # untimed warm-up
+                    client.query_data(WARMUP_QUERY, mode=mode, chunk_top_k=args.chunks)
+                print(
+                    f"{repeat} rounds of: query_data naive, query_data mix, mapping (cold, warm, warm without persist) …",
+                    flush=True,
+                )
+                for k in range(repeat):
+                    query = BASELINE_QUERIES[k % len(BASELINE_QUERIES)]
+                    for mode in ("naive", "mix"):
+                        t0 = time.perf_counter()
+                        body = client.query_data(query, mode=mode, chunk_top_k=args.chunks)
+                        times[f"query_data_{mode}"].append(time.perf_counter() - t0)
+                        returned[mode].append(len((body.get("data") or {}).get("chunks") or []))
+                    map_round()
             print("stopping the embedded stack …", flush=True)
             stack.stop()
             stack = None
-
-        # --- mapping
-        profiles: dict[str, str] = {}
-        checks: dict[str, dict] = {}
-        expected = {c.chunk_id: set(c.block_ids) for c in picked}
-        kinds = {c.chunk_id: c.kind for c in picked}
-        for store_on in (True, False):
-            use_store(store_on)
-            tag = "with_store" if store_on else "no_store"
-            Citation.objects.all().delete()
+        for key, values in times.items():
+            if values:
+                rows_out[key] = stats(values)
+        if args.profile:
             clear_caches()
-            t0 = time.perf_counter()
-            mapped = run_map()
-            first = time.perf_counter() - t0
-            rows_out[f"map_{tag}_first_call"] = stats([first])
-            matches: dict[str, int] = {}
-            right = 0
-            wrong: list[str] = []
-            for c in mapped.citations:
-                how = c.diagnostics["blockMatch"]
-                matches[how] = matches.get(how, 0) + 1
-                if c.block_id in expected[c.chunk_id]:
-                    right += 1
-                else:
-                    wrong.append(f"{c.chunk_id[-9:]} ({kinds[c.chunk_id]}): {how}")
-            checks[tag] = {
-                "citations": len(mapped.citations),
-                "dropped": len(mapped.dropped),
-                "block_match": matches,
-                "block_in_chunk_refs": right,
-                "not_in_refs": wrong,
-            }
-            cold, warm, warm_nopersist = [], [], []
-            for _ in range(repeat):
-                clear_caches()
-                t0 = time.perf_counter()
-                run_map()
-                cold.append(time.perf_counter() - t0)
-            for _ in range(repeat):
-                t0 = time.perf_counter()
-                run_map()
-                warm.append(time.perf_counter() - t0)
-            for _ in range(repeat):
-                t0 = time.perf_counter()
-                run_map(persist=False)
-                warm_nopersist.append(time.perf_counter() - t0)
-            rows_out[f"map_{tag}_cold"] = stats(cold)
-            rows_out[f"map_{tag}_warm"] = stats(warm)
-            rows_out[f"map_{tag}_warm_nopersist"] = stats(warm_nopersist)
-            if args.profile:
-                clear_caches()
-                profiles[f"{tag}, cold"] = profile(run_map)
-                profiles[f"{tag}, warm"] = profile(run_map)
+            profiles["with_store, cold"] = profile(run_map)
+            profiles["with_store, warm"] = profile(run_map)
+        if args.breakdown:
+            breakdowns["with_store, warm"] = breakdown(run_map, repeat)
+            breakdowns["with_store, cold"] = breakdown(run_map, repeat, before=clear_caches)
+
+        # --- without the chunk store: text matching (seconds per call: 3 runs are enough)
+        use_store(False)
+        first = first_call("no_store")
+        case_repeat = repeat if first < SLOW_CALL_S else min(repeat, 3)
+        rows_out["map_no_store_cold"] = stats([cold_call() for _ in range(case_repeat)])
+        rows_out["map_no_store_warm"] = stats([timed(run_map) for _ in range(case_repeat)])
+        rows_out["map_no_store_warm_nopersist"] = stats([timed(lambda: run_map(False)) for _ in range(case_repeat)])
+        if args.profile:
+            clear_caches()
+            profiles["no_store, cold"] = profile(run_map)
+        if args.breakdown:
+            breakdowns["no_store, warm"] = breakdown(run_map, 1)
         use_store(True)
 
         # Cold loading alone (the part the cache saves).
@@ -691,13 +857,11 @@ def main(argv=None) -> int:
             ("load_sidecar_cold", lambda: sidecar_module.load_sidecar(inputs, DOC_NAME)),
             ("load_chunk_store_cold", lambda: sidecar_module.load_chunk_store(storage)),
         ):
-            times = []
+            values = []
             for _ in range(repeat):
                 clear_caches()
-                t0 = time.perf_counter()
-                fn()
-                times.append(time.perf_counter() - t0)
-            rows_out[name] = stats(times)
+                values.append(timed(fn))
+            rows_out[name] = stats(values)
         connections.close_all()
 
         baselines = () if args.no_stack else ("query_data_naive", "query_data_mix")
@@ -729,21 +893,21 @@ def main(argv=None) -> int:
             f"{synthetic['blocks']} blocks, {synthetic['document_chunks']} document chunks, result of "
             f"{synthetic['result_chunks']} chunks; repeat={repeat}; nproc={info['nproc']}; python {info['python']}"
         )
-        if returned:
+        if returned["naive"]:
             print(
                 f"baseline: {ingested['documents']} demo docs, {ingested['chunks']} chunks; chunks returned "
                 f"naive {returned['naive']}, mix {returned['mix']}"
             )
-        print(f"{'measurement':<52} {'best ms':>9} {'median ms':>10}")
+        print(f"{'measurement':<52} {'runs':>4} {'best ms':>9} {'median ms':>10}")
         for key, label in labels.items():
-            if key not in rows_out:
-                continue
-            r = rows_out[key]
-            print(f"{label:<52} {r['best_s'] * 1e3:>9.1f} {r['median_s'] * 1e3:>10.1f}")
-        print()
-        print("ratios mapping / query_data (median; best in parentheses):")
-        for key, value in ratios.items():
-            print(f"  {key:<60} {value:>7.2f}x   ({ratios_best[key]:.2f}x)")
+            if key in rows_out:
+                r = rows_out[key]
+                print(f"{label:<52} {len(r['runs_s']):>4} {r['best_s'] * 1e3:>9.1f} {r['median_s'] * 1e3:>10.1f}")
+        if ratios:
+            print()
+            print("ratios mapping / query_data (median; best in parentheses):")
+            for key, value in ratios.items():
+                print(f"  {key:<60} {value:>7.2f}x   ({ratios_best[key]:.2f}x)")
         print()
         for tag, check in checks.items():
             print(
@@ -751,6 +915,11 @@ def main(argv=None) -> int:
                 f"{check['block_in_chunk_refs']}/{check['citations']}, matched by {check['block_match']}"
                 + (f"; not in refs: {check['not_in_refs']}" if check["not_in_refs"] else "")
             )
+        for label, table in breakdowns.items():
+            print(f"\n--- where the time goes: {label} (exclusive ms per call, mean of {table['calls']}) ---")
+            for name, ms in table["exclusive_ms"].items():
+                print(f"  {name:<44} {ms:>9.2f}  ({table['counts'][name]} calls)")
+            print(f"  {'total':<44} {table['total_ms']:>9.2f}")
         for label, text in profiles.items():
             print(f"\n--- cProfile: {label} ---\n{text}")
 
@@ -758,7 +927,9 @@ def main(argv=None) -> int:
             RESULTS_DIR.mkdir(parents=True, exist_ok=True)
             out = {
                 "benchmark": "mapping_bench",
-                "command": " ".join([".venv/bin/python", "bench/mapping_bench.py", *(argv if argv is not None else sys.argv[1:])]),
+                "command": " ".join(
+                    [".venv/bin/python", "bench/mapping_bench.py", *(argv if argv is not None else sys.argv[1:])]
+                ),
                 "machine": info,
                 "repeat": repeat,
                 "synthetic": synthetic,
@@ -766,7 +937,7 @@ def main(argv=None) -> int:
                     **ingested,
                     "stack_start_s": stack_start_s,
                     "chunk_top_k": args.chunks,
-                    "queries": BASELINE_QUERIES[:repeat],
+                    "queries": [BASELINE_QUERIES[k % len(BASELINE_QUERIES)] for k in range(repeat)],
                     "chunks_returned": returned,
                 },
                 "mapping_checks": checks,
@@ -774,6 +945,7 @@ def main(argv=None) -> int:
                 "results": rows_out,
                 "ratios_median": ratios,
                 "ratios_best": ratios_best,
+                "breakdown": breakdowns,
             }
             RESULTS_FILE.write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
             print(f"\nwrote {RESULTS_FILE.relative_to(REPO_DIR)}")

@@ -24,6 +24,7 @@ import html
 import json
 import re
 import unicodedata
+from functools import lru_cache
 
 import lxml.etree
 import lxml.html
@@ -53,21 +54,28 @@ def _is_latin_word_char(ch: str) -> bool:
     return ch.isalnum() and not _is_cjk(ch)
 
 
-def _fold(text: str) -> tuple[str, list[int]]:
+@lru_cache(maxsize=512)
+def _fold(text: str) -> tuple[str, tuple[int, ...]]:
     """NFKC + casefold, with each folded character's index in ``text``.
 
     Folding one character at a time keeps the map exact; it differs from
     folding the whole string only for rare combining sequences.
     """
     if text.isascii():
-        return text.lower(), list(range(len(text)))
+        return text.lower(), tuple(range(len(text)))
+    # Most text is already NFKC and keeps its length when casefolded: then the
+    # map is the identity and the per-character loop can be skipped.
+    if unicodedata.is_normalized("NFKC", text):
+        whole = text.casefold()
+        if len(whole) == len(text):
+            return whole, tuple(range(len(text)))
     folded: list[str] = []
     origin: list[int] = []
     for i, ch in enumerate(text):
         for f in unicodedata.normalize("NFKC", ch).casefold():
             folded.append(f)
             origin.append(i)
-    return "".join(folded), origin
+    return "".join(folded), tuple(origin)
 
 
 def _primary_terms(query: str) -> list[str]:

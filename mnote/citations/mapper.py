@@ -146,21 +146,40 @@ def _normalise(text: str) -> str:
     return " ".join(text.split())
 
 
+# A chunk's first and last characters locate the blocks it was cut from.
+ANCHOR_CHARS = 60
+
+
+def _blocks_by_text(chunk_text: str, sidecar: Sidecar) -> tuple[list[Block], str]:
+    """The blocks a chunk was made from, by text: LightRAG joins whole blocks
+    (cut at the chunk's edges), so the chunk's head and tail each sit in a
+    block, and the blocks between them belong to it too."""
+    chunk = _normalise(chunk_text)
+    contents = sidecar.normalised_contents
+    if not chunk:
+        return [], "no_block_match"
+    head, tail = chunk[:ANCHOR_CHARS], chunk[-ANCHOR_CHARS:]
+    first = next((i for i, text in enumerate(contents) if head in text), None)
+    start = first or 0
+    last = next((i for i in range(start, len(contents)) if tail in contents[i]), None)
+    if first is not None and last is not None:
+        return list(sidecar.blocks[first : last + 1]), "text_exact"
+    if first is not None or last is not None:
+        return [sidecar.blocks[first if first is not None else last]], "text_exact_one_edge"
+    # Rare (text rewritten by the parser): fuzzy, on a bounded slice of text.
+    scored = [(fuzz.partial_ratio(chunk[:600], text[:1500]), b) for text, b in zip(contents, sidecar.blocks)]
+    return [b for score, b in scored if score >= FUZZY_BLOCK_THRESHOLD], "text_fuzzy"
+
+
 def _match_block(chunk_text: str, sidecar: Sidecar, candidate_ids: tuple[str, ...], query: str) -> tuple[Block | None, str]:
     """The block a chunk comes from: the storage's exact link when there is
-    one, else text matching (exact, then fuzzy). A chunk spanning several
-    blocks resolves to the one holding its query-centred window."""
+    one, else text matching. A chunk spanning several blocks resolves to the
+    one holding its query-centred window."""
     if candidate_ids:
         blocks = [sidecar.by_id[i] for i in candidate_ids if i in sidecar.by_id]
         how = "chunk_store_refs"
     else:
-        chunk_norm = _normalise(chunk_text)
-        blocks = [b for b in sidecar.blocks if _normalise(b.content) and (_normalise(b.content) in chunk_norm or chunk_norm in _normalise(b.content))]
-        how = "text_exact"
-        if not blocks:
-            scored = [(fuzz.partial_ratio(chunk_norm[:2000], _normalise(b.content)[:4000]), b) for b in sidecar.blocks]
-            blocks = [b for score, b in scored if score >= FUZZY_BLOCK_THRESHOLD]
-            how = "text_fuzzy"
+        blocks, how = _blocks_by_text(chunk_text, sidecar)
     if not blocks:
         return None, "no_block_match"
     if len(blocks) == 1:
@@ -173,8 +192,7 @@ def _match_block(chunk_text: str, sidecar: Sidecar, candidate_ids: tuple[str, ..
         text = clean_display_text(block.content)
         return (lexical_score(text, query), fuzz.partial_ratio(window, text), -block.index)
 
-    best = max(blocks, key=holds_query)
-    return best, how + "+query_window"
+    return max(blocks, key=holds_query), how + "+query_window"
 
 
 def _resource_kind(name: str) -> str:

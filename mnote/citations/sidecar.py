@@ -8,7 +8,7 @@ and never trusted to exist (other storage back-ends have no JSON store).
 import json
 import logging
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path, PurePosixPath
 
 log = logging.getLogger(__name__)
@@ -44,6 +44,12 @@ class Sidecar:
     @property
     def document_format(self) -> str:
         return str(self.meta.get("document_format", "")).lower()
+
+    @cached_property
+    def normalised_contents(self) -> tuple[str, ...]:
+        """Each block's content with whitespace collapsed, computed once per
+        sidecar (text matching compares every chunk against every block)."""
+        return tuple(" ".join(b.content.split()) for b in self.blocks)
 
     @property
     def bbox_max(self) -> float:
