@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import os
 import shutil
@@ -68,6 +69,21 @@ def library_dir(tmp_path, settings):
 
 
 @pytest.fixture
+def lightrag_dirs(tmp_path, settings):
+    """LightRAG's input and working directories, empty, in a temporary folder."""
+    inputs, storage = tmp_path / "inputs", tmp_path / "rag_storage"
+    inputs.mkdir()
+    storage.mkdir()
+    settings.MNOTE_LIGHTRAG = dataclasses.replace(settings.MNOTE_LIGHTRAG, input_dir=inputs, working_dir=storage)
+    return inputs, storage
+
+
+@pytest.fixture
+def input_dir(lightrag_dirs):
+    return lightrag_dirs[0]
+
+
+@pytest.fixture
 def member(django_user_model):
     return django_user_model.objects.create_user("mia", password="member-pass-123")
 
@@ -99,6 +115,23 @@ def embedded_stack(tmp_path_factory):
     stack.start()
     yield stack
     stack.stop()
+
+
+@pytest.fixture
+def demo_library(live_lightrag, library_dir):
+    """Our demo documents in a root, indexed by the real LightRAG."""
+    from mnote.library.ingest import wait_until_settled
+    from mnote.library.models import IndexedRoot
+    from mnote.library.provider import lightrag_client
+    from mnote.library.sync import sync_root
+
+    shutil.copytree(REPO_DIR / "mnote" / "demo" / "library", library_dir / "demo")
+    root = IndexedRoot.objects.create(name="Demo", path="demo")
+    sync_root(root)
+    with lightrag_client() as client:
+        assert wait_until_settled(client, timeout=300, interval=0.5)
+    assert set(root.sources.values_list("status", flat=True)) == {"indexed"}
+    return root
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ are in test_api_auth.py.
     cd /work/main && .venv/bin/python -m pytest tests/test_api.py
 """
 
-import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -23,15 +22,6 @@ MAPPER_FIXTURES = Path(__file__).parent / "fixtures" / "mapper"
 GAMMA_DOC = "doc-b7cf006581394ea318c700a870cecd9f"
 ORBIT_DOC = "doc-f7cc584058d4dd48ec0d1bbaac8e1ca0"
 QUERY = "mirror re-aluminised coating chamber"
-
-
-@pytest.fixture
-def lightrag_dirs(tmp_path, settings):
-    inputs, storage = tmp_path / "inputs", tmp_path / "rag_storage"
-    inputs.mkdir()
-    storage.mkdir()
-    settings.MNOTE_LIGHTRAG = dataclasses.replace(settings.MNOTE_LIGHTRAG, input_dir=inputs, working_dir=storage)
-    return inputs, storage
 
 
 def install_sidecar(inputs: Path, lightrag_name: str, fixture: str) -> None:

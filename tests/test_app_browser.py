@@ -2,31 +2,16 @@
 LightRAG: search, open, ask, share — and what still works when LightRAG is
 down. Screenshots of each page, in English and Chinese, go to artifacts/."""
 
-import shutil
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
-from mnote.library.ingest import wait_until_settled
-from mnote.library.models import IndexedRoot
-from mnote.library.provider import lightrag_client
-from mnote.library.sync import sync_root
 from tests.conftest import ARTIFACTS, log_in
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.integration]
 
 DEMO = Path(__file__).resolve().parent.parent / "mnote" / "demo" / "library"
-
-
-@pytest.fixture
-def demo_library(live_lightrag, library_dir):
-    shutil.copytree(DEMO, library_dir / "demo")
-    root = IndexedRoot.objects.create(name="Demo", path="demo")
-    sync_root(root)
-    with lightrag_client() as client:
-        assert wait_until_settled(client, timeout=300, interval=0.5)
-    return root
 
 
 def shoot(page, name: str) -> None:

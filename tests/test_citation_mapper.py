@@ -1,4 +1,3 @@
-import dataclasses
 import json
 import re
 import shutil
@@ -16,15 +15,6 @@ pytestmark = pytest.mark.django_db
 FIXTURES = Path(__file__).parent / "fixtures" / "mapper"
 ZETA_DOC = "doc-3aa1ef546a56349469a2f766153e485b"
 ORBIT_DOC = "doc-f7cc584058d4dd48ec0d1bbaac8e1ca0"
-
-
-@pytest.fixture
-def lightrag_dirs(tmp_path, settings):
-    inputs, storage = tmp_path / "inputs", tmp_path / "rag_storage"
-    inputs.mkdir()
-    storage.mkdir()
-    settings.MNOTE_LIGHTRAG = dataclasses.replace(settings.MNOTE_LIGHTRAG, input_dir=inputs, working_dir=storage)
-    return inputs, storage
 
 
 @pytest.fixture
@@ -131,7 +121,7 @@ def test_it_deduplicates_chunks_of_the_same_block_and_keeps_different_blocks(roo
 
 def test_it_uses_the_chunk_stores_exact_block_links(root, lightrag_dirs):
     inputs, storage = lightrag_dirs
-    gamma = indexed_source(root, "gamma.docx", "doc-b7cf006581394ea318c700a870cecd9f", lightrag_name="gamma.docx")
+    indexed_source(root, "gamma.docx", "doc-b7cf006581394ea318c700a870cecd9f", lightrag_name="gamma.docx")
     install_sidecar(inputs, "gamma.docx", "server_gamma.blocks.jsonl")
     shutil.copy(FIXTURES / "sdk_kv_store_text_chunks.json", storage / "kv_store_text_chunks.json")
     from tests.conftest import recorded
@@ -160,7 +150,7 @@ def test_it_maps_a_response_that_has_chunks_but_no_references(root, lightrag_dir
 
 
 def test_a_reference_without_doc_id_does_not_match_a_deleted_row(root, lightrag_dirs):
-    gone = Source.objects.create(root=root, relative_path="old.md", absolute_path="/x/old.md", lightrag_name="old.md",
+    Source.objects.create(root=root, relative_path="old.md", absolute_path="/x/old.md", lightrag_name="old.md",
                                  lightrag_doc_id="", status=Source.Status.REMOVED, stale=True)
     mapped = map_query_data(
         result({"reference_id": "1", "content": "old text", "file_path": "old.md", "chunk_id": "chunk-without-doc"}),

@@ -5,7 +5,6 @@ LightRAG's unmapped documents, and the roots pages.
     cd /work/main && .venv/bin/python -m pytest -q tests/test_dashboard.py
 """
 
-import dataclasses
 import re
 
 import httpx
@@ -28,13 +27,6 @@ def lightrag_up(fake_lightrag):
 def lightrag_down(fake_lightrag):
     refused = httpx.ConnectError("Connection refused")
     return fake_lightrag.on("GET", "/health", refused).on("POST", "/documents/paginated", refused)
-
-
-@pytest.fixture
-def input_dir(tmp_path, settings):
-    inputs = tmp_path / "inputs"
-    settings.MNOTE_LIGHTRAG = dataclasses.replace(settings.MNOTE_LIGHTRAG, input_dir=inputs)
-    return inputs
 
 
 @pytest.fixture

@@ -20,15 +20,6 @@ def root(library_dir):
     return IndexedRoot.objects.create(name="Papers", path="papers", exclude_patterns=["**/private/**"])
 
 
-@pytest.fixture
-def input_dir(tmp_path, settings):
-    import dataclasses
-
-    inputs = tmp_path / "inputs"
-    settings.MNOTE_LIGHTRAG = dataclasses.replace(settings.MNOTE_LIGHTRAG, input_dir=inputs)
-    return inputs
-
-
 def test_it_links_the_file_into_lightrags_inputs_without_copying(root, input_dir, library_dir):
     source = Source.objects.create(root=root, relative_path="alpha.md",
                                    absolute_path=str(root.absolute_path / "alpha.md"))

@@ -4,7 +4,6 @@ reindex one source, clear stale records, and the library status.
     cd /work/main && .venv/bin/python -m pytest tests/test_library_commands.py
 """
 
-import dataclasses
 import io
 import os
 
@@ -16,13 +15,6 @@ from django.core.management import CommandError, call_command
 from mnote.library.models import IndexedRoot, Job, Source
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def input_dir(tmp_path, settings):
-    inputs = tmp_path / "inputs"
-    settings.MNOTE_LIGHTRAG = dataclasses.replace(settings.MNOTE_LIGHTRAG, input_dir=inputs)
-    return inputs
 
 
 @pytest.fixture

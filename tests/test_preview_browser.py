@@ -3,17 +3,13 @@ second citation of the same file moves the highlight without reloading it,
 and the answer is honest when a passage cannot be found."""
 
 import json
-import shutil
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
 from mnote.citations.search import full_library_search
-from mnote.library.ingest import wait_until_settled
 from mnote.library.models import IndexedRoot, Source
-from mnote.library.provider import lightrag_client
-from mnote.library.sync import sync_root
 from tests.pdf_factory import make_pdf
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
@@ -44,17 +40,6 @@ def count_frame_navigations(page) -> list:
     navigations = []
     page.on("framenavigated", lambda frame: navigations.append(frame.url) if frame != page.main_frame else None)
     return navigations
-
-
-@pytest.fixture
-def demo_library(live_lightrag, library_dir):
-    shutil.copytree(DEMO, library_dir / "demo")
-    root = IndexedRoot.objects.create(name="Demo", path="demo")
-    sync_root(root)
-    with lightrag_client() as client:
-        assert wait_until_settled(client, timeout=300, interval=0.5)
-    assert set(root.sources.values_list("status", flat=True)) == {"indexed"}
-    return root
 
 
 @pytest.mark.integration

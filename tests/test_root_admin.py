@@ -4,7 +4,6 @@ refused with a reason, registry rows change only through actions.
     cd /work/main && .venv/bin/python -m pytest tests/test_root_admin.py
 """
 
-import dataclasses
 import os
 
 import pytest
@@ -13,13 +12,6 @@ from django.contrib.messages import get_messages
 from mnote.library.models import IndexedRoot, Job, Source
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def input_dir(tmp_path, settings):
-    inputs = tmp_path / "inputs"
-    settings.MNOTE_LIGHTRAG = dataclasses.replace(settings.MNOTE_LIGHTRAG, input_dir=inputs)
-    return inputs
 
 
 @pytest.fixture

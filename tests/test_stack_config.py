@@ -16,7 +16,6 @@ import pytest
 
 from mnote.lightrag import NO_LLM_MODEL, load_config
 from mnote.stack.processes import (
-    EMBEDDING_DIM,
     EMBEDDING_MODEL,
     ManagedProcess,
     StackError,

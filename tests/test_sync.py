@@ -1,4 +1,3 @@
-import dataclasses
 import os
 import time
 
@@ -9,13 +8,6 @@ from mnote.library.models import IndexedRoot, Job, Source
 from mnote.library.sync import delete_index, prune_registry, reindex_source, sync_root
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def input_dir(tmp_path, settings):
-    inputs = tmp_path / "inputs"
-    settings.MNOTE_LIGHTRAG = dataclasses.replace(settings.MNOTE_LIGHTRAG, input_dir=inputs)
-    return inputs
 
 
 @pytest.fixture

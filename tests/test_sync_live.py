@@ -4,7 +4,6 @@ what is in the roots, as the files are now."""
 import hashlib
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest

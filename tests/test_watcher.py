@@ -19,13 +19,6 @@ pytestmark = pytest.mark.django_db
 QUIET = 0.3
 
 
-@pytest.fixture
-def input_dir(tmp_path, settings):
-    inputs = tmp_path / "inputs"
-    settings.MNOTE_LIGHTRAG = dataclasses.replace(settings.MNOTE_LIGHTRAG, input_dir=inputs)
-    return inputs
-
-
 def make_root(library_dir, name, *, run_on_change=True, **fields):
     folder = library_dir / name
     folder.mkdir()
