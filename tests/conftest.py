@@ -53,6 +53,14 @@ class RecordedLightRAG:
         return httpx.MockTransport(self.handler)
 
 
+@pytest.fixture(autouse=True)
+def forget_recent_health():
+    """Each test sees its own LightRAG's health, not one cached by another."""
+    from mnote.library import provider
+
+    provider._recent.clear()
+
+
 @pytest.fixture
 def fake_lightrag(settings):
     fake = RecordedLightRAG()

@@ -11,7 +11,7 @@ from mnote.citations.answer_badges import AnsweredSentence, extractive_answer, p
 from mnote.citations.citation_text import query_terms
 from mnote.citations.mapper import MappedResult, map_query_data
 from mnote.library.models import Source
-from mnote.library.provider import lightrag_client
+from mnote.library.provider import lightrag_client, recent_health
 
 MODES = ("naive", "local", "global", "hybrid", "mix")
 _WHY_NOT_IN_LIGHTRAG = {
@@ -42,7 +42,7 @@ def full_library_search(
     Raises the LightRAG client's typed errors (unavailable, busy, rejected).
     """
     with lightrag_client() as client:
-        health = client.health()
+        health = recent_health(client)
         result = client.query_data(query, mode=mode, top_k=top_k, chunk_top_k=chunk_top_k, enable_rerank=enable_rerank)
     mapped = map_query_data(
         result,

@@ -1,6 +1,7 @@
 """The LightRAG client as the web app uses it: configured from settings, and
 turned into a report a page can always render, whatever state LightRAG is in."""
 
+import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
@@ -17,6 +18,24 @@ def lightrag_client() -> LightRAGClient:
     # Tests put an httpx.MockTransport here; production leaves it unset.
     transport = getattr(settings, "MNOTE_LIGHTRAG_TRANSPORT", None)
     return make_client(settings.MNOTE_LIGHTRAG, transport=transport)
+
+
+_recent: dict[str, tuple[float, Health]] = {}
+# Rerank and LLM availability change with a server restart, not per search.
+HEALTH_MAX_AGE_S = 15.0
+
+
+def recent_health(client: LightRAGClient) -> Health:
+    """LightRAG's health, asked at most every HEALTH_MAX_AGE_S per server:
+    searches need it for diagnostics, not to the second."""
+    key = settings.MNOTE_LIGHTRAG.base_url
+    now = time.monotonic()
+    cached = _recent.get(key)
+    if cached and now - cached[0] < HEALTH_MAX_AGE_S:
+        return cached[1]
+    health = client.health()
+    _recent[key] = (now, health)
+    return health
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@ here retries (the job ledger does).
 
 from __future__ import annotations
 
+import functools
 import math
+import ssl
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -167,8 +169,16 @@ def make_client(
         headers=headers,
         timeout=timeout or DEFAULT_TIMEOUT,
         transport=transport,
+        verify=_tls_context(),
     )
     return LightRAGClient(http, base_url=config.base_url)
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    # Building the default context loads the CA bundle (~15 ms); a client is
+    # made per request, so build it once per process.
+    return httpx.create_ssl_context()
 
 
 class LightRAGClient:

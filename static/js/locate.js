@@ -28,33 +28,22 @@
   }
 
   // Latin words, and CJK as character bigrams (CJK text has no spaces).
+  // Regex splitting, not a loop per character: a 10,000-paragraph document
+  // is tokenised in one pass when it is first located in.
+  const WORD = /[\p{L}\p{N}]+/gu;
+  const CJK_OR_NOT = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+|[^\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+/g;
   function tokens(text) {
     const out = [];
-    let word = "";
-    let run = "";
-    const flushWord = () => {
-      if (word.length >= 2 && !STOPWORDS.has(word)) out.push(word);
-      word = "";
-    };
-    const flushRun = () => {
-      if (run.length === 1) out.push(run);
-      for (let i = 0; i + 1 < run.length; i++) out.push(run.slice(i, i + 2));
-      run = "";
-    };
-    for (const ch of normalise(text)) {
-      if (CJK.test(ch)) {
-        flushWord();
-        run += ch;
-      } else if (/[\p{L}\p{N}]/u.test(ch)) {
-        flushRun();
-        word += ch;
-      } else {
-        flushWord();
-        flushRun();
+    for (const word of normalise(text).match(WORD) || []) {
+      for (const part of word.match(CJK_OR_NOT)) {
+        if (CJK.test(part[0])) {
+          if (part.length === 1) out.push(part);
+          for (let i = 0; i + 1 < part.length; i++) out.push(part.slice(i, i + 2));
+        } else if (part.length >= 2 && !STOPWORDS.has(part)) {
+          out.push(part);
+        }
       }
     }
-    flushWord();
-    flushRun();
     return out;
   }
 
@@ -67,19 +56,24 @@
     return copy.textContent || "";
   }
 
-  let blocks = null;
-  function indexBlocks() {
-    if (blocks) return blocks;
-    const elements = Array.from(doc.querySelectorAll("[data-block-index]"));
+  // Blocks with their tokens and the heading they sit under, and the
+  // document frequency of each token among them (for rarity weights).
+  function describe(elements) {
     let heading = "";
-    blocks = elements.map((element) => {
+    const described = elements.map((element) => {
       const text = blockText(element);
       if (element.dataset.headingLevel) heading = normalise(text).trim();
       return { element, text, heading, set: new Set(tokens(text)) };
     });
     const df = new Map();
-    for (const block of blocks) for (const t of block.set) df.set(t, (df.get(t) || 0) + 1);
-    blocks.df = df;
+    for (const block of described) for (const t of block.set) df.set(t, (df.get(t) || 0) + 1);
+    described.df = df;
+    return described;
+  }
+
+  let blocks = null;
+  function indexBlocks() {
+    if (!blocks) blocks = describe(Array.from(doc.querySelectorAll("[data-block-index]")));
     return blocks;
   }
 
@@ -92,10 +86,9 @@
 
   // Score runs of consecutive blocks [start, end) against the evidence text.
   function bestSpan(candidates, locator) {
-    const all = indexBlocks();
     const evidence = Array.from(new Set(tokens(locator.evidenceText || locator.displayQuote || "")));
     if (!evidence.length || !candidates.length) return null;
-    const weights = new Map(evidence.map((t) => [t, weightOf(t, all.df, all.length)]));
+    const weights = new Map(evidence.map((t) => [t, weightOf(t, candidates.df, candidates.length)]));
     const total = evidence.reduce((sum, t) => sum + weights.get(t), 0);
     const query = Array.from(new Set(tokens(locator.searchQuery || "")));
     const headingPath = locator.headingPath || [];
@@ -128,14 +121,16 @@
     return best;
   }
 
+  // The blocks from one paragraph id to another, tokenised on their own: the
+  // fast path need not index the whole document.
   function paraIdRange(paraIds) {
     if (!paraIds || !paraIds[0]) return null;
-    const all = indexBlocks();
-    const first = all.findIndex((b) => b.element.dataset.paraId === paraIds[0]);
+    const elements = Array.from(doc.querySelectorAll("[data-block-index]"));
+    const first = elements.findIndex((e) => e.dataset.paraId === paraIds[0]);
     if (first < 0) return null;
-    let last = all.findIndex((b, i) => i >= first && b.element.dataset.paraId === paraIds[1]);
+    let last = elements.findIndex((e, i) => i >= first && e.dataset.paraId === paraIds[1]);
     if (last < 0) last = first;
-    return all.slice(first, last + 1);
+    return describe(elements.slice(first, last + 1));
   }
 
   // --- highlighting -----------------------------------------------------------
