@@ -4,7 +4,7 @@ keeps working when LightRAG is down."""
 
 import json
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from django.db.models import Q
 
@@ -20,19 +20,33 @@ _GONE = (Source.Status.REMOVED, Source.Status.DELETE_SUBMITTED)
 
 
 def refresh_workspace_index(root: IndexedRoot) -> int:
-    """Read the text files of a root whose content changed since last time."""
+    """Read the text files of a root whose content changed since last time.
+
+    Plain rows and bulk writes: a sync of 10,000 files must not pay an ORM
+    round trip per unchanged file.
+    """
     known = dict(WorkspaceText.objects.filter(source__root=root).values_list("source_id", "sha256"))
-    changed = 0
-    for source in root.sources.exclude(status__in=_GONE).filter(deleted_at__isnull=True).exclude(sha256=""):
-        if PurePosixPath(source.file_name).suffix.lower() not in TEXT_SUFFIXES or known.get(source.pk) == source.sha256:
+    rows = (
+        root.sources.exclude(status__in=_GONE)
+        .filter(deleted_at__isnull=True)
+        .exclude(sha256="")
+        .values_list("pk", "relative_path", "absolute_path", "sha256")
+    )
+    fresh, changed = [], []
+    for pk, relative_path, absolute_path, sha256 in rows:
+        name = PurePosixPath(relative_path or absolute_path).name
+        if PurePosixPath(name).suffix.lower() not in TEXT_SUFFIXES or known.get(pk) == sha256:
             continue
         try:
-            text, _ = read_text(source.absolute_path)
+            text, _ = read_text(Path(absolute_path))
         except TextRejected:
             continue
-        WorkspaceText.objects.update_or_create(source=source, defaults={"sha256": source.sha256, "body": text[:MAX_INDEXED_CHARS]})
-        changed += 1
-    return changed
+        entry = WorkspaceText(source_id=pk, sha256=sha256, body=text[:MAX_INDEXED_CHARS])
+        (changed if pk in known else fresh).append(entry)
+    WorkspaceText.objects.bulk_create(fresh, batch_size=500)
+    for entry in changed:
+        WorkspaceText.objects.filter(source_id=entry.source_id).update(sha256=entry.sha256, body=entry.body)
+    return len(fresh) + len(changed)
 
 
 @dataclass
