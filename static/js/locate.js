@@ -161,7 +161,10 @@
   // Scroll this frame only: scrollIntoView would scroll the parent page too.
   function scrollToCenter(element) {
     const rect = element.getBoundingClientRect();
-    const offset = (window.innerHeight - Math.min(rect.height, window.innerHeight)) / 2;
+    // Centre in what the context panel leaves visible.
+    const contextPanel = document.getElementById("context-panel");
+    const visible = window.innerHeight - (contextPanel && !contextPanel.hidden ? contextPanel.offsetHeight : 0);
+    const offset = Math.max((visible - Math.min(rect.height, visible)) / 2, 0);
     window.scrollTo({ top: window.scrollY + rect.top - offset, behavior: "smooth" });
   }
 
