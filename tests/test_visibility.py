@@ -41,3 +41,23 @@ def test_it_does_not_count_hidden_sources_on_the_home_page(roots, member_client,
     page = member_client.get("/").content.decode()
     assert "1 source in MNote" in page
     assert "1 indexed root" in page
+
+
+def test_it_hides_a_restricted_source_from_preview_and_permalink(roots, member_client, admin_user, client, library_dir):
+    from mnote.citations.models import Citation
+
+    _, private, _ = roots
+    (library_dir / "lab").mkdir()
+    (library_dir / "lab" / "notes.md").write_text("# Batch\nYield 82 %.")
+    source = Source.objects.create(root=private, relative_path="notes.md", absolute_path=str(library_dir / "lab" / "notes.md"),
+                                   status="indexed", sha256="b" * 64)
+    cited = Citation.objects.create(source=source, source_path="lab/notes.md", source_sha256="b" * 64, precision="file",
+                                    display_quote="Yield 82 %.")
+    for url in (f"/preview/{source.pk}/", f"/preview/{source.pk}/original", f"/c/{cited.token}"):
+        response = member_client.get(url)
+        assert response.status_code == 404, url
+        assert b"notes.md" not in response.content and b"Yield" not in response.content
+
+    client.force_login(admin_user)
+    assert client.get(f"/preview/{source.pk}/").status_code == 200
+    assert b"Yield 82" in client.get(f"/c/{cited.token}").content
