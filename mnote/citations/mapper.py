@@ -69,10 +69,6 @@ class CitationView:
     def locator_json(self) -> str:
         return json.dumps(self.locator, ensure_ascii=False)
 
-    @property
-    def precision_label(self) -> str:
-        return _precision_label(self.precision, self.page)
-
     def as_json(self) -> dict:
         return {
             "citationId": self.citation_id,

@@ -36,13 +36,19 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def refresh_fingerprint(source: Source, stat: os.stat_result | None = None) -> bool:
-    """Bring sha256 / size / mtime up to date; hash only when size or mtime
-    moved (or no hash yet). Returns whether the content changed."""
+def current_sha256(source: Source, stat: os.stat_result | None = None) -> str:
+    """The file's hash as it is now: the registry's when size and mtime still
+    agree (no reading), else computed from the file."""
     stat = stat or os.stat(source.absolute_path)
     if source.sha256 and source.size == stat.st_size and source.mtime == stat.st_mtime:
-        return False
-    sha256 = file_sha256(Path(source.absolute_path))
+        return source.sha256
+    return file_sha256(Path(source.absolute_path))
+
+
+def refresh_fingerprint(source: Source, stat: os.stat_result | None = None) -> bool:
+    """Bring sha256 / size / mtime up to date. Returns whether the content changed."""
+    stat = stat or os.stat(source.absolute_path)
+    sha256 = current_sha256(source, stat)
     changed = bool(source.sha256) and sha256 != source.sha256
     source.sha256, source.size, source.mtime = sha256, stat.st_size, stat.st_mtime
     return changed

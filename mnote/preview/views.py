@@ -9,7 +9,8 @@ from django.views.decorators.http import require_GET
 
 from mnote.citations.models import Citation
 from mnote.library.models import Source
-from mnote.preview.render_cache import cached, current_sha256
+from mnote.library.ingest import current_sha256
+from mnote.preview.render_cache import cached
 from mnote.preview.text_render import TextRejected, render_markdown, render_plain_text
 
 _KINDS = {".docx": "docx", ".pdf": "pdf", ".md": "markdown", ".mdx": "markdown", ".txt": "text", ".log": "text"}
