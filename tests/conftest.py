@@ -54,6 +54,13 @@ class RecordedLightRAG:
 
 
 @pytest.fixture(autouse=True)
+def fast_password_hasher(settings):
+    """PBKDF2 costs over a second per user on a busy 2-core machine; tests
+    check who may log in, not the hash's strength."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
 def forget_recent_health():
     """Each test sees its own LightRAG's health, not one cached by another."""
     from mnote.library import provider
