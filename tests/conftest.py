@@ -53,6 +53,24 @@ class RecordedLightRAG:
         return httpx.MockTransport(self.handler)
 
 
+def pytest_configure(config):
+    """Caches and data the app writes at run time (preview renders, …) go to a
+    folder of this test session, never the checkout's data/, so a stale render
+    cannot survive from one run into the next."""
+    import tempfile
+
+    from django.conf import settings
+
+    settings.DATA_DIR = Path(tempfile.mkdtemp(prefix="mnote-test-data-"))
+
+
+def pytest_unconfigure(config):
+    from django.conf import settings
+
+    if settings.configured and settings.DATA_DIR.name.startswith("mnote-test-data-"):
+        shutil.rmtree(settings.DATA_DIR, ignore_errors=True)
+
+
 @pytest.fixture(autouse=True)
 def fast_password_hasher(settings):
     """PBKDF2 costs over a second per user on a busy 2-core machine; tests
