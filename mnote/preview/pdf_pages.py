@@ -32,6 +32,8 @@ from pathlib import Path
 
 from rapidfuzz import fuzz
 
+from mnote.preview.docx.safe_package import PreviewRejected
+
 log = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
@@ -57,7 +59,7 @@ MIN_FUZZY_CHARS = 20  # nor fuzzily below this: short strings match anything a l
 _REJECTED_EXIT = 3
 
 
-class PdfRejected(Exception):
+class PdfRejected(PreviewRejected):
     """The file cannot be previewed as a PDF; ``str(e)`` is a message for the user."""
 
 
@@ -744,3 +746,10 @@ def _continues(line: list, box: Sequence[float], axis: int) -> bool:
 
 if __name__ == "__main__":
     sys.exit(_child_main(sys.argv))
+
+
+def preview_pdf(fp, ctx) -> dict:
+    """Page sizes for the preview's page images; the PDF itself is read by
+    the limited subprocess, which opens it by path (``ctx.path``)."""
+    info = pdf_info(ctx.path)
+    return {"pages": [{"number": i + 1, "width": w, "height": h} for i, (w, h) in enumerate(info.pages)], "title": info.title or "", "html": ""}

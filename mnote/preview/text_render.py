@@ -18,15 +18,19 @@ class TextRejected(ValueError):
     """A text file we cannot show; the message says why."""
 
 
-def read_text(path: Path) -> tuple[str, bool]:
-    """The file's text (UTF-8, else the best guess) and whether it was cut."""
+def read_text(path, limit: int = MAX_TEXT_BYTES) -> tuple[str, bool]:
+    """The file's text (UTF-8, else the best guess) and whether it was cut;
+    ``path`` may be an open binary file (read from where it stands)."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_TEXT_BYTES + 1)
+        if hasattr(path, "read"):
+            data = path.read(limit + 1)
+        else:
+            with open(path, "rb") as f:
+                data = f.read(limit + 1)
     except OSError as e:
         raise TextRejected(_("This file cannot be read: %(error)s.") % {"error": e.strerror or e}) from e
-    truncated = len(data) > MAX_TEXT_BYTES
-    data = data[:MAX_TEXT_BYTES]
+    truncated = len(data) > limit
+    data = data[:limit]
     if b"\0" in data[:8192]:
         raise TextRejected(_("This file looks binary, not text; it cannot be previewed as text."))
     for encoding in ("utf-8-sig", "gb18030"):
@@ -87,3 +91,17 @@ def render_plain_text(path: Path) -> tuple[str, int, bool]:
         container.append(element)
         index += 1
     return "".join(lxml_html.tostring(child, encoding="unicode") for child in container), index, truncated
+
+
+def _preview(render_file, fp) -> dict:
+    html, blocks, truncated = render_file(fp)
+    warnings = [_("Only the beginning of this large file is shown.")] if truncated else []
+    return {"html": html, "blocks": blocks, "title": "", "warnings": warnings}
+
+
+def preview_markdown(fp, ctx) -> dict:
+    return _preview(render_markdown, fp)
+
+
+def preview_text(fp, ctx) -> dict:
+    return _preview(render_plain_text, fp)

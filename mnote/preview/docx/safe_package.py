@@ -271,7 +271,15 @@ class ZipPackage:
         self._members_folded: dict[str, zipfile.ZipInfo] = {}
         total = 0
         for info in infos:
-            name = _safe_member_name(info.filename)
+            filename = info.filename
+            if not info.flag_bits & 0x800 and not filename.isascii():
+                # UTF-8 names written without the UTF-8 flag (many EPUB tools):
+                # zipfile decoded them as CP437.
+                try:
+                    filename = filename.encode("cp437").decode("utf-8")
+                except UnicodeError:
+                    pass
+            name = _safe_member_name(filename)
             if name is None:
                 raise self.invalid(f"it contains a file name that points outside the package ({info.filename[:80]!r})")
             if info.is_dir():
@@ -336,6 +344,36 @@ class ZipPackage:
         except RuntimeError as e:  # zipfile's "File is encrypted"
             raise self.invalid(f"{part[:80]} cannot be read ({e})") from e
         return b"".join(chunks)
+
+    def stream(self, part: str) -> BoundedStream | None:
+        """A part as a file-like stream for incremental parsing (a big sheet),
+        held to the same limits as ``read``; None if it is absent."""
+        info = self.member(part)
+        if info is None:
+            return None
+        try:
+            return BoundedStream(self, part, self._zip.open(info), min(info.file_size, self.limits.max_member_bytes))
+        except (zipfile.BadZipFile, zlib.error, OSError, ValueError, NotImplementedError, RuntimeError) as e:
+            raise self.invalid(f"the archive is damaged ({part[:80]} cannot be read)") from e
+
+    def iterparse(self, part: str, tag: str):
+        """(event, element) for each ``tag`` end of a part, streamed; the same
+        parser guarantees as ``xml`` (no DTD, entities, network)."""
+        stream = self.stream(part)
+        if stream is None:
+            return
+        head = stream.peek_head()
+        if _has_doctype(head):
+            raise self.invalid(f"{part[:80]} contains a document type declaration (DTD), which {self.writer} never writes")
+        try:
+            yield from etree.iterparse(
+                stream, events=("end",), tag=tag, resolve_entities=False, no_network=True, huge_tree=False, load_dtd=False,
+                remove_comments=True, remove_pis=True,
+            )  # fmt: skip
+        except etree.XMLSyntaxError as e:
+            raise self.invalid(f"{part[:80]} is not well-formed XML") from e
+        finally:
+            stream.close()
 
     # -- XML -----------------------------------------------------------------
 
@@ -423,6 +461,44 @@ _STRICT_BYTES = {k.encode(): v.encode() for k, v in STRICT_TO_TRANSITIONAL.items
 
 def _transitional_xmlns(match: re.Match) -> bytes:
     return match.group(1) + _STRICT_BYTES.get(match.group(2), match.group(2)) + match.group(3)
+
+
+class BoundedStream:
+    """A member of the package read as a stream, counted against the
+    package's byte budget as it goes."""
+
+    def __init__(self, package: ZipPackage, part: str, raw, limit: int):
+        self._package, self._part, self._raw, self._limit = package, part, raw, limit
+        self._size = 0
+        self._head = b""
+
+    def peek_head(self, n: int = 64 * 1024) -> bytes:
+        # A DTD must come before the root element, so the head shows it.
+        self._head = self._read(n)
+        return self._head
+
+    def _read(self, n: int) -> bytes:
+        package = self._package
+        try:
+            chunk = self._raw.read(n)
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, struct.error) as e:
+            raise package.invalid(f"the archive is damaged ({self._part[:80]} cannot be read)") from e
+        self._size += len(chunk)
+        package._read_total += len(chunk)
+        if self._size > self._limit:
+            raise package.invalid(f"{self._part[:80]} is larger than its archive says")
+        if package._read_total > package.limits.max_total_bytes:
+            raise PreviewRejected(f"This document is too large to preview (more than {_mb(package.limits.max_total_bytes)} uncompressed).")
+        return chunk
+
+    def read(self, n: int = -1) -> bytes:
+        if self._head:
+            head, self._head = self._head, b""
+            return head
+        return self._read(_CHUNK if n is None or n < 0 else min(n, _CHUNK))
+
+    def close(self) -> None:
+        self._raw.close()
 
 
 class DocxPackage(ZipPackage):
