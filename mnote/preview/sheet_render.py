@@ -282,7 +282,7 @@ def preview_xlsx(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
         sheets = workbook.find(f"{{{ns}}}sheets")
         first = (ctx.page - 1) * PAGE_ROWS
         for sheet in list(sheets if sheets is not None else [])[:MAX_SHEETS]:
-            rel = rels.get(sheet.get(f"{{{rns}}}id", ""))
+            rel = rels.get(sheet.get(f"{{{rns}}}id") or sheet.get(f"{{{R}}}id", ""))
             if rel is None or not rel.part or rel.kind != "worksheet":
                 continue  # chart sheets and dialog sheets hold no cells
             name = sheet.get("name") or posixpath.basename(rel.part)

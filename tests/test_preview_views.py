@@ -1,0 +1,88 @@
+"""The preview view for each kind of file: one page, its renderer from the
+table of kinds, pictures through one asset URL, clear messages."""
+
+import pytest
+
+from mnote.library.models import IndexedRoot, Source
+from tests import preview_files as files
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def shelf(library_dir, settings, tmp_path):
+    settings.DATA_DIR = tmp_path / "data"
+    folder = library_dir / "shelf"
+    folder.mkdir()
+    root = IndexedRoot.objects.create(name="Shelf", path="shelf")
+
+    def add(name: str, make=None) -> Source:
+        path = folder / name
+        if make:
+            make(path)
+        return Source.objects.create(root=root, relative_path=name, absolute_path=str(path), status="indexed")
+
+    return add
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "kind", "text"),
+    [
+        ("review.pptx", files.make_pptx, "pptx", "Mirror maintenance"),
+        ("budget.xlsx", files.make_xlsx, "xlsx", "Mirror coating"),
+        ("guide.epub", files.make_epub, "epub", "Reflectors"),
+        ("report.odt", files.make_odt, "odt", "Observatory report"),
+        ("menu.rtf", files.make_rtf, "rtf", "Observatory café menu"),
+        ("pointing.py", files.make_code, "code", "hour_angle"),
+        ("dome.html", files.make_html, "html", "Opening the dome"),
+    ],
+)
+def test_it_previews_each_kind_with_blocks_to_locate(shelf, member_client, name, make, kind, text):
+    source = shelf(name, make)
+    response = member_client.get(f"/preview/{source.pk}/")
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert f'data-kind="{kind}"' in page and text in page and "data-block-index" in page
+    assert "There is no preview" not in page
+
+
+def test_it_serves_a_pictures_of_a_presentation_through_the_asset_url(shelf, member_client):
+    source = shelf("review.pptx", files.make_pptx)
+    page = member_client.get(f"/preview/{source.pk}/").content.decode()
+    src = page.split('<img src="', 1)[1].split('"', 1)[0]
+
+    picture = member_client.get(src)
+    assert picture.status_code == 200 and picture["Content-Type"] == "image/png"
+    assert picture.content.startswith(b"\x89PNG") and "sandbox" in picture["Content-Security-Policy"]
+    assert member_client.get(f"/preview/{source.pk}/image/ppt/slides/slide1.xml").status_code == 404
+    assert member_client.get(f"/preview/{source.pk}/image/../../etc/passwd.png").status_code == 404
+
+
+def test_it_pages_a_big_sheet_and_refuses_a_bad_page_number_quietly(shelf, member_client):
+    source = shelf("big.xlsx", lambda p: files.make_xlsx(p, rows=1_200))
+    second = member_client.get(f"/preview/{source.pk}/?rows_page=2").content.decode()
+    assert 'data-row="501"' in second and 'data-row="500"' not in second
+    first = member_client.get(f"/preview/{source.pk}/?rows_page=nonsense").content.decode()
+    assert 'data-row="1"' in first and "?rows_page=2" in first
+
+
+def test_a_broken_file_gets_a_clear_message_not_an_error(shelf, member_client):
+    source = shelf("broken.pptx", lambda p: p.write_bytes(b"PK\x03\x04 damaged"))
+    response = member_client.get(f"/preview/{source.pk}/")
+    assert response.status_code == 200
+    assert "This file is not a valid PowerPoint presentation" in response.content.decode()
+
+
+def test_a_kind_shown_as_original_only_says_so(shelf, member_client):
+    source = shelf("notes.textpack", lambda p: p.write_bytes(b"PK\x05\x06" + b"\0" * 18))
+    page = member_client.get(f"/preview/{source.pk}/").content.decode()
+    assert "open the original instead" in page
+
+
+def test_an_image_file_is_shown_and_served_only_as_an_image(shelf, member_client):
+    source = shelf("dome.png", lambda p: p.write_bytes(files.png_bytes()))
+    page = member_client.get(f"/preview/{source.pk}/").content.decode()
+    assert f"/preview/{source.pk}/image/file" in page
+    served = member_client.get(f"/preview/{source.pk}/image/file")
+    assert served["Content-Type"] == "image/png" and served["X-Content-Type-Options"] == "nosniff"
