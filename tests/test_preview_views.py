@@ -86,3 +86,11 @@ def test_an_image_file_is_shown_and_served_only_as_an_image(shelf, member_client
     assert f"/preview/{source.pk}/image/file" in page
     served = member_client.get(f"/preview/{source.pk}/image/file")
     assert served["Content-Type"] == "image/png" and served["X-Content-Type-Options"] == "nosniff"
+
+
+def test_the_words_a_renderer_adds_follow_the_readers_language(shelf, member_client):
+    source = shelf("review.pptx", files.make_pptx)
+    chinese = member_client.get(f"/preview/{source.pk}/", HTTP_ACCEPT_LANGUAGE="zh-CN,zh;q=0.9").content.decode()
+    english = member_client.get(f"/preview/{source.pk}/", HTTP_ACCEPT_LANGUAGE="en-US,en;q=0.9").content.decode()
+    assert "演讲者备注" in chinese and "Speaker notes" not in chinese
+    assert "Speaker notes" in english  # not the cached Chinese rendering

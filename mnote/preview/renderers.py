@@ -56,8 +56,10 @@ def asset_loader_for(kind: Kind) -> Callable[[BinaryIO, str], Image] | None:
     return _resolve(kind, "load_asset")
 
 
-def render_cache_key(kind: Kind, ctx: PreviewContext) -> str:
-    return kind.name if ctx.page == 1 else f"{kind.name}-p{ctx.page}"
+def render_cache_key(kind: Kind, ctx: PreviewContext, language: str = "") -> str:
+    """Renderers put a few words in the reader's language (tabs, "Speaker notes")."""
+    key = kind.name if ctx.page == 1 else f"{kind.name}-p{ctx.page}"
+    return f"{key}-{language}" if language else key
 
 
 # --- images inside packages (DOCX, PPTX, EPUB, ODT) and image files ----------

@@ -6,6 +6,7 @@ from django import forms
 from django.http import FileResponse, Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
@@ -111,7 +112,7 @@ def document(request, source_id: int):
             with open_source(source) as fp:
                 return render_file(fp, ctx)
 
-        context["rendered"] = cached(render_cache_key(kind, ctx), sha256, render_now)
+        context["rendered"] = cached(render_cache_key(kind, ctx, get_language() or ""), sha256, render_now)
     except _rejections() as e:
         context["problem"] = str(e)
     except OSError as e:
