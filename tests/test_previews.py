@@ -127,7 +127,7 @@ def test_it_shows_each_sheet_as_a_table_with_tabs_and_cell_ranges(tmp_path):
     assert last.get("data-sheet") == "Observing log" and last.get("data-range") == "A3:B3"
     assert "0.6 arcsec" in last.text_content()
     # Row numbers are drawn by CSS, so they are not text the locator matches.
-    assert rows[1].text_content() == "Mirror coating1200.52024-03-01"
+    assert rows[1].text_content() == "Mirror coating\t1200.5\t2024-03-01\t"
 
 
 def test_a_big_sheet_is_paged(tmp_path):

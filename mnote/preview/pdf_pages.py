@@ -32,8 +32,6 @@ from pathlib import Path
 
 from rapidfuzz import fuzz
 
-from mnote.preview.docx.safe_package import PreviewRejected
-
 log = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
@@ -59,7 +57,7 @@ MIN_FUZZY_CHARS = 20  # nor fuzzily below this: short strings match anything a l
 _REJECTED_EXIT = 3
 
 
-class PdfRejected(PreviewRejected):
+class PdfRejected(Exception):
     """The file cannot be previewed as a PDF; ``str(e)`` is a message for the user."""
 
 

@@ -38,6 +38,7 @@ _CELL_REF = re.compile(r"([A-Z]{1,3})(\d+)$")
 # Built-in number formats that are dates (ECMA-376 18.8.30).
 _DATE_FORMATS = set(range(14, 23)) | {45, 46, 47}
 _EPOCH = datetime(1899, 12, 30)
+_EPOCH_1904 = datetime(1904, 1, 1)
 
 
 class XlsxPackage(ZipPackage):
@@ -97,6 +98,8 @@ class _Table:
         for value in cells:
             td = etree.SubElement(row, "td")
             td.text = value[:MAX_CELL_CHARS]
+            # Cells stay words apart in the row's text, which the locator matches.
+            td.tail = "\t"
 
     def finish(self) -> None:
         head_row = etree.SubElement(self.head, "tr")
@@ -200,20 +203,20 @@ def _date_styles(package: XlsxPackage, part: str | None, ns: str = S) -> set[int
     return found
 
 
-def _number(value: str, is_date: bool) -> str:
+def _number(value: str, is_date: bool, epoch: datetime = _EPOCH) -> str:
     try:
         number = float(value)
     except ValueError:
         return value
     if is_date and 0 < number < 2_958_466:
-        moment = _EPOCH + timedelta(days=number)
+        moment = epoch + timedelta(days=number)
         return moment.strftime("%Y-%m-%d %H:%M:%S") if number % 1 else moment.strftime("%Y-%m-%d")
     if number.is_integer() and abs(number) < 1e15:
         return str(int(number))
     return f"{number:.15g}"
 
 
-def _cell_value(cell, strings: list[str], dates: set[int], ns: str = S) -> str:
+def _cell_value(cell, strings: list[str], dates: set[int], ns: str = S, epoch: datetime = _EPOCH) -> str:
     kind = cell.get("t", "n")
     if kind == "inlineStr":
         return "".join(t.text or "" for t in cell.iter(f"{{{ns}}}t"))
@@ -228,10 +231,10 @@ def _cell_value(cell, strings: list[str], dates: set[int], ns: str = S) -> str:
         return "TRUE" if raw == "1" else "FALSE"
     if kind in ("str", "e"):
         return raw
-    return _number(raw, int(cell.get("s", "0") or 0) in dates) if raw else ""
+    return _number(raw, int(cell.get("s", "0") or 0) in dates, epoch) if raw else ""
 
 
-def _sheet_rows(package, part, strings, dates, deadline, first, last, ns: str = S):
+def _sheet_rows(package, part, strings, dates, deadline, first, last, ns: str = S, epoch: datetime = _EPOCH):
     """(row number, cell texts) of rows first < number <= last, and the sheet's row count."""
     rows = []
     total = 0
@@ -250,7 +253,7 @@ def _sheet_rows(package, part, strings, dates, deadline, first, last, ns: str = 
                     break
                 cells.extend([""] * (column - len(cells)))
                 if column == len(cells):
-                    cells.append(_cell_value(cell, strings, dates, ns))
+                    cells.append(_cell_value(cell, strings, dates, ns, epoch))
             rows.append((number, cells))
         row.clear()
         # Rows already seen are dropped so a big sheet is never held whole.
@@ -276,6 +279,9 @@ def preview_xlsx(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
         styles_part = package.related_part(workbook_part, "styles")
         strings = _shared_strings(package, strings_part, deadline, ns)
         dates = _date_styles(package, styles_part, ns)
+        props = workbook.find(f"{{{ns}}}workbookPr")
+        # Workbooks from old Macs count days from 1904.
+        epoch = _EPOCH_1904 if props is not None and props.get("date1904") in ("1", "true") else _EPOCH
         article = etree.Element("article", {"class": "sheets"})
         names, warnings = [], []
         block = 0
@@ -289,7 +295,7 @@ def preview_xlsx(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
             if sheet.get("state") in ("hidden", "veryHidden"):
                 name += " " + _("(hidden)")
             table = _Table(article, len(names), name, block)
-            rows, total = _sheet_rows(package, rel.part, strings, dates, deadline, first, first + PAGE_ROWS, ns)
+            rows, total = _sheet_rows(package, rel.part, strings, dates, deadline, first, first + PAGE_ROWS, ns, epoch)
             for number, cells in rows:
                 table.add_row(number, cells)
             table.finish()
