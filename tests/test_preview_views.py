@@ -94,3 +94,17 @@ def test_the_words_a_renderer_adds_follow_the_readers_language(shelf, member_cli
     english = member_client.get(f"/preview/{source.pk}/", HTTP_ACCEPT_LANGUAGE="en-US,en;q=0.9").content.decode()
     assert "演讲者备注" in chinese and "Speaker notes" not in chinese
     assert "Speaker notes" in english  # not the cached Chinese rendering
+
+
+def test_a_citation_past_the_first_page_of_a_big_sheet_opens_its_page(shelf, member_client):
+    import json
+    from urllib.parse import quote
+
+    source = shelf("big.xlsx", lambda p: files.make_xlsx(p, rows=3_000))
+    locator = {"precision": "paragraph", "sourceId": source.pk, "evidenceText": "Consumable 2500\t7500"}
+    page = member_client.get(f"/preview/{source.pk}/?locator={quote(json.dumps(locator))}").content.decode()
+    assert 'data-row="2503"' in page and 'data-row="1"' not in page
+    csv_source = shelf("log.csv", lambda p: p.write_text("".join(f"night {n},clear sky {n}\n" for n in range(6_000))))
+    locator["evidenceText"] = "night 4321 clear sky 4321"
+    page = member_client.get(f"/preview/{csv_source.pk}/?locator={quote(json.dumps(locator))}").content.decode()
+    assert 'data-row="4322"' in page

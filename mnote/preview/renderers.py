@@ -8,7 +8,7 @@ whose blocks carry ``data-block-index``), ``blocks``, ``title`` and
 user's file, opened read-only by the preview view (the one place files are
 opened); a renderer reads it and never closes it. A renderer module may
 also define ``load_asset(fp, part) -> Image`` for the pictures it links to
-through ``ctx.asset_url``.
+through ``ctx.asset_url``, and a paged kind ``page_of(fp, ctx, text)``.
 """
 
 from __future__ import annotations
@@ -54,6 +54,11 @@ def renderer_for(kind: Kind) -> Callable[[BinaryIO, PreviewContext], dict] | Non
 
 def asset_loader_for(kind: Kind) -> Callable[[BinaryIO, str], Image] | None:
     return _resolve(kind, "load_asset")
+
+
+def page_finder_for(kind: Kind) -> Callable[[BinaryIO, PreviewContext, str], int | None] | None:
+    """A paged kind's ``page_of(fp, ctx, text)``: the page a cited passage is on."""
+    return _resolve(kind, "page_of")
 
 
 def render_cache_key(kind: Kind, ctx: PreviewContext, language: str = "") -> str:

@@ -143,18 +143,22 @@ def _result(article, blocks: int, title: str, warnings: list[str]) -> dict:
 # --- CSV ----------------------------------------------------------------------
 
 
-def preview_csv(fp, ctx) -> dict:
-    text, truncated = read_text(fp, MAX_CSV_BYTES)
+def _csv_rows(text: str):
     try:
         dialect = csv.Sniffer().sniff(text[:8192], delimiters=",;\t|")
     except csv.Error:
         dialect = csv.excel
+    return enumerate(csv.reader(io.StringIO(text, newline=""), dialect), start=1)
+
+
+def preview_csv(fp, ctx) -> dict:
+    text, truncated = read_text(fp, MAX_CSV_BYTES)
     article = etree.Element("article", {"class": "sheets"})
     table = _Table(article, 0, ctx.path.name if ctx.path else "CSV", 0)
     first = (ctx.page - 1) * PAGE_ROWS
     total = 0
     try:
-        for number, row in enumerate(csv.reader(io.StringIO(text, newline=""), dialect), start=1):
+        for number, row in _csv_rows(text):
             total = number
             if first < number <= first + PAGE_ROWS:
                 table.add_row(number, row)
@@ -234,8 +238,9 @@ def _cell_value(cell, strings: list[str], dates: set[int], ns: str = S, epoch: d
     return _number(raw, int(cell.get("s", "0") or 0) in dates, epoch) if raw else ""
 
 
-def _sheet_rows(package, part, strings, dates, deadline, first, last, ns: str = S, epoch: datetime = _EPOCH):
-    """(row number, cell texts) of rows first < number <= last, and the sheet's row count."""
+def _sheet_rows(package, part, strings, dates, deadline, first, last, ns: str = S, epoch: datetime = _EPOCH, visit=None):
+    """(row number, cell texts) of rows first < number <= last, and the sheet's
+    row count; with ``visit``, every row goes to it instead and none is kept."""
     rows = []
     total = 0
     expected = 0
@@ -244,7 +249,7 @@ def _sheet_rows(package, part, strings, dates, deadline, first, last, ns: str = 
         number = int(row.get("r") or expected)
         expected = number
         total = max(total, number)
-        if first < number <= last:
+        if visit is not None or first < number <= last:
             cells: list[str] = []
             for position, cell in enumerate(row.iter(f"{{{ns}}}c")):
                 match = _CELL_REF.match(cell.get("r", ""))
@@ -254,7 +259,10 @@ def _sheet_rows(package, part, strings, dates, deadline, first, last, ns: str = 
                 cells.extend([""] * (column - len(cells)))
                 if column == len(cells):
                     cells.append(_cell_value(cell, strings, dates, ns, epoch))
-            rows.append((number, cells))
+            if visit is not None:
+                visit(number, cells)
+            else:
+                rows.append((number, cells))
         row.clear()
         # Rows already seen are dropped so a big sheet is never held whole.
         while row.getprevious() is not None:
@@ -264,29 +272,26 @@ def _sheet_rows(package, part, strings, dates, deadline, first, last, ns: str = 
     return rows, total
 
 
-def preview_xlsx(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
-    deadline = Deadline(limits.time_budget_s)
-    with XlsxPackage(fp, limits) as package:
+class _Workbook:
+    """A workbook's sheets (name, part) and what reading their cells needs."""
+
+    def __init__(self, package: XlsxPackage, deadline: Deadline):
+        self.package, self.deadline = package, deadline
         workbook_part = package.related_part("", "officeDocument") or "xl/workbook.xml"
         workbook = package.xml(workbook_part)
         if workbook is None or etree.QName(workbook).localname != "workbook":
             raise package.invalid("it has no workbook (is it a Word document or a presentation?)")
         # Strict OOXML workbooks use their own namespaces throughout.
-        ns = etree.QName(workbook).namespace or S
+        self.ns = ns = etree.QName(workbook).namespace or S
         rns = R if ns == S else STRICT_R
         rels = package.relationships(workbook_part)
-        strings_part = package.related_part(workbook_part, "sharedStrings")
-        styles_part = package.related_part(workbook_part, "styles")
-        strings = _shared_strings(package, strings_part, deadline, ns)
-        dates = _date_styles(package, styles_part, ns)
+        self.strings = _shared_strings(package, package.related_part(workbook_part, "sharedStrings"), deadline, ns)
+        self.dates = _date_styles(package, package.related_part(workbook_part, "styles"), ns)
         props = workbook.find(f"{{{ns}}}workbookPr")
         # Workbooks from old Macs count days from 1904.
-        epoch = _EPOCH_1904 if props is not None and props.get("date1904") in ("1", "true") else _EPOCH
-        article = etree.Element("article", {"class": "sheets"})
-        names, warnings = [], []
-        block = 0
+        self.epoch = _EPOCH_1904 if props is not None and props.get("date1904") in ("1", "true") else _EPOCH
+        self.sheets: list[tuple[str, str]] = []
         sheets = workbook.find(f"{{{ns}}}sheets")
-        first = (ctx.page - 1) * PAGE_ROWS
         for sheet in list(sheets if sheets is not None else [])[:MAX_SHEETS]:
             rel = rels.get(sheet.get(f"{{{rns}}}id") or sheet.get(f"{{{R}}}id", ""))
             if rel is None or not rel.part or rel.kind != "worksheet":
@@ -294,17 +299,73 @@ def preview_xlsx(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
             name = sheet.get("name") or posixpath.basename(rel.part)
             if sheet.get("state") in ("hidden", "veryHidden"):
                 name += " " + _("(hidden)")
-            table = _Table(article, len(names), name, block)
-            rows, total = _sheet_rows(package, rel.part, strings, dates, deadline, first, first + PAGE_ROWS, ns, epoch)
+            self.sheets.append((name, rel.part))
+
+    def rows(self, part: str, first: int, last: int, visit=None):
+        return _sheet_rows(self.package, part, self.strings, self.dates, self.deadline, first, last, self.ns, self.epoch, visit)
+
+
+def preview_xlsx(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
+    deadline = Deadline(limits.time_budget_s)
+    with XlsxPackage(fp, limits) as package:
+        book = _Workbook(package, deadline)
+        article = etree.Element("article", {"class": "sheets"})
+        block = 0
+        first = (ctx.page - 1) * PAGE_ROWS
+        for i, (name, part) in enumerate(book.sheets):
+            table = _Table(article, i, name, block)
+            rows, total = book.rows(part, first, first + PAGE_ROWS)
             for number, cells in rows:
                 table.add_row(number, cells)
             table.finish()
             _pager(article, table, ctx.page, total, ctx.options.get("page_url", "?rows_page="))
-            names.append(name)
             block = table.block
             deadline.check()
-        _tabs(article, names)
-    return _result(article, block, "", warnings)
+        _tabs(article, [name for name, _part in book.sheets])
+    return _result(article, block, "", [])
+
+
+# --- which page holds a cited passage ----------------------------------------------
+
+_WORD = re.compile(r"\w+")
+
+
+class _BestRow:
+    """The row sharing most words with the evidence (the first such row)."""
+
+    def __init__(self, evidence: str):
+        self.wanted = {w.lower() for w in _WORD.findall(evidence)}
+        self.score, self.number = 0, None
+
+    def __call__(self, number: int, cells: list[str]) -> None:
+        score = len(self.wanted.intersection(w.lower() for w in _WORD.findall(" ".join(cells))))
+        if score > self.score:
+            self.score, self.number = score, number
+
+    @property
+    def page(self) -> int | None:
+        return (self.number - 1) // PAGE_ROWS + 1 if self.number else None
+
+
+def page_of(fp, ctx, evidence: str, limits=DEFAULT_LIMITS) -> int | None:
+    """The page of a paged sheet a citation's text is on, so the preview opens
+    there (the locator then finds the row); None when nothing matches."""
+    best = _BestRow(evidence)
+    if not best.wanted:
+        return None
+    if ctx.path is not None and ctx.path.suffix.lower() == ".csv":
+        text, _truncated = read_text(fp, MAX_CSV_BYTES)
+        try:
+            for number, row in _csv_rows(text):
+                best(number, row)
+        except csv.Error:
+            return None
+        return best.page
+    with XlsxPackage(fp, limits) as package:
+        book = _Workbook(package, Deadline(limits.time_budget_s))
+        for _name, part in book.sheets:
+            book.rows(part, 0, 0, visit=best)
+    return best.page
 
 
 def load_asset(fp, part):

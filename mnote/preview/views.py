@@ -16,7 +16,7 @@ from mnote.library.ingest import current_sha256
 from mnote.library.models import Source
 from mnote.preview.docx.safe_package import PreviewRejected
 from mnote.preview.render_cache import cached
-from mnote.preview.renderers import PreviewContext, asset_loader_for, render_cache_key, renderer_for
+from mnote.preview.renderers import PreviewContext, asset_loader_for, page_finder_for, render_cache_key, renderer_for
 from mnote.preview.text_render import TextRejected
 
 _LOCATOR_KEYS = {
@@ -72,6 +72,18 @@ def _rejections():
     return (PreviewRejected, PdfRejected, TextRejected)
 
 
+def _page_of_passage(source: Source, kind, path: Path, evidence: str) -> int | None:
+    """A cited passage past the first page of a big sheet: open that page."""
+    find = page_finder_for(kind)
+    if find is None:
+        return None
+    try:
+        with open_source(source) as fp:
+            return find(fp, PreviewContext(path=path), evidence[:4000])
+    except (PreviewRejected, TextRejected, OSError):
+        return None  # the render below says what is wrong
+
+
 @require_GET
 def document(request, source_id: int):
     """The preview of one source, made to sit in an iframe of the app's own
@@ -99,6 +111,8 @@ def document(request, source_id: int):
         context["problem"] = _("There is no preview for this kind of file; open the original instead.")
         return render(request, "preview/document.html", context)
     base = reverse("preview-asset", args=[source.pk, "x"]).removesuffix("x")
+    if rows_page == 1 and not request.GET.get("rows_page") and locator and locator.get("evidenceText"):
+        rows_page = _page_of_passage(source, kind, path, str(locator["evidenceText"])) or 1
     ctx = PreviewContext(
         asset_url=lambda part: base + part.lstrip("/"),
         path=path,
