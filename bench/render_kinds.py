@@ -140,7 +140,9 @@ def peer_code(path: Path) -> str:
     from pygments.lexers import get_lexer_for_filename
 
     code = path.read_text(encoding="utf-8")
-    page = lxml.html.fragment_fromstring(highlight(code, get_lexer_for_filename(path.name), HtmlFormatter(linenos="table")), create_parent="div")
+    page = lxml.html.fragment_fromstring(
+        highlight(code, get_lexer_for_filename(path.name), HtmlFormatter(linenos="table")), create_parent="div"
+    )
     return " ".join(t for cell in page.xpath("//td[@class='code']") for t in cell.itertext())  # not the line numbers
 
 
@@ -169,17 +171,27 @@ def gather(corpus: Path, tmp: Path, per_kind: int) -> dict[str, list[Path]]:
                 (pages / f"{book.stem}-{n}.html").write_bytes(archive.read(name))
     found["html"] = sorted(pages.iterdir())[:per_kind]
     repo = Path(__file__).resolve().parent.parent
-    code = sorted((repo / "mnote").rglob("*.py")) + sorted((repo / "static" / "js").glob("*.js")) + [repo / "static/css/mnote.css"]
+    code = (
+        sorted((repo / "mnote").rglob("*.py"))
+        + sorted((repo / "static" / "js").glob("*.js"))
+        + [repo / "static/css/mnote.css"]
+    )
     found["code"] = [p for p in code if p.stat().st_size > 2_000][:per_kind]
     generated = tmp / "generated"
     generated.mkdir()
     found["odt"] = [preview_files.make_odt(generated / "report.odt")]
     found["rtf"] = [preview_files.make_rtf(generated / "menu.rtf")]
     long_rtf = generated / "long.rtf"
-    long_rtf.write_text("{\\rtf1\\ansi\\ansicpg1252{\\fonttbl{\\f0 Arial;}}" + "".join(f"\\pard Line {i} of the caf\\'e9 log\\par\n" for i in range(3000)) + "}")
+    long_rtf.write_text(
+        "{\\rtf1\\ansi\\ansicpg1252{\\fonttbl{\\f0 Arial;}}"
+        + "".join(f"\\pard Line {i} of the caf\\'e9 log\\par\n" for i in range(3000))
+        + "}"
+    )
     found["rtf"].append(long_rtf)
     big_csv = generated / "log.csv"
-    big_csv.write_text("when,who,what\n" + "".join(f"2024-03-{i % 28 + 1:02d},observer {i % 7},clear night {i}\n" for i in range(400)))
+    big_csv.write_text(
+        "when,who,what\n" + "".join(f"2024-03-{i % 28 + 1:02d},observer {i % 7},clear night {i}\n" for i in range(400))
+    )
     found["csv"] = [big_csv]
     return found
 
@@ -216,7 +228,7 @@ def run(corpus: Path, tmp: Path, repeat: int, per_kind: int) -> dict:
                 continue
             try:
                 peer_cpu, peer_text = timed(PEERS[kind], path, repeat)
-            except Exception as e:  # a peer's own failure is a result, not a crash of the benchmark
+            except Exception as e:  # noqa: BLE001 (a peer's own failure is a result, not a crash of the benchmark)
                 rows.append({"file": path.name, "ours_cpu_s": our_cpu, "peer_error": f"{type(e).__name__}: {e}"[:200]})
                 continue
             mine, theirs = words(html_text(rendered["html"])), words(peer_text)

@@ -66,7 +66,15 @@ _register(
 # A TextBundle archive: LightRAG reads its Markdown; the preview offers the original.
 _register(Kind("textpack", (".textpack",)))
 # Images are not ingested by LightRAG 1.5.7; a preview shows them should one be a source.
-_register(Kind("image", (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp"), "image_render:preview_image", indexed=False, image=True))
+_register(
+    Kind(
+        "image",
+        (".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp"),
+        "image_render:preview_image",
+        indexed=False,
+        image=True,
+    )
+)
 _register(Kind("image-original", (".tif", ".tiff", ".heic"), indexed=False, image=True))
 
 # As LightRAG 1.5.7 reports them (GET /documents/supported_file_types).

@@ -84,8 +84,8 @@ def make_epub(path: Path, extra_chapter_html: str = "") -> Path:
     chapters = []
     texts = [
         ("Refractors", "<p>Refractors use lenses; chromatic aberration troubles cheap ones.</p>"),
-        ("Reflectors", f'<p>{PASSAGE}</p><p><img src="images/dome.png" alt="The dome"/></p>'
-                       '<p>See <a href="chap_1.xhtml">the chapter on refractors</a>.</p>'),
+        ("Reflectors", (f'<p>{PASSAGE}</p><p><img src="images/dome.png" alt="The dome"/></p>'
+                        '<p>See <a href="chap_1.xhtml">the chapter on refractors</a>.</p>')),
         ("Mounts", "<p>An equatorial mount follows the sky with one motor.</p>" + extra_chapter_html),
     ]  # fmt: skip
     for n, (title, body) in enumerate(texts, start=1):
@@ -143,9 +143,13 @@ def make_odt(path: Path) -> Path:
 RTF = (
     r"{\rtf1\ansi\ansicpg1252\deff0\nouicompat{\fonttbl{\f0\fnil\fcharset0 Calibri;}}"
     r"{\colortbl ;\red255\green0\blue0;}{\*\generator Riched20 10.0.19041}\viewkind4\uc1 "
-    "\n" r"\pard\sa200\sl276\slmult1\f0\fs22\lang9 Observatory caf\'e9 menu\par" "\n"
-    r"\b " + PASSAGE + r"\b0\par" "\n"
-    r"Price: 5 \u8364? per cup\par" "\n}"
+    "\n"
+    r"\pard\sa200\sl276\slmult1\f0\fs22\lang9 Observatory caf\'e9 menu\par"
+    "\n"
+    r"\b " + PASSAGE + r"\b0\par"
+    "\n"
+    r"Price: 5 \u8364? per cup\par"
+    "\n}"
 )
 
 
@@ -175,16 +179,20 @@ def make_code(path: Path, text: str = CODE) -> Path:
     return path
 
 
-HTML = """<!DOCTYPE html>
+HTML = (
+    """<!DOCTYPE html>
 <html><head><title>Dome manual</title><script>document.title = "owned"</script>
 <link rel="stylesheet" href="https://cdn.example.com/x.css"></head>
 <body onload="alert(1)"><h1>Opening the dome</h1>
-<p style="background:url(https://tracker.example.com/p.gif)">""" + PASSAGE + """</p>
+<p style="background:url(https://tracker.example.com/p.gif)">"""
+    + PASSAGE
+    + """</p>
 <p><img src="https://tracker.example.com/pixel.png" alt="tracking pixel"> <a href="javascript:alert(2)">click</a>
 <a href="https://example.com/manual">the maker's manual</a> <a href="#safety">safety</a></p>
 <iframe src="https://evil.example.com/"></iframe><form action="https://evil.example.com/"><input name="q"></form>
 <h2 id="safety">Safety</h2><p onclick="alert(3)">Never open the dome in rain.</p></body></html>
 """
+)
 
 
 def make_html(path: Path, text: str = HTML) -> Path:

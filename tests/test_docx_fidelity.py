@@ -42,8 +42,8 @@ def test_a_drop_cap_is_joined_to_its_word(tmp_path):
 
 
 def _with_headers(tmp_path: Path) -> Path:
-    header = f'<w:hdr {XMLNS}><w:p><w:r><w:t>Confidential – Observatory board</w:t></w:r></w:p></w:hdr>'
-    same_words = f'<w:hdr {XMLNS}><w:p><w:r><w:t>Confidential – Observatory board</w:t></w:r></w:p></w:hdr>'
+    header = f"<w:hdr {XMLNS}><w:p><w:r><w:t>Confidential – Observatory board</w:t></w:r></w:p></w:hdr>"
+    same_words = f"<w:hdr {XMLNS}><w:p><w:r><w:t>Confidential – Observatory board</w:t></w:r></w:p></w:hdr>"
     footer = (f'<w:ftr {XMLNS}><w:p><w:r><w:t xml:space="preserve">Page </w:t></w:r>'
               f'<w:fldSimple w:instr="PAGE"><w:r><w:t>1</w:t></w:r></w:fldSimple></w:p>'
               f'<w:p><w:r><w:t>Only the footer names the author: R. Hooke</w:t></w:r></w:p></w:ftr>')  # fmt: skip
@@ -75,9 +75,17 @@ def test_page_headers_and_footers_are_shown_once_and_marked(tmp_path):
 
 
 def test_the_stylesheet_styles_every_class_the_renderer_emits():
-    css = (REPO_DIR / "static" / "css" / "mnote.css").read_text() + (REPO_DIR / "static" / "css" / "preview.css").read_text()
+    css = (REPO_DIR / "static" / "css" / "mnote.css").read_text() + (
+        REPO_DIR / "static" / "css" / "preview.css"
+    ).read_text()
     source = (REPO_DIR / "mnote" / "preview" / "docx" / "body_html.py").read_text()
-    emitted = set(re.findall(r"docx-[a-z]+(?:-[a-z]+)*", source)) - {"docx-level", "docx-fn", "docx-en", "docx-ref", "docx-bm"}  # prefixes of classes and ids
+    emitted = set(re.findall(r"docx-[a-z]+(?:-[a-z]+)*", source)) - {
+        "docx-level",
+        "docx-fn",
+        "docx-en",
+        "docx-ref",
+        "docx-bm",
+    }  # prefixes of classes and ids
     emitted |= {"docx-headers", "docx-footers", "docx-center", "docx-right", "docx-quote", "docx-subtitle"}
     unstyled = sorted(c for c in emitted if not re.search(rf"\.{re.escape(c)}\b", css))
     assert unstyled == []

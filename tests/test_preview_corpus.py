@@ -41,9 +41,13 @@ def check(path: Path) -> str:
         return "rejected"
     assert time.monotonic() - started < 10, path.name
     root = lxml.html.fragment_fromstring(result["html"], create_parent="div")
-    assert not root.xpath("//script|//iframe|//object|//embed|//form|//svg|//*[@onload or @onerror or @style]"), path.name
+    assert not root.xpath("//script|//iframe|//object|//embed|//form|//svg|//*[@onload or @onerror or @style]"), (
+        path.name
+    )
     # Links leave for the web (new tab), stay in the page, or page a big sheet.
-    assert all(h.startswith(("http:", "https:", "mailto:", "#", "?rows_page=")) for h in root.xpath("//a/@href")), path.name
+    assert all(h.startswith(("http:", "https:", "mailto:", "#", "?rows_page=")) for h in root.xpath("//a/@href")), (
+        path.name
+    )
     assert all(s.startswith("/asset/") for s in root.xpath("//img/@src")), path.name
     indexes = [int(i) for i in root.xpath("//@data-block-index")]
     assert indexes == list(range(len(indexes))) and len(indexes) == result["blocks"], path.name

@@ -28,7 +28,13 @@ def shelf(library_dir, settings, tmp_path):
 
 
 def open_at(page, live_server, source, evidence, query=""):
-    locator = {"precision": "paragraph", "sourceId": source.pk, "evidenceText": evidence, "searchQuery": query, "displayQuote": evidence}
+    locator = {
+        "precision": "paragraph",
+        "sourceId": source.pk,
+        "evidenceText": evidence,
+        "searchQuery": query,
+        "displayQuote": evidence,
+    }
     page.goto(f"{live_server.url}/preview/{source.pk}/?locator={quote(json.dumps(locator))}")
     page.locator("#document[data-initial-status]").wait_for(timeout=15_000)
     return page.locator("#document").get_attribute("data-initial-status")
@@ -51,18 +57,26 @@ def test_it_lands_on_the_slide_and_shape_of_a_presentation(shelf, logged_in_page
 def test_it_lands_on_the_row_of_a_sheet_and_names_its_cell_range(shelf, logged_in_page, live_server):
     source = shelf("budget.xlsx", files.make_xlsx)
     page = logged_in_page
-    status = open_at(page, live_server, source, "2 Perfect seeing on the spectrograph run, 0.6 arcsec all night", "seeing")
+    status = open_at(
+        page, live_server, source, "2 Perfect seeing on the spectrograph run, 0.6 arcsec all night", "seeing"
+    )
     assert status == "exact"
     found = hit(page)
     assert found.get_attribute("data-sheet") == "Observing log" and found.get_attribute("data-range") == "A3:B3"
     # The row number is drawn, not text.
-    assert page.locator('th.row-number[data-n="3"]').first.evaluate("el => getComputedStyle(el, '::before').content") == '"3"'
+    assert (
+        page.locator('th.row-number[data-n="3"]').first.evaluate("el => getComputedStyle(el, '::before').content")
+        == '"3"'
+    )
 
 
 def test_it_lands_on_the_paragraph_of_a_book(shelf, logged_in_page, live_server):
     source = shelf("guide.epub", files.make_epub)
     page = logged_in_page
-    assert open_at(page, live_server, source, "recoated with aluminium in the vacuum chamber", "vacuum") in ("exact", "fuzzy")
+    assert open_at(page, live_server, source, "recoated with aluminium in the vacuum chamber", "vacuum") in (
+        "exact",
+        "fuzzy",
+    )
     found = hit(page)
     assert found.inner_text() == files.PASSAGE and found.get_attribute("data-chapter")
     picture = page.locator("section.epub-chapter img").first

@@ -135,7 +135,7 @@ def test_a_big_sheet_is_paged(tmp_path):
     first = render(path)
     third = render(path, page=3)
 
-    budget_rows = lambda result: [r for r in blocks(result) if r.get("data-sheet") == "Budget"]  # noqa: E731
+    budget_rows = lambda result: [r for r in blocks(result) if r.get("data-sheet") == "Budget"]
     assert len(budget_rows(first)) == 500
     assert budget_rows(third)[0].get("data-row") == "1001"
     assert budget_rows(third)[-1].get("data-row") == "1203"
@@ -144,7 +144,7 @@ def test_a_big_sheet_is_paged(tmp_path):
 
 def test_a_csv_file_is_a_table_whatever_its_delimiter(tmp_path):
     path = tmp_path / "stars.csv"
-    path.write_text("name;magnitude;note\nSirius;-1.46;brightest\nVega;0.03;\"standard; zero point\"\n")
+    path.write_text('name;magnitude;note\nSirius;-1.46;brightest\nVega;0.03;"standard; zero point"\n')
     result = render(path)
 
     rows = blocks(result)
@@ -210,7 +210,7 @@ def test_a_web_page_is_sanitised_the_same_way(tmp_path):
     assert result["title"] == "Dome manual"
     assert block_texts(result)[:2] == ["Opening the dome", files.PASSAGE]
     assert "[tracking pixel]" in root.text_content()
-    assert root.xpath("//a[.=\"the maker's manual\"]/@rel") == ["noopener noreferrer"]
+    assert root.xpath('//a[.="the maker\'s manual"]/@rel') == ["noopener noreferrer"]
     assert root.xpath("//a[.='safety']/@href") == ["#h-safety"] and root.xpath("//*[@id='h-safety']")
 
 
@@ -325,7 +325,11 @@ def hostile(kind: str, attack: str, tmp_path: Path) -> Path:
         return rewrite(path, add={"../../etc/passwd": b"root:x:0:0"})
     if attack == "traversal target":
         if kind == "epub":
-            opf = zipfile.ZipFile(path).read(FIRST_PART[kind]).replace(b'href="chap_1.xhtml"', b'href="../../../../etc/passwd"')
+            opf = (
+                zipfile.ZipFile(path)
+                .read(FIRST_PART[kind])
+                .replace(b'href="chap_1.xhtml"', b'href="../../../../etc/passwd"')
+            )
             return rewrite(path, replace={FIRST_PART[kind]: opf})
         rels = "ppt/slides/_rels/slide1.xml.rels" if kind == "pptx" else "xl/_rels/workbook.xml.rels"
         data = zipfile.ZipFile(path).read(rels)

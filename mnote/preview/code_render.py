@@ -63,7 +63,9 @@ def render_code(text: str, file_name: str) -> tuple[str, int]:
     for number, runs in enumerate(lines, start=1):
         blank = not any(value.strip() for _, value in runs)
         if block is None or (end_block and not blank) or lines_in_block >= MAX_BLOCK_LINES:
-            block = lxml_html.Element("div", {"class": "code-block", "data-block-index": str(count), "data-line-start": str(number)})
+            block = lxml_html.Element(
+                "div", {"class": "code-block", "data-block-index": str(count), "data-line-start": str(number)}
+            )
             container.append(block)
             count += 1
             lines_in_block = 0

@@ -10,7 +10,6 @@ opened through the guarded ZIP package (bounded reads, a time budget).
 
 from __future__ import annotations
 
-import posixpath
 import re
 from urllib.parse import unquote, urlsplit
 
@@ -113,7 +112,9 @@ def _toc(package: EpubPackage, opf_part: str, manifest: dict, spine, book: _Book
             if entries:
                 return entries
     ncx_id = spine.get("toc") if spine is not None else None
-    ncx = manifest.get(ncx_id or "") or next((item for item in manifest.values() if item[1] == "application/x-dtbncx+xml"), None)
+    ncx = manifest.get(ncx_id or "") or next(
+        (item for item in manifest.values() if item[1] == "application/x-dtbncx+xml"), None
+    )
     root = package.package_xml(ncx[0]) if ncx and package.member(ncx[0]) else None
     if root is not None:
         target = book.link_target(ncx[0])
@@ -168,7 +169,9 @@ def preview_epub(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
         block = 0
         for number, part in enumerate(order, start=1):
             body = parse(decode(package.read(part) or b""))
-            content = sanitise(body, link_target=book.link_target(part), image_src=book.image_src(part), id_prefix=f"c{number}-")
+            content = sanitise(
+                body, link_target=book.link_target(part), image_src=book.image_src(part), id_prefix=f"c{number}-"
+            )
             content.set("class", "epub-chapter")
             content.set("id", f"chapter-{number}")
             content.set("data-chapter", str(number))
@@ -182,7 +185,12 @@ def preview_epub(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
             deadline.check()
         if not order:
             warnings.append(_("This book has no chapters to show."))
-    return {"html": lxml_html.tostring(article, encoding="unicode"), "blocks": block, "title": title[:300], "warnings": warnings}
+    return {
+        "html": lxml_html.tostring(article, encoding="unicode"),
+        "blocks": block,
+        "title": title[:300],
+        "warnings": warnings,
+    }
 
 
 def load_asset(fp, part: str):

@@ -17,8 +17,17 @@ def preview_html(fp, ctx) -> dict:
     body = parse(decode(data[:MAX_TEXT_BYTES]))
     title_el = body.getroottree().find(".//title")
     title = " ".join((title_el.text_content() if title_el is not None else "").split())
-    container = sanitise(body, link_target=lambda href: "#h-" + href[1:] if href.startswith("#") and len(href) > 1 else None, id_prefix="h-")
+    container = sanitise(
+        body,
+        link_target=lambda href: "#h-" + href[1:] if href.startswith("#") and len(href) > 1 else None,
+        id_prefix="h-",
+    )
     container.set("class", "html-page")
     blocks = number_blocks(container)
     warnings = [_("Only the beginning of this large file is shown.")] if truncated else []
-    return {"html": lxml_html.tostring(container, encoding="unicode"), "blocks": blocks, "title": title[:300], "warnings": warnings}
+    return {
+        "html": lxml_html.tostring(container, encoding="unicode"),
+        "blocks": blocks,
+        "title": title[:300],
+        "warnings": warnings,
+    }

@@ -18,7 +18,25 @@ from collections.abc import Callable
 from lxml import etree
 from lxml import html as lxml_html
 
-BLOCK_TAGS = ("h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "td", "th", "pre", "blockquote", "dt", "dd", "figcaption", "caption", "div")
+BLOCK_TAGS = (
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "p",
+    "li",
+    "td",
+    "th",
+    "pre",
+    "blockquote",
+    "dt",
+    "dd",
+    "figcaption",
+    "caption",
+    "div",
+)
 _KEPT = {
     "a", "abbr", "b", "bdi", "bdo", "blockquote", "br", "caption", "cite", "code", "dd", "del", "dfn", "div", "dl", "dt",
     "em", "figcaption", "figure", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img", "ins", "kbd", "li", "mark", "ol",

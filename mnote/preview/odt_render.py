@@ -83,7 +83,12 @@ class _Writer:
                         self.blocks(item, li, depth + 1, numbered)
             elif tag == f"{{{TABLE}}}table":
                 self.table(child, out, depth)
-            elif tag == t("section") or tag == t("index-body") or etree.QName(tag).localname in ("table-of-content", "alphabetical-index", "illustration-index", "bibliography", "user-index"):
+            elif (
+                tag == t("section")
+                or tag == t("index-body")
+                or etree.QName(tag).localname
+                in ("table-of-content", "alphabetical-index", "illustration-index", "bibliography", "user-index")
+            ):
                 body = child.find(t("index-body"))
                 self.blocks(body if body is not None else child, out, depth + 1, numbered)
             elif tag == f"{{{DRAW}}}frame":
@@ -130,7 +135,15 @@ class _Writer:
                 self.note(child, el)
             elif tag == f"{{{DRAW}}}frame":
                 self.frame(child, el, depth, inline=True)
-            elif tag in (t("bookmark"), t("bookmark-start"), t("bookmark-end"), t("soft-page-break"), f"{{{OFFICE}}}annotation", f"{{{OFFICE}}}annotation-end", t("sequence-decls")):
+            elif tag in (
+                t("bookmark"),
+                t("bookmark-start"),
+                t("bookmark-end"),
+                t("soft-page-break"),
+                f"{{{OFFICE}}}annotation",
+                f"{{{OFFICE}}}annotation-end",
+                t("sequence-decls"),
+            ):
                 pass
             elif tag == t("a"):
                 a = etree.SubElement(el, "a")
@@ -161,7 +174,9 @@ class _Writer:
                 part = href.lstrip("./")
                 name = frame.get(f"{{{DRAW}}}name", "")
                 if part and browser_image(part) and self.package.member(part) is not None and self.asset_url:
-                    etree.SubElement(out, "img", {"src": self.asset_url(part), "alt": name, "class": "docx-image", "loading": "lazy"})
+                    etree.SubElement(
+                        out, "img", {"src": self.asset_url(part), "alt": name, "class": "docx-image", "loading": "lazy"}
+                    )
                 else:
                     span = etree.SubElement(out, "span", {"class": "docx-image-placeholder", "role": "img"})
                     span.text = f"[{name or _('image')}]"
@@ -213,7 +228,12 @@ def preview_odt(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
         meta = package.xml("meta.xml")
         title_el = meta.find(f".//{{{DC}}}title") if meta is not None else None
         title = " ".join((title_el.text or "").split()) if title_el is not None else ""
-    return {"html": lxml_html.tostring(article, encoding="unicode"), "blocks": writer.block, "title": (title or writer.title)[:300], "warnings": []}
+    return {
+        "html": lxml_html.tostring(article, encoding="unicode"),
+        "blocks": writer.block,
+        "title": (title or writer.title)[:300],
+        "warnings": [],
+    }
 
 
 def load_asset(fp, part: str):

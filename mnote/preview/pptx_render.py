@@ -83,7 +83,11 @@ class _Deck:
         self.pictures = 0
 
     def block_element(self, parent, tag: str, text: str, slide: int, shape: str, cls: str) -> etree._Element:
-        el = etree.SubElement(parent, tag, {"class": cls, "data-block-index": str(self.block), "data-slide": str(slide), "data-shape": shape})
+        el = etree.SubElement(
+            parent,
+            tag,
+            {"class": cls, "data-block-index": str(self.block), "data-slide": str(slide), "data-shape": shape},
+        )
         el.text = text
         self.block += 1
         return el
@@ -95,7 +99,11 @@ class _Deck:
                 continue
             ppr = paragraph.find(_a("pPr"))
             level = int(ppr.get("lvl", "0")) if ppr is not None and (ppr.get("lvl") or "0").isdigit() else 0
-            bullet = ppr is not None and ppr.find(_a("buNone")) is None and (ppr.find(_a("buChar")) is not None or ppr.find(_a("buAutoNum")) is not None)
+            bullet = (
+                ppr is not None
+                and ppr.find(_a("buNone")) is None
+                and (ppr.find(_a("buChar")) is not None or ppr.find(_a("buAutoNum")) is not None)
+            )
             el = self.block_element(parent, "p", text, slide, shape, cls)
             if level:
                 el.set("class", f"{cls} pptx-level-{min(level, 4)}")
@@ -122,7 +130,9 @@ class _Deck:
         blip = pic.find(f".//{_a('blip')}")
         alt = _shape_name(pic)
         rel = self.package.relationships(slide_part).get(blip.get(f"{{{R}}}embed", "")) if blip is not None else None
-        figure = etree.SubElement(parent, "figure", {"class": "pptx-picture", "data-slide": str(slide), "data-shape": _shape_id(pic)})
+        figure = etree.SubElement(
+            parent, "figure", {"class": "pptx-picture", "data-slide": str(slide), "data-shape": _shape_id(pic)}
+        )
         if rel is not None and rel.part and not rel.external and browser_image(rel.part) and self.asset_url:
             etree.SubElement(figure, "img", {"src": self.asset_url(rel.part), "alt": alt, "loading": "lazy"})
             self.pictures += 1
@@ -144,7 +154,9 @@ class _Deck:
                 if kind in _TITLE_TYPES:
                     text = " ".join(_paragraph_text(p) for p in body.iter(_a("p"))).strip()
                     if text:
-                        self.block_element(parent, "h2", text, slide, shape_id, "pptx-title").set("data-heading-level", "2")
+                        self.block_element(parent, "h2", text, slide, shape_id, "pptx-title").set(
+                            "data-heading-level", "2"
+                        )
                         self.title = self.title or text
                 elif kind == "subTitle":
                     self.text_frame(parent, body, slide, shape_id, "pptx-subtitle")
@@ -156,7 +168,7 @@ class _Deck:
                 tbl = shape.find(f".//{_a('tbl')}")
                 if tbl is not None:
                     self.table(parent, tbl, slide, shape_id)
-                elif shape.find(f".//{{*}}chart") is not None:
+                elif shape.find(".//{*}chart") is not None:
                     span = etree.SubElement(parent, "p", {"class": "img-alt"})
                     span.text = _("[chart]")
             elif tag == "pic":
@@ -207,7 +219,9 @@ def preview_pptx(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
             root = package.xml(rel.part) if rel is not None and rel.part else None
             if root is None:
                 continue
-            card = etree.SubElement(article, "section", {"class": "pptx-slide", "id": f"slide-{number}", "data-slide": str(number)})
+            card = etree.SubElement(
+                article, "section", {"class": "pptx-slide", "id": f"slide-{number}", "data-slide": str(number)}
+            )
             if root.get("show") == "0":
                 card.set("class", "pptx-slide pptx-hidden")
             label = etree.SubElement(card, "span", {"class": "pptx-slide-number"})
@@ -219,7 +233,12 @@ def preview_pptx(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
             deadline.check()
         if not slides:
             warnings.append(_("This presentation has no slides."))
-    return {"html": lxml_html.tostring(article, encoding="unicode"), "blocks": deck.block, "title": deck.title[:300], "warnings": warnings}
+    return {
+        "html": lxml_html.tostring(article, encoding="unicode"),
+        "blocks": deck.block,
+        "title": deck.title[:300],
+        "warnings": warnings,
+    }
 
 
 def load_asset(fp, part: str):

@@ -15,7 +15,9 @@ from .docx.safe_package import Deadline, PreviewRejected
 
 MAX_RTF_BYTES = 20 * 1024 * 1024
 MAX_DEPTH = 200
-_TOKEN = re.compile(rb"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?|\\'([0-9a-fA-F]{2})|\\(.)|([{}])|([^\\{}\r\n]+)|[\r\n]+", re.DOTALL)
+_TOKEN = re.compile(
+    rb"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?|\\'([0-9a-fA-F]{2})|\\(.)|([{}])|([^\\{}\r\n]+)|[\r\n]+", re.DOTALL
+)
 _SKIPPED = {
     b"fonttbl", b"colortbl", b"stylesheet", b"info", b"pict", b"object", b"header", b"footer", b"headerl", b"headerr",
     b"headerf", b"footerl", b"footerr", b"footerf", b"listtable", b"listoverridetable", b"revtbl", b"rsidtbl",
@@ -106,7 +108,9 @@ def rtf_paragraphs(data: bytes, deadline: Deadline | None = None) -> list[str]:
                 skip_chars -= 1
                 continue
             flush_bytes()
-            current.append({"~": "\u00a0", "-": "", "_": "\u2011"}.get(symbol.decode("latin-1"), symbol.decode("latin-1")))
+            current.append(
+                {"~": "\u00a0", "-": "", "_": "\u2011"}.get(symbol.decode("latin-1"), symbol.decode("latin-1"))
+            )
             continue
         if text:
             flush_bytes()

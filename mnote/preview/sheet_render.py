@@ -68,7 +68,9 @@ class _Table:
     """One sheet's page as an HTML table; rows are blocks."""
 
     def __init__(self, article: etree._Element, sheet_index: int, name: str, first_block: int):
-        self.section = etree.SubElement(article, "section", {"class": "sheet", "id": f"sheet-{sheet_index + 1}", "data-sheet": name})
+        self.section = etree.SubElement(
+            article, "section", {"class": "sheet", "id": f"sheet-{sheet_index + 1}", "data-sheet": name}
+        )
         heading = etree.SubElement(self.section, "h2", {"class": "sheet-name"})
         heading.text = name
         wrapper = etree.SubElement(self.section, "div", {"class": "sheet-scroll"})
@@ -137,7 +139,12 @@ def _tabs(article, names: list[str]) -> None:
 
 
 def _result(article, blocks: int, title: str, warnings: list[str]) -> dict:
-    return {"html": lxml_html.tostring(article, encoding="unicode"), "blocks": blocks, "title": title, "warnings": warnings}
+    return {
+        "html": lxml_html.tostring(article, encoding="unicode"),
+        "blocks": blocks,
+        "title": title,
+        "warnings": warnings,
+    }
 
 
 # --- CSV ----------------------------------------------------------------------
@@ -238,7 +245,9 @@ def _cell_value(cell, strings: list[str], dates: set[int], ns: str = S, epoch: d
     return _number(raw, int(cell.get("s", "0") or 0) in dates, epoch) if raw else ""
 
 
-def _sheet_rows(package, part, strings, dates, deadline, first, last, ns: str = S, epoch: datetime = _EPOCH, visit=None):
+def _sheet_rows(
+    package, part, strings, dates, deadline, first, last, ns: str = S, epoch: datetime = _EPOCH, visit=None
+):
     """(row number, cell texts) of rows first < number <= last, and the sheet's
     row count; with ``visit``, every row goes to it instead and none is kept."""
     rows = []
@@ -302,7 +311,9 @@ class _Workbook:
             self.sheets.append((name, rel.part))
 
     def rows(self, part: str, first: int, last: int, visit=None):
-        return _sheet_rows(self.package, part, self.strings, self.dates, self.deadline, first, last, self.ns, self.epoch, visit)
+        return _sheet_rows(
+            self.package, part, self.strings, self.dates, self.deadline, first, last, self.ns, self.epoch, visit
+        )
 
 
 def preview_xlsx(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
