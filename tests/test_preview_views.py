@@ -108,3 +108,27 @@ def test_a_citation_past_the_first_page_of_a_big_sheet_opens_its_page(shelf, mem
     locator["evidenceText"] = "night 4321 clear sky 4321"
     page = member_client.get(f"/preview/{csv_source.pk}/?locator={quote(json.dumps(locator))}").content.decode()
     assert 'data-row="4322"' in page
+
+
+def test_a_picture_with_spaces_and_any_script_in_its_name_is_served(shelf, member_client):
+    from ebooklib import epub
+
+    def make(path):
+        book = epub.EpubBook()
+        book.set_identifier("x")
+        book.set_title("Names")
+        book.add_item(
+            epub.EpubItem(uid="i", file_name="images/夏目 #1.png", media_type="image/png", content=files.png_bytes())
+        )
+        chapter = epub.EpubHtml(title="One", file_name="one.xhtml")
+        chapter.content = '<h1>One</h1><p><img src="images/%E5%A4%8F%E7%9B%AE%20%231.png" alt="portrait"/></p>'
+        book.add_item(chapter)
+        book.spine = [chapter]
+        book.add_item(epub.EpubNcx())
+        epub.write_epub(str(path), book)
+
+    source = shelf("names.epub", make)
+    page = member_client.get(f"/preview/{source.pk}/").content.decode()
+    src = page.split('<img alt="portrait" src="', 1)[1].split('"', 1)[0]
+    assert "%20%231.png" in src
+    assert member_client.get(src)["Content-Type"] == "image/png"

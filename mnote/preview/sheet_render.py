@@ -249,33 +249,60 @@ def _sheet_rows(
     package, part, strings, dates, deadline, first, last, ns: str = S, epoch: datetime = _EPOCH, visit=None
 ):
     """(row number, cell texts) of rows first < number <= last, and the sheet's
-    row count; with ``visit``, every row goes to it instead and none is kept."""
+    row count; with ``visit``, every row goes to it instead and none is kept.
+
+    Cells are read as each one ends and then dropped, rows likewise, so
+    neither a long sheet nor one very wide row is ever held whole."""
+    cell_tag, row_tag = f"{{{ns}}}c", f"{{{ns}}}row"
     rows = []
-    total = 0
-    expected = 0
-    for _event, row in package.iterparse(part, f"{{{ns}}}row"):
+    total = expected = number = 0
+    current = None  # the row whose cells are being read
+    wanted = False
+    cells: list[str] = []
+    position = 0
+
+    def start(row) -> None:
+        nonlocal current, expected, number, wanted, cells, position, total
+        current = row
         expected += 1
-        number = int(row.get("r") or expected)
+        written = row.get("r") or ""
+        number = int(written) if written.isdigit() else expected
         expected = number
         total = max(total, number)
-        if visit is not None or first < number <= last:
-            cells: list[str] = []
-            for position, cell in enumerate(row.iter(f"{{{ns}}}c")):
-                match = _CELL_REF.match(cell.get("r", ""))
+        wanted = visit is not None or first < number <= last
+        cells, position = [], 0
+
+    for _event, el in package.iterparse(part, (cell_tag, row_tag)):
+        if el.tag == cell_tag:
+            row = el.getparent()
+            if row is not current:
+                start(row)
+            if wanted and len(cells) < MAX_COLUMNS:
+                match = _CELL_REF.match(el.get("r", ""))
                 column = _column_index(match.group(1)) if match else position
-                if column >= MAX_COLUMNS:
-                    break
-                cells.extend([""] * (column - len(cells)))
-                if column == len(cells):
-                    cells.append(_cell_value(cell, strings, dates, ns, epoch))
+                if column < MAX_COLUMNS:
+                    cells.extend([""] * (column - len(cells)))
+                    if column == len(cells):
+                        cells.append(_cell_value(el, strings, dates, ns, epoch))
+            position += 1
+            if position % 50_000 == 0:
+                deadline.check()  # one very wide row
+            el.clear()
+            while el.getprevious() is not None:
+                del row[0]
+            continue
+        if el is not current:
+            start(el)  # a row without cells
+        if wanted:
             if visit is not None:
                 visit(number, cells)
             else:
                 rows.append((number, cells))
-        row.clear()
+        el.clear()
         # Rows already seen are dropped so a big sheet is never held whole.
-        while row.getprevious() is not None:
-            del row.getparent()[0]
+        while el.getprevious() is not None:
+            del el.getparent()[0]
+        current = None
         if number % 2_000 == 0:
             deadline.check()
     return rows, total

@@ -1,6 +1,7 @@
 import json
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 from django import forms
 from django.http import FileResponse, Http404, HttpResponse, JsonResponse
@@ -114,7 +115,8 @@ def document(request, source_id: int):
     if rows_page == 1 and not request.GET.get("rows_page") and locator and locator.get("evidenceText"):
         rows_page = _page_of_passage(source, kind, path, str(locator["evidenceText"])) or 1
     ctx = PreviewContext(
-        asset_url=lambda part: base + part.lstrip("/"),
+        # Part names may hold spaces, "#", "?" or any script (an EPUB's 夏目漱石.jpg).
+        asset_url=lambda part: base + quote(part.lstrip("/"), safe="/"),
         path=path,
         page=rows_page,
         options={"page_url": reverse("preview", args=[source.pk]) + "?rows_page="},
