@@ -1,3 +1,4 @@
+import hashlib
 import json
 from contextlib import contextmanager
 from pathlib import Path
@@ -74,13 +75,20 @@ def _rejections():
 
 
 def _page_of_passage(source: Source, kind, path: Path, evidence: str) -> int | None:
-    """A cited passage past the first page of a big sheet: open that page."""
+    """A cited passage past the first page of a big sheet: open that page
+    (found once per file content and passage, then cached)."""
     find = page_finder_for(kind)
     if find is None:
         return None
-    try:
+    evidence = evidence[:4000]
+
+    def find_now() -> dict:
         with open_source(source) as fp:
-            return find(fp, PreviewContext(path=path), evidence[:4000])
+            return {"page": find(fp, PreviewContext(path=path), evidence)}
+
+    key = f"{kind.name}-page-{hashlib.sha256(evidence.encode()).hexdigest()[:16]}"
+    try:
+        return cached(key, current_sha256(source), find_now)["page"]
     except (PreviewRejected, TextRejected, OSError):
         return None  # the render below says what is wrong
 
