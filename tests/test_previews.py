@@ -403,6 +403,17 @@ def test_a_hostile_package_is_refused_or_neutralised_quickly_with_bounded_memory
         assert expected in outcome["message"]
 
 
+def test_a_book_with_a_huge_chapter_is_shown_from_its_beginning_within_bounds(tmp_path):
+    path = files.make_epub(tmp_path / "huge.epub")
+    paragraphs = b"".join(b"<p>" + os.urandom(512).hex().encode() + b"</p>" for _ in range(30_000))  # 30 MB
+    huge = rewrite(path, replace={"EPUB/chap_3.xhtml": b"<html><body><h1>Mounts</h1>" + paragraphs + b"</body></html>"})
+    outcome = measured(huge)
+
+    assert not outcome["rejected"], outcome
+    assert outcome["seconds"] < 5 and outcome["rss_growth_mb"] < 300, outcome
+    assert files.PASSAGE in outcome["html"]
+
+
 def test_a_hostile_web_page_is_neutralised_quickly(tmp_path):
     lol = '<!ENTITY lol0 "lol">' + "".join(f'<!ENTITY lol{i} "{f"&lol{i - 1};" * 10}">' for i in range(1, 10))
     page = f"<!DOCTYPE html [{lol}]><html><body>{HOSTILE_CHAPTER * 2000}<p>&lol9;</p></body></html>"

@@ -27,6 +27,7 @@ CONTAINER = "urn:oasis:names:tc:opendocument:xmlns:container"
 NCX = "http://www.daisy.org/z3986/2005/ncx/"
 DC = "http://purl.org/dc/elements/1.1/"
 MAX_CHAPTERS = 2_000
+MAX_CHAPTER_BYTES = 8 * 1024 * 1024
 _CHAPTER_TYPES = {"application/xhtml+xml", "text/html", "application/x-dtbook+xml"}
 # An external DTD reference (no internal subset) declares nothing: dropped. An
 # internal subset could declare entities: the file is refused.
@@ -188,7 +189,12 @@ def preview_epub(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
                 a.text = label
         block = 0
         for number, part in enumerate(order, start=1):
-            body = parse(decode(package.read(part) or b""))
+            data = package.read(part) or b""
+            if len(data) > MAX_CHAPTER_BYTES:
+                # A parsed page takes ten times its size in memory: a huge chapter is cut.
+                data = data[:MAX_CHAPTER_BYTES]
+                warnings.append(_("A very long chapter is shown from its beginning only."))
+            body = parse(decode(data))
             content = sanitise(
                 body, link_target=book.link_target(part), image_src=book.image_src(part), id_prefix=f"c{number}-"
             )
