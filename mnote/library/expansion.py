@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 
 from django.utils.translation import gettext as _
 
-from mnote.kinds import SUPPORTED_EXTENSIONS  # noqa: F401  (re-exported: the one table of kinds)
+from mnote.kinds import SUPPORTED_EXTENSIONS  # the one table of kinds (mnote/kinds.py)
 
 SKIPPED_DIRS = frozenset({".mnote", ".git", "node_modules", "target", "__parsed__", ".venv"})
 
