@@ -76,10 +76,10 @@ class _Writer:
             if tag == t("p") or tag == t("h"):
                 self.paragraph(child, out, numbered, depth)
             elif tag == t("list"):
-                ul = etree.SubElement(out, "ul", {"class": "docx-list odt-list"})
+                ul = etree.SubElement(out, "ul", {"class": "odt-list"})
                 for item in child:
                     if item.tag in (t("list-item"), t("list-header")):
-                        li = etree.SubElement(ul, "li", {"class": "docx-li"})
+                        li = etree.SubElement(ul, "li")
                         self.blocks(item, li, depth + 1, numbered)
             elif tag == f"{{{TABLE}}}table":
                 self.table(child, out, depth)
@@ -221,9 +221,14 @@ def preview_odt(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
             ol = etree.SubElement(section, "ol")
             for label, note_body in writer.notes:
                 li = etree.SubElement(ol, "li", {"class": "docx-note"})
-                span = etree.SubElement(li, "span", {"class": "docx-note-label"})
-                span.text = label
                 writer.blocks(note_body, li, 1, numbered=False)
+                # The note's number leads its first paragraph, as in the DOCX preview.
+                first = li[0] if len(li) and li[0].tag == "p" else li
+                span = etree.Element("span", {"class": "docx-note-label"})
+                span.text = label
+                span.tail = " " + (first.text or "")
+                first.text = None
+                first.insert(0, span)
                 writer.mark(li)
         meta = package.xml("meta.xml")
         title_el = meta.find(f".//{{{DC}}}title") if meta is not None else None
