@@ -63,8 +63,8 @@ _register(
         "code_render:preview_code",
     )
 )
-# A TextBundle archive: LightRAG reads its Markdown; the preview offers the original.
-_register(Kind("textpack", (".textpack",)))
+# A TextBundle archive: its Markdown, and its pictures from inside it.
+_register(Kind("textpack", (".textpack",), "textpack_render:preview_textpack"))
 # Images are not ingested by LightRAG 1.5.7; a preview shows them should one be a source.
 _register(
     Kind(

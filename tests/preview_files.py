@@ -198,3 +198,20 @@ HTML = (
 def make_html(path: Path, text: str = HTML) -> Path:
     path.write_text(text)
     return path
+
+
+def make_textpack(path: Path) -> Path:
+    """A TextBundle as Bear and Ulysses export it: a zipped .textbundle folder."""
+    import json
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(
+            "Notes.textbundle/info.json", json.dumps({"version": 2, "type": "net.daringfireball.markdown"})
+        )
+        archive.writestr(
+            "Notes.textbundle/text.md",
+            f"# Dome notes\n\n{PASSAGE}\n\n![The dome](assets/dome.png)\n\n![remote](https://tracker.example.com/p.png)\n",
+        )
+        archive.writestr("Notes.textbundle/assets/dome.png", png_bytes())
+    return path

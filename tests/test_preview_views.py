@@ -35,6 +35,7 @@ def shelf(library_dir, settings, tmp_path):
         ("menu.rtf", files.make_rtf, "rtf", "Observatory café menu"),
         ("pointing.py", files.make_code, "code", "hour_angle"),
         ("dome.html", files.make_html, "html", "Opening the dome"),
+        ("notes.textpack", files.make_textpack, "textpack", "Dome notes"),
     ],
 )
 def test_it_previews_each_kind_with_blocks_to_locate(shelf, member_client, name, make, kind, text):
@@ -75,7 +76,7 @@ def test_a_broken_file_gets_a_clear_message_not_an_error(shelf, member_client):
 
 
 def test_a_kind_shown_as_original_only_says_so(shelf, member_client):
-    source = shelf("notes.textpack", lambda p: p.write_bytes(b"PK\x05\x06" + b"\0" * 18))
+    source = shelf("scan.tiff", lambda p: p.write_bytes(b"II*\x00" + b"\0" * 64))
     page = member_client.get(f"/preview/{source.pk}/").content.decode()
     assert "open the original instead" in page
 

@@ -237,6 +237,18 @@ def test_an_opendocument_text_reads_like_a_docx(tmp_path):
     assert root.xpath("//td/@data-block-index")
 
 
+def test_a_textbundle_shows_its_markdown_and_its_own_pictures(tmp_path):
+    result = render(files.make_textpack(tmp_path / "notes.textpack"))
+    root = tree(result)
+
+    assert block_texts(result)[:2] == ["Dome notes", files.PASSAGE]
+    assert root.xpath("//img/@src") == [ASSET + "Notes.textbundle/assets/dome.png"]
+    assert "remote" in root.xpath("//span[@class='img-alt']/text()")
+    with open(tmp_path / "notes.textpack", "rb") as fp:
+        picture = asset_loader_for(kind_of("n.textpack"))(fp, "Notes.textbundle/assets/dome.png")
+    assert picture.content_type == "image/png"
+
+
 def test_an_rtf_file_shows_its_text_without_its_tables_of_fonts_and_colours(tmp_path):
     result = render(files.make_rtf(tmp_path / "menu.rtf"))
     assert block_texts(result) == ["Observatory café menu", files.PASSAGE, "Price: 5 € per cup"]

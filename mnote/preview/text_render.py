@@ -41,7 +41,7 @@ def read_text(path, limit: int = MAX_TEXT_BYTES) -> tuple[str, bool]:
     return data.decode("utf-8", errors="replace"), truncated
 
 
-def _number_blocks(fragment_html: str) -> tuple[str, int]:
+def _number_blocks(fragment_html: str, keep_images: list[str] = ()) -> tuple[str, int]:
     if not fragment_html.strip():
         return "", 0
     container = lxml_html.fragment_fromstring(fragment_html, create_parent="div")
@@ -62,6 +62,9 @@ def _number_blocks(fragment_html: str) -> tuple[str, int]:
             link.set("rel", "noopener noreferrer")
             link.set("target", "_blank")
     for image in list(container.iter("img")):
+        if image.get("src") in keep_images:  # served from inside the file (a TextBundle's assets)
+            image.attrib.pop("data-bundle-asset", None)
+            continue
         # Images in a Markdown file point outside the library: alt text only.
         stand_in = lxml_html.Element("span", {"class": "img-alt"})
         stand_in.text = image.get("alt") or "[image]"
