@@ -269,7 +269,15 @@ def main(argv=None) -> int:
     parser.add_argument("--mammoth-python", type=Path, default=DEFAULT_MAMMOTH)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--no-json", action="store_true", help="do not write bench/results/render_bench.json")
+    parser.add_argument("--kinds", action="store_true", help="also every other kind against its peer (render_kinds.py)")
+    parser.add_argument("--kinds-only", action="store_true", help="only the other kinds, not DOCX against mammoth")
+    parser.add_argument("--per-kind", type=int, default=40, help="at most this many files of each other kind")
+    parser.add_argument("--peers-path", type=Path, default=Path("/tmp/render-peers"), help="where bs4 and striprtf are installed")
     args = parser.parse_args(argv)
+    if args.kinds or args.kinds_only:
+        kinds_bench(args, argv)
+        if args.kinds_only:
+            return 0
 
     files = sorted(args.corpus.glob("*.docx"))
     if not files:
@@ -353,6 +361,28 @@ def main(argv=None) -> int:
         RESULTS_FILE.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
         print(f"\nwrote {RESULTS_FILE.relative_to(REPO_DIR)}")
     return 0
+
+
+def kinds_bench(args, argv) -> None:
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mnote.settings")
+    django.setup()  # the renderers use gettext
+    sys.path.insert(0, str(args.peers_path))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import render_kinds
+
+    corpus = args.corpus.parent if args.corpus.name == "docx" else args.corpus
+    with tempfile.TemporaryDirectory() as tmp_name:
+        report = render_kinds.run(corpus, Path(tmp_name), args.repeat, args.per_kind)
+    render_kinds.print_report(report)
+    if not args.no_json:
+        out = RESULTS_FILE.with_name("render_kinds_bench.json")
+        command = "python bench/render_bench.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        out.write_text(json.dumps({"benchmark": "render_bench --kinds", "command": command,
+                                   "machine": machine_info(args.repeat, corpus, {"version": "n/a", "python": "n/a"}),
+                                   "kinds": report}, indent=2, ensure_ascii=False) + "\n")  # fmt: skip
+        print(f"wrote {out.relative_to(REPO_DIR)}")
 
 
 if __name__ == "__main__":

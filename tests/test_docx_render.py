@@ -218,7 +218,9 @@ STYLES = """
 """
 
 
-def test_it_finds_headings_through_styles_names_and_outline_levels(tmp_path):
+def test_it_finds_headings_through_heading_styles_only(tmp_path):
+    # "Direct": an outline level set on the paragraph itself, as Word lets a
+    # signature line or a form label carry; it stays body text.
     html = render(
         tmp_path,
         p(r("Chapter"), ppr='<w:pStyle w:val="MyChapter"/>')
@@ -234,7 +236,7 @@ def test_it_finds_headings_through_styles_names_and_outline_levels(tmp_path):
     assert found == [
         ("h1", "1", "Chapter"),
         ("h2", "2", "Localised"),
-        ("h4", "4", "Direct"),
+        ("p", None, "Direct"),
         ("p", None, "Body after all"),
         ("h3", "3", "Undefined style"),
         ("p", None, "Table 1. Caption"),

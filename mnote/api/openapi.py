@@ -6,6 +6,7 @@ every endpoint. Keep it beside any change to views.py or forms.py.
 
 from mnote.citations.context import MAX_CONTEXT
 from mnote.citations.search import MODES
+from mnote.kinds import RESOURCE_KINDS
 from mnote.library.models import Source
 
 _REF = "#/components/schemas/"
@@ -115,7 +116,7 @@ SCHEMAS = {
         "properties": {
             "precision": {"type": "string", "enum": ["bbox", "paragraph", "file"]},
             "degraded": {"type": "boolean"},
-            "resourceKind": {"type": "string", "enum": ["pdf", "docx", "markdown", "text", "other"]},
+            "resourceKind": {"type": "string", "enum": list(RESOURCE_KINDS)},
             "sourceId": {"type": "integer"},
             "sourcePath": {"type": "string"},
             "page": {"type": "integer"},

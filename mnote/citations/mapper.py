@@ -11,7 +11,6 @@ import hashlib
 import json
 import string
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 
 from django.conf import settings
 from rapidfuzz import fuzz
@@ -25,12 +24,11 @@ from mnote.citations.citation_text import (
 )
 from mnote.citations.models import Citation
 from mnote.citations.sidecar import Block, Sidecar, chunk_index_of, doc_id_of_chunk, load_chunk_store, load_sidecar
+from mnote.kinds import kind_of
 from mnote.library.models import Source
 
 PROVIDER = "lightrag"
 _BASE36 = string.digits + string.ascii_lowercase
-_IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".tif", ".tiff", ".bmp", ".heic"}
-_RESOURCE_KINDS = {".pdf": "pdf", ".docx": "docx", ".md": "markdown", ".mdx": "markdown", ".txt": "text"}
 # Below this rapidfuzz score a chunk is not said to come from a block.
 FUZZY_BLOCK_THRESHOLD = 70
 DISPLAY_QUOTE_LIMIT = 700
@@ -192,7 +190,7 @@ def _match_block(chunk_text: str, sidecar: Sidecar, candidate_ids: tuple[str, ..
 
 
 def _resource_kind(name: str) -> str:
-    return _RESOURCE_KINDS.get(PurePosixPath(name).suffix.lower(), "other")
+    return kind_of(name).name
 
 
 def _locator_position(block: Block | None, sidecar: Sidecar | None) -> tuple[str, dict]:
@@ -326,7 +324,7 @@ def map_query_data(
                 locator["chunkIndex"] = chunk_index
             if not chunk_id:
                 del locator["chunkId"]
-            prefix = "IMG-" if PurePosixPath(source.file_name).suffix.lower() in _IMAGE_SUFFIXES else ""
+            prefix = "IMG-" if kind_of(source.file_name).image else ""
             citation_id = prefix + _citation_id((PROVIDER, source.pk, block.block_id if block else chunk_id, rank), taken_ids)
             url = ""
             if persist:

@@ -11,12 +11,8 @@ from pathlib import Path, PurePosixPath
 
 from django.utils.translation import gettext as _
 
-# As LightRAG 1.5.7 reports them (GET /documents/supported_file_types).
-SUPPORTED_EXTENSIONS = frozenset(
-    ".bat .c .conf .cpp .css .csv .docx .epub .go .h .hpp .htm .html .ini .java .js .json .less .log .md .mdx "
-    ".odt .pdf .php .pptx .properties .py .rb .rtf .scss .sh .sql .swift .tex .textpack .ts .txt .xlsx .xml "
-    ".yaml .yml".split()
-)
+from mnote.kinds import SUPPORTED_EXTENSIONS  # the one table of kinds (mnote/kinds.py)
+
 SKIPPED_DIRS = frozenset({".mnote", ".git", "node_modules", "target", "__parsed__", ".venv"})
 
 

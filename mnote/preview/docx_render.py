@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 import lxml.html
 
@@ -30,6 +29,7 @@ from .docx.namespaces import DC, W
 from .docx.numbering import Numbering
 from .docx.safe_package import DEFAULT_LIMITS, Deadline, DocxPackage, DocxRejected, Limits, invalid
 from .docx.styles import Styles
+from .renderers import Image, PreviewContext, browser_image, checked_image
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -40,24 +40,6 @@ __all__ = [
     "load_docx_image",
     "render_docx",
 ]
-
-_IMAGE_TYPES = {
-    "png": ("image/png", (b"\x89PNG\r\n\x1a\n",)),
-    "jpg": ("image/jpeg", (b"\xff\xd8\xff",)),
-    "jpeg": ("image/jpeg", (b"\xff\xd8\xff",)),
-    "jpe": ("image/jpeg", (b"\xff\xd8\xff",)),
-    "gif": ("image/gif", (b"GIF87a", b"GIF89a")),
-    "bmp": ("image/bmp", (b"BM",)),
-    "webp": ("image/webp", (b"RIFF",)),
-}
-
-
-class Image(NamedTuple):
-    """Unpacks as ``content_type, data``."""
-
-    content_type: str
-    data: bytes
-
 
 class DocxImages(Mapping[str, Image]):
     """The images a rendered document shows, by part name; each is read from
@@ -107,7 +89,7 @@ def render_docx(
     Raises ``DocxRejected`` for files that are not valid Word documents, too
     large, or too slow to render.
     """
-    path = Path(path)
+    path = path if hasattr(path, "read") else Path(path)
     deadline = Deadline(limits.time_budget_s)
     with DocxPackage(path, limits) as package:
         main = package.main_part()
@@ -137,19 +119,22 @@ def render_docx(
     )
 
 
-def load_docx_image(path: Path | str, part: str, *, limits: Limits = DEFAULT_LIMITS) -> Image:
-    """One image of the package, checked to be what its name says it is."""
-    kind = _IMAGE_TYPES.get(part.rsplit(".", 1)[-1].lower())
-    if kind is None:
+def load_docx_image(path, part: str, *, limits: Limits = DEFAULT_LIMITS) -> Image:
+    """One image of the package (``path`` or an open file), checked to be what its name says it is."""
+    if not browser_image(part):
         raise DocxRejected("This image is in a format the preview cannot show.")
-    content_type, magics = kind
-    with DocxPackage(Path(path), limits) as package:
+    with DocxPackage(path, limits) as package:
         data = package.read(part)
-    if data is None:
-        raise DocxRejected("This image is not in the document.")
-    if not data.startswith(magics) or (content_type == "image/webp" and data[8:12] != b"WEBP"):
-        raise DocxRejected("This image is damaged or not what its name says.")
-    return Image(content_type, data)
+    return checked_image(part, data)
+
+
+def preview_docx(fp, ctx: PreviewContext) -> dict:
+    rendered = render_docx(fp, image_url=ctx.asset_url)
+    return {"html": rendered.html, "blocks": rendered.block_count, "title": rendered.title, "warnings": rendered.warnings}
+
+
+def load_asset(fp, part: str) -> Image:
+    return load_docx_image(fp, part)
 
 
 def _core_title(package: DocxPackage) -> str:

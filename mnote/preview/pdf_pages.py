@@ -744,3 +744,10 @@ def _continues(line: list, box: Sequence[float], axis: int) -> bool:
 
 if __name__ == "__main__":
     sys.exit(_child_main(sys.argv))
+
+
+def preview_pdf(fp, ctx) -> dict:
+    """Page sizes for the preview's page images; the PDF itself is read by
+    the limited subprocess, which opens it by path (``ctx.path``)."""
+    info = pdf_info(ctx.path)
+    return {"pages": [{"number": i + 1, "width": w, "height": h} for i, (w, h) in enumerate(info.pages)], "title": info.title or "", "html": ""}

@@ -18,15 +18,19 @@ class TextRejected(ValueError):
     """A text file we cannot show; the message says why."""
 
 
-def read_text(path: Path) -> tuple[str, bool]:
-    """The file's text (UTF-8, else the best guess) and whether it was cut."""
+def read_text(path, limit: int = MAX_TEXT_BYTES) -> tuple[str, bool]:
+    """The file's text (UTF-8, else the best guess) and whether it was cut;
+    ``path`` may be an open binary file (read from where it stands)."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_TEXT_BYTES + 1)
+        if hasattr(path, "read"):
+            data = path.read(limit + 1)
+        else:
+            with open(path, "rb") as f:
+                data = f.read(limit + 1)
     except OSError as e:
         raise TextRejected(_("This file cannot be read: %(error)s.") % {"error": e.strerror or e}) from e
-    truncated = len(data) > MAX_TEXT_BYTES
-    data = data[:MAX_TEXT_BYTES]
+    truncated = len(data) > limit
+    data = data[:limit]
     if b"\0" in data[:8192]:
         raise TextRejected(_("This file looks binary, not text; it cannot be previewed as text."))
     for encoding in ("utf-8-sig", "gb18030"):
@@ -37,7 +41,7 @@ def read_text(path: Path) -> tuple[str, bool]:
     return data.decode("utf-8", errors="replace"), truncated
 
 
-def _number_blocks(fragment_html: str) -> tuple[str, int]:
+def _number_blocks(fragment_html: str, keep_images: list[str] = ()) -> tuple[str, int]:
     if not fragment_html.strip():
         return "", 0
     container = lxml_html.fragment_fromstring(fragment_html, create_parent="div")
@@ -58,6 +62,9 @@ def _number_blocks(fragment_html: str) -> tuple[str, int]:
             link.set("rel", "noopener noreferrer")
             link.set("target", "_blank")
     for image in list(container.iter("img")):
+        if image.get("src") in keep_images:  # served from inside the file (a TextBundle's assets)
+            image.attrib.pop("data-bundle-asset", None)
+            continue
         # Images in a Markdown file point outside the library: alt text only.
         stand_in = lxml_html.Element("span", {"class": "img-alt"})
         stand_in.text = image.get("alt") or "[image]"
@@ -87,3 +94,17 @@ def render_plain_text(path: Path) -> tuple[str, int, bool]:
         container.append(element)
         index += 1
     return "".join(lxml_html.tostring(child, encoding="unicode") for child in container), index, truncated
+
+
+def _preview(render_file, fp) -> dict:
+    html, blocks, truncated = render_file(fp)
+    warnings = [_("Only the beginning of this large file is shown.")] if truncated else []
+    return {"html": html, "blocks": blocks, "title": "", "warnings": warnings}
+
+
+def preview_markdown(fp, ctx) -> dict:
+    return _preview(render_markdown, fp)
+
+
+def preview_text(fp, ctx) -> dict:
+    return _preview(render_plain_text, fp)

@@ -1,19 +1,26 @@
+import hashlib
 import json
-from pathlib import Path, PurePosixPath
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote
 
+from django import forms
 from django.http import FileResponse, Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
 from mnote.citations.models import Citation
-from mnote.library.models import Source
+from mnote.kinds import kind_of
 from mnote.library.ingest import current_sha256
+from mnote.library.models import Source
+from mnote.preview.docx.safe_package import PreviewRejected
 from mnote.preview.render_cache import cached
-from mnote.preview.text_render import TextRejected, render_markdown, render_plain_text
+from mnote.preview.renderers import PreviewContext, asset_loader_for, page_finder_for, render_cache_key, renderer_for
+from mnote.preview.text_render import TextRejected
 
-_KINDS = {".docx": "docx", ".pdf": "pdf", ".md": "markdown", ".mdx": "markdown", ".txt": "text", ".log": "text"}
 _LOCATOR_KEYS = {
     "precision", "degraded", "resourceKind", "sourceId", "sourcePath", "page", "bbox", "blockId", "paraIds",
     "headingPath", "evidenceText", "searchQuery", "displayQuote", "chunkId", "chunkIndex",
@@ -22,8 +29,20 @@ MAX_LOCATOR_CHARS = 20_000
 PDF_PAGE_WIDTHS = (600, 1000, 1600)
 
 
+class PreviewForm(forms.Form):
+    # The page of a paged sheet (XLSX, CSV); anything else opens the first.
+    rows_page = forms.IntegerField(min_value=1, max_value=100_000, required=False)
+
+
 def resource_kind(name: str) -> str:
-    return _KINDS.get(PurePosixPath(name).suffix.lower(), "other")
+    return kind_of(name).name
+
+
+@contextmanager
+def open_source(source: Source):
+    """The user's file, opened read-only: the one place the preview opens it."""
+    with open(source.absolute_path, "rb") as fp:
+        yield fp
 
 
 def _visible_source(request, source_id: int) -> Source:
@@ -49,32 +68,29 @@ def _initial_locator(request, source: Source) -> tuple[dict | None, Citation | N
     return {k: v for k, v in locator.items() if k in _LOCATOR_KEYS}, None
 
 
-def _render_docx(source: Source, path: Path) -> dict:
-    from mnote.preview.docx_render import render_docx
-
-    base = reverse("preview-docx-image", args=[source.pk, "x"]).removesuffix("x")
-    rendered = render_docx(path, image_url=lambda part: base + part.lstrip("/"))
-    return {"html": rendered.html, "blocks": rendered.block_count, "title": rendered.title, "warnings": rendered.warnings}
-
-
-def _render_text(render_file, path: Path) -> dict:
-    html, blocks, truncated = render_file(path)
-    warnings = [_("Only the beginning of this large file is shown.")] if truncated else []
-    return {"html": html, "blocks": blocks, "title": "", "warnings": warnings}
-
-
-def _pdf_pages(path: Path) -> dict:
-    from mnote.preview.pdf_pages import pdf_info
-
-    info = pdf_info(path)
-    return {"pages": [{"number": i + 1, "width": w, "height": h} for i, (w, h) in enumerate(info.pages)], "title": info.title or ""}
-
-
 def _rejections():
-    from mnote.preview.docx_render import DocxRejected
     from mnote.preview.pdf_pages import PdfRejected
 
-    return (DocxRejected, PdfRejected, TextRejected)
+    return (PreviewRejected, PdfRejected, TextRejected)
+
+
+def _page_of_passage(source: Source, kind, path: Path, evidence: str) -> int | None:
+    """A cited passage past the first page of a big sheet: open that page
+    (found once per file content and passage, then cached)."""
+    find = page_finder_for(kind)
+    if find is None:
+        return None
+    evidence = evidence[:4000]
+
+    def find_now() -> dict:
+        with open_source(source) as fp:
+            return {"page": find(fp, PreviewContext(path=path), evidence)}
+
+    key = f"{kind.name}-page-{hashlib.sha256(evidence.encode()).hexdigest()[:16]}"
+    try:
+        return cached(key, current_sha256(source), find_now)["page"]
+    except (PreviewRejected, TextRejected, OSError):
+        return None  # the render below says what is wrong
 
 
 @require_GET
@@ -83,33 +99,44 @@ def document(request, source_id: int):
     pages (or be opened on its own), at the passage when a locator is given."""
     source = _visible_source(request, source_id)
     locator, citation = _initial_locator(request, source)
-    kind = resource_kind(source.file_name)
+    form = PreviewForm(request.GET)
+    rows_page = (form.cleaned_data.get("rows_page") if form.is_valid() else None) or 1
+    kind = kind_of(source.file_name)
+    render_file = renderer_for(kind)
     path = Path(source.absolute_path)
     context = {
         "source": source,
-        "kind": kind,
+        "kind": kind.name,
         "locator": locator,
         "citation": citation,
         "citation_state": citation.state if citation else "",
         "problem": "",
         "rendered": None,
-        "pdf": None,
     }
     if source.deleted_at is not None or not path.is_file():
         context["problem"] = _("This file is no longer in the library (it was moved, renamed or deleted).")
         return render(request, "preview/document.html", context)
+    if render_file is None:
+        context["problem"] = _("There is no preview for this kind of file; open the original instead.")
+        return render(request, "preview/document.html", context)
+    base = reverse("preview-asset", args=[source.pk, "x"]).removesuffix("x")
+    if rows_page == 1 and not request.GET.get("rows_page") and locator and locator.get("evidenceText"):
+        rows_page = _page_of_passage(source, kind, path, str(locator["evidenceText"])) or 1
+    ctx = PreviewContext(
+        # Part names may hold spaces, "#", "?" or any script (an EPUB's 夏目漱石.jpg).
+        asset_url=lambda part: base + quote(part.lstrip("/"), safe="/"),
+        path=path,
+        page=rows_page,
+        options={"page_url": reverse("preview", args=[source.pk]) + "?rows_page="},
+    )
     try:
         sha256 = current_sha256(source)
-        if kind == "docx":
-            context["rendered"] = cached("docx", sha256, lambda: _render_docx(source, path))
-        elif kind == "markdown":
-            context["rendered"] = cached("markdown", sha256, lambda: _render_text(render_markdown, path))
-        elif kind == "text":
-            context["rendered"] = cached("text", sha256, lambda: _render_text(render_plain_text, path))
-        elif kind == "pdf":
-            context["pdf"] = cached("pdf", sha256, lambda: _pdf_pages(path))
-        else:
-            context["problem"] = _("There is no preview for this kind of file; open the original instead.")
+
+        def render_now() -> dict:
+            with open_source(source) as fp:
+                return render_file(fp, ctx)
+
+        context["rendered"] = cached(render_cache_key(kind, ctx, get_language() or ""), sha256, render_now)
     except _rejections() as e:
         context["problem"] = str(e)
     except OSError as e:
@@ -129,19 +156,22 @@ def original(request, source_id: int):
 
 
 @require_GET
-def docx_image(request, source_id: int, part: str):
-    """An image from inside the DOCX package (never an external link)."""
-    from mnote.preview.docx_render import DocxRejected, load_docx_image
-
+def asset(request, source_id: int, part: str):
+    """A picture from inside the file (a DOCX/PPTX/EPUB/ODT part, or an image
+    file itself), checked to be an image browsers show; never an external link."""
     source = _visible_source(request, source_id)
-    if resource_kind(source.file_name) != "docx":
-        raise Http404("Not a Word document.")
+    load = asset_loader_for(kind_of(source.file_name))
+    if load is None:
+        raise Http404("This kind of file has no pictures to show.")
     try:
-        content_type, data = load_docx_image(Path(source.absolute_path), part)
-    except (DocxRejected, KeyError, OSError) as e:
+        with open_source(source) as fp:
+            content_type, data = load(fp, part)
+    except (PreviewRejected, KeyError, OSError) as e:
         raise Http404("No such image in this document.") from e
     response = HttpResponse(data, content_type=content_type)
     response["Cache-Control"] = "private, max-age=3600"
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    response["X-Content-Type-Options"] = "nosniff"
     return response
 
 

@@ -9,11 +9,11 @@ from pathlib import Path, PurePosixPath
 from django.db.models import Q
 
 from mnote.citations.citation_text import evidence_window, mark_terms, query_terms
+from mnote.kinds import kind_of
 from mnote.library.models import IndexedRoot, Source
 from mnote.preview.text_render import TextRejected, read_text
 from mnote.search.models import WorkspaceText
 
-TEXT_SUFFIXES = {".md", ".mdx", ".txt", ".log", ".csv", ".rst"}
 # The light index keeps the first part of a file; enough for a quick lookup.
 MAX_INDEXED_CHARS = 200_000
 _GONE = (Source.Status.REMOVED, Source.Status.DELETE_SUBMITTED)
@@ -35,7 +35,7 @@ def refresh_workspace_index(root: IndexedRoot) -> int:
     fresh, changed = [], []
     for pk, relative_path, absolute_path, sha256 in rows:
         name = PurePosixPath(relative_path or absolute_path).name
-        if PurePosixPath(name).suffix.lower() not in TEXT_SUFFIXES or known.get(pk) == sha256:
+        if not kind_of(name).workspace_text or known.get(pk) == sha256:
             continue
         try:
             text, _ = read_text(Path(absolute_path))

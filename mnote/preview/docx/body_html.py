@@ -58,6 +58,7 @@ TAB, PTAB, BR, CR, SYM = w("tab"), w("ptab"), w("br"), w("cr"), w("sym")
 NO_BREAK_HYPHEN, DRAWING, PICT, OBJECT, RUBY = w("noBreakHyphen"), w("drawing"), w("pict"), w("object"), w("ruby")
 FOOTNOTE_REF, ENDNOTE_REF = w("footnoteReference"), w("endnoteReference")
 BOOKMARK_START, ALT_CHUNK, TXBX_CONTENT = w("bookmarkStart"), w("altChunk"), w("txbxContent")
+SECT_PR, HEADER_REF, FOOTER_REF = w("sectPr"), w("headerReference"), w("footerReference")
 DIR, BDO, BODY = w("dir"), w("bdo"), w("body")
 OMATH, OMATH_PARA = m("oMath"), m("oMathPara")
 MC_AC, MC_CHOICE, MC_FALLBACK = f"{{{MC}}}AlternateContent", f"{{{MC}}}Choice", f"{{{MC}}}Fallback"
@@ -207,7 +208,44 @@ class BodyRenderer:
         self.blocks(body, article)
         self._render_notes(article, "footnote", "footnotes", "fn")
         self._render_notes(article, "endnote", "endnotes", "en")
+        self._render_headers_footers(article, body)
         return article
+
+    def _render_headers_footers(self, article: etree._Element, body: etree._Element) -> None:
+        """Each distinct page header and footer once, after everything else
+        (so the body's block numbers do not move), marked as such."""
+        seen_parts: set[str] = set()
+        seen_texts: set[str] = set()
+        sections = {"header": None, "footer": None}
+        refs = [
+            (kind, ref) for kind, tag in (("header", HEADER_REF), ("footer", FOOTER_REF))
+            for sect in body.iter(SECT_PR) for ref in sect.iter(tag)
+        ]  # fmt: skip
+        for kind, ref in refs:
+            rel = self.story.rels.get(ref.get(R_ID) or "")
+            if rel is None or not rel.part or rel.part in seen_parts:
+                continue
+            seen_parts.add(rel.part)
+            root = self.pkg.xml(rel.part)
+            text = " ".join("".join(t.text or "" for t in root.iter(T)).split()) if root is not None else ""
+            if not text or text in seen_texts:
+                continue  # page numbers only, or the same words as another header
+            seen_texts.add(text)
+            self.deadline.check()
+            if sections[kind] is None:
+                sections[kind] = etree.SubElement(article, "section", {"class": f"docx-{kind}s"})
+                label = etree.SubElement(sections[kind], "p", {"class": "docx-hf-label"})
+                label.text = "Page header" if kind == "header" else "Page footer"
+            holder = etree.SubElement(sections[kind], "div", {"class": f"docx-{kind}"})
+            saved_story, self.story = self.story, _Story(rel.part, self.pkg.relationships(rel.part))
+            saved_deletions = self._has_deletions
+            self._has_deletions = next(root.iter(DEL, MOVE_FROM), None) is not None
+            fields = self._save_fields()
+            self.blocks(root, holder)
+            self._restore_fields(fields)
+            self._has_deletions = saved_deletions
+            self.story = saved_story
+            self.stats[f"{kind}s"] += 1
 
     def _mark_block(self, el: etree._Element, para_id: str | None) -> None:
         el.set("data-block-index", str(self.block_count))
@@ -228,6 +266,10 @@ class BodyRenderer:
             if tag == P:
                 # A deleted paragraph mark joins the paragraph with the next one.
                 if self._has_deletions and _mark_deleted(child):
+                    merged.append(child)
+                    continue
+                # A drop cap is a framed paragraph of its own: joined to the word it starts.
+                if _is_drop_cap(child):
                     merged.append(child)
                     continue
                 if merged:
@@ -288,10 +330,11 @@ class BodyRenderer:
                     outline = _int(prop.get(W_VAL), 9)
                 elif tag == JC:
                     jc = prop.get(W_VAL)
-        if outline is not None:
-            level = outline if 0 <= outline <= 8 else None
-        else:
-            level = self.styles.heading_level(style_id)
+        # Headings come from heading styles only: Word lets any paragraph carry
+        # a direct outline level (signature lines, dates, form labels do), and
+        # those are not headings a reader sees. A direct "body text" level (9)
+        # still makes a heading-styled paragraph body text.
+        level = None if outline is not None and not 0 <= outline <= 8 else self.styles.heading_level(style_id)
         numbered = self.numbering.label(numpr, style_id)
         if numbered is not None:
             label, ilvl = numbered
@@ -366,10 +409,13 @@ class BodyRenderer:
         open_merges: dict[int, etree._Element] = {}
         in_header = True
         for tr in _rows(tbl):
-            trpr = tr.find(TRPR)
-            if trpr is not None and (trpr.find(DEL) is not None):
+            # Children are scanned once, not looked up with find(): a table of
+            # 10,000 cells pays for every lookup (ElementPath per call).
+            trpr = _child(tr, TRPR)
+            row_props = {child.tag: child for child in trpr} if trpr is not None else _NO_PROPS
+            if DEL in row_props:
                 continue  # a deleted row
-            is_header = in_header and trpr is not None and bool(is_on(trpr.find(w("tblHeader"))))
+            is_header = in_header and bool(is_on(row_props.get(TBL_HEADER)))
             in_header = is_header
             if is_header:
                 head = head if head is not None else etree.SubElement(table, "thead")
@@ -378,23 +424,22 @@ class BodyRenderer:
                 body = body if body is not None else etree.SubElement(table, "tbody")
                 row = etree.SubElement(body, "tr")
             column = 0
-            if trpr is not None:
-                before = trpr.find(w("gridBefore"))
-                column = max(0, min(_int(before.get(W_VAL)) if before is not None else 0, 1000))
+            before = row_props.get(GRID_BEFORE)
+            if before is not None:
+                column = max(0, min(_int(before.get(W_VAL)), 1000))
             last_cell = None
             for tc in _cells(tr):
-                tcpr = tc.find(TCPR)
+                tcpr = _child(tc, TCPR)
                 span, vmerge, hmerge = 1, None, None
                 if tcpr is not None:
-                    grid_span = tcpr.find(w("gridSpan"))
-                    if grid_span is not None:
-                        span = max(1, min(_int(grid_span.get(W_VAL), 1), 1000))
-                    vm = tcpr.find(w("vMerge"))
-                    if vm is not None:
-                        vmerge = vm.get(W_VAL) or "continue"
-                    hm = tcpr.find(w("hMerge"))
-                    if hm is not None:
-                        hmerge = hm.get(W_VAL) or "continue"
+                    for prop in tcpr:
+                        tag = prop.tag
+                        if tag == GRID_SPAN:
+                            span = max(1, min(_int(prop.get(W_VAL), 1), 1000))
+                        elif tag == V_MERGE:
+                            vmerge = prop.get(W_VAL) or "continue"
+                        elif tag == H_MERGE:
+                            hmerge = prop.get(W_VAL) or "continue"
                 if hmerge == "continue" and last_cell is not None:
                     last_cell.set("colspan", str(_int(last_cell.get("colspan"), 1) + span))
                     column += span
@@ -827,6 +872,20 @@ def _ppr(p: etree._Element) -> etree._Element | None:
     return None
 
 
+_FRAME_PR = w("framePr")
+_DROP_CAP = w("dropCap")
+
+
+def _is_drop_cap(p: etree._Element) -> bool:
+    ppr = _ppr(p)
+    if ppr is None:
+        return False
+    for prop in ppr:
+        if prop.tag == _FRAME_PR:
+            return prop.get(_DROP_CAP) in ("drop", "margin")
+    return False
+
+
 def _mark_deleted(p: etree._Element) -> bool:
     ppr = _ppr(p)
     if ppr is None:
@@ -884,6 +943,20 @@ def _nested(el: etree._Element, tag: str) -> Iterator[etree._Element]:
             content = child.find(SDT_CONTENT) if child.tag == SDT else child
             if content is not None:
                 yield from _nested(content, tag)
+
+
+_NO_PROPS: dict = {}
+TBL_HEADER, GRID_BEFORE, GRID_SPAN, V_MERGE, H_MERGE = w("tblHeader"), w("gridBefore"), w("gridSpan"), w("vMerge"), w("hMerge")
+
+
+def _child(el: etree._Element, tag: str) -> etree._Element | None:
+    """The first child with this tag among the first few (properties come first)."""
+    for i, child in enumerate(el):
+        if child.tag == tag:
+            return child
+        if i >= 2:
+            return None
+    return None
 
 
 def _rows(tbl: etree._Element) -> Iterator[etree._Element]:

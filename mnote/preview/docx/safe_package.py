@@ -32,12 +32,16 @@ from .namespaces import PKG_REL, STRICT_TO_TRANSITIONAL
 MB = 1024 * 1024
 
 
-class DocxRejected(Exception):
+class PreviewRejected(Exception):
     """The file cannot be previewed; ``message`` is written for users."""
 
     def __init__(self, message: str):
         super().__init__(message)
         self.message = message
+
+
+# The name the DOCX renderer and its callers know it by.
+DocxRejected = PreviewRejected
 
 
 @dataclass(frozen=True)
@@ -86,27 +90,29 @@ class Relationship:
     part: str | None  # internal targets: the part name inside the package
 
 
-def _sniff(head: bytes) -> str | None:
-    """Why a file that is not a ZIP cannot be a DOCX, or None if it might be one."""
+def _sniff(head: bytes, suffix: str = ".docx") -> str | None:
+    """Why a file that is not a ZIP cannot be a package, or None if it might be one."""
     if not head:
         return "the file is empty"
     if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
         return None
     if head.startswith(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"):
+        if suffix != ".docx":
+            return "it is a legacy Office 97-2003 file or a password-protected one; save it again without a password"
         return (
             "it is a legacy Word 97-2003 (.doc) file or a password-protected document; "
             "open it in Word and save it as .docx without a password"
         )
     if head.startswith(b"{\\rtf"):
-        return "it is an RTF file with a .docx name"
+        return f"it is an RTF file with a {suffix} name"
     if head.startswith(b"%PDF"):
-        return "it is a PDF file with a .docx name"
+        return f"it is a PDF file with a {suffix} name"
     if head.lstrip().startswith(b"<"):
-        return "it is an XML or HTML file with a .docx name, not a ZIP package"
+        return f"it is an XML or HTML file with a {suffix} name, not a ZIP package"
     return "it is not a ZIP package"
 
 
-def _directory_size(fp, file_size: int) -> tuple[int, int]:
+def _directory_size(fp, file_size: int, invalid=invalid) -> tuple[int, int]:
     """(entries, central directory bytes) from the end-of-central-directory
     record, read before ``zipfile`` builds an object per entry."""
     tail_len = min(file_size, 22 + 65_535)
@@ -168,11 +174,17 @@ def _rels_part(part: str) -> str:
     return posixpath.join(folder, "_rels", name + ".rels")
 
 
-class DocxPackage:
-    """An opened DOCX; use as a context manager."""
+class ZipPackage:
+    """An opened OPC/ZIP package (DOCX, PPTX, XLSX, EPUB, ODT); use as a
+    context manager. ``source`` is a path or an open binary file, which the
+    package reads but does not close. Subclasses name what they hold in
+    users' messages."""
 
-    def __init__(self, path: Path, limits: Limits = DEFAULT_LIMITS):
-        self.path = Path(path)
+    label = "package"  # "This file is not a valid <label>: ..."
+    suffix = ".zip"
+    writer = "an office application"  # "... which <writer> never writes"
+
+    def __init__(self, source, limits: Limits = DEFAULT_LIMITS):
         self.limits = limits
         self._read_total = 0
         self._rels_cache: dict[str, dict[str, Relationship]] = {}
@@ -185,15 +197,28 @@ class DocxPackage:
             remove_comments=True,
             remove_pis=True,
         )
-        try:
-            self._fp = open(self.path, "rb")
-        except OSError as e:
-            raise DocxRejected(f"This file cannot be read ({e.strerror or e}).") from e
+        self._owns_file = not hasattr(source, "read")
+        if self._owns_file:
+            self.path = Path(source)
+            try:
+                self._fp = open(self.path, "rb")
+            except OSError as e:
+                raise PreviewRejected(f"This file cannot be read ({e.strerror or e}).") from e
+        else:
+            self.path = Path(getattr(source, "name", "") or "")
+            self._fp = source
         try:
             self._zip = self._open_zip()
         except BaseException:
-            self._fp.close()
+            self.close_file()
             raise
+
+    def invalid(self, reason: str) -> PreviewRejected:
+        return PreviewRejected(f"This file is not a valid {self.label}: {reason}")
+
+    def close_file(self) -> None:
+        if self._owns_file:
+            self._fp.close()
 
     def __enter__(self) -> DocxPackage:
         return self
@@ -203,19 +228,20 @@ class DocxPackage:
 
     def close(self) -> None:
         self._zip.close()
-        self._fp.close()
+        self.close_file()
 
     # -- the ZIP directory ---------------------------------------------------
 
     def _open_zip(self) -> zipfile.ZipFile:
         limits = self.limits
-        file_size = self.path.stat().st_size
-        reason = _sniff(self._fp.read(8))
+        file_size = self._fp.seek(0, 2)
+        self._fp.seek(0)
+        reason = _sniff(self._fp.read(8), self.suffix)
         if reason:
-            raise invalid(reason)
-        entries, cd_size = _directory_size(self._fp, file_size)
+            raise self.invalid(reason)
+        entries, cd_size = _directory_size(self._fp, file_size, self.invalid)
         if entries > limits.max_entries or cd_size > limits.max_entries * _MAX_DIRECTORY_RECORD:
-            raise DocxRejected(
+            raise PreviewRejected(
                 f"This document is too large to preview (its archive lists {entries:,} files; "
                 f"the limit is {limits.max_entries:,})."
             )
@@ -223,9 +249,9 @@ class DocxPackage:
         try:
             archive = zipfile.ZipFile(self._fp)
         except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError, struct.error) as e:
-            raise invalid("the archive is damaged or truncated") from e
+            raise self.invalid("the archive is damaged or truncated") from e
         except NotImplementedError as e:  # "zip file version 24.8"
-            raise invalid("its archive uses a ZIP feature Word does not write") from e
+            raise self.invalid(f"its archive uses a ZIP feature {self.writer} does not write") from e
         try:
             self._check_directory(archive)
         except BaseException:
@@ -237,7 +263,7 @@ class DocxPackage:
         limits = self.limits
         infos = archive.infolist()
         if len(infos) > limits.max_entries:
-            raise DocxRejected(
+            raise PreviewRejected(
                 f"This document is too large to preview (its archive lists {len(infos):,} files; "
                 f"the limit is {limits.max_entries:,})."
             )
@@ -245,20 +271,28 @@ class DocxPackage:
         self._members_folded: dict[str, zipfile.ZipInfo] = {}
         total = 0
         for info in infos:
-            name = _safe_member_name(info.filename)
+            filename = info.filename
+            if not info.flag_bits & 0x800 and not filename.isascii():
+                # UTF-8 names written without the UTF-8 flag (many EPUB tools):
+                # zipfile decoded them as CP437.
+                try:
+                    filename = filename.encode("cp437").decode("utf-8")
+                except UnicodeError:
+                    pass
+            name = _safe_member_name(filename)
             if name is None:
-                raise invalid(f"it contains a file name that points outside the package ({info.filename[:80]!r})")
+                raise self.invalid(f"it contains a file name that points outside the package ({info.filename[:80]!r})")
             if info.is_dir():
                 continue
             folded = name.casefold()
             if folded in self._members_folded:
-                raise invalid(f"its archive contains {name[:80]!r} twice")
+                raise self.invalid(f"its archive contains {name[:80]!r} twice")
             self._members[name] = info
             self._members_folded[folded] = info
             if info.flag_bits & 0x1:
-                raise invalid("it is encrypted; save it again in Word without a password")
+                raise self.invalid("it is encrypted; save it again without a password")
             if info.file_size > limits.max_member_bytes:
-                raise DocxRejected(
+                raise PreviewRejected(
                     f"This document is too large to preview ({name[:80]} is {_mb(info.file_size)} "
                     f"uncompressed; the limit is {_mb(limits.max_member_bytes)} per part)."
                 )
@@ -266,13 +300,13 @@ class DocxPackage:
                 info.compress_size, 1
             ):
                 ratio = info.file_size / max(info.compress_size, 1)
-                raise invalid(
+                raise self.invalid(
                     f'{name[:80]} would expand {ratio:,.0f} times when decompressed, like a "zip bomb" '
                     f"(the limit is {limits.max_ratio} times)"
                 )
             total += info.file_size
         if total > limits.max_total_bytes:
-            raise DocxRejected(
+            raise PreviewRejected(
                 f"This document is too large to preview ({_mb(total)} uncompressed; "
                 f"the limit is {_mb(limits.max_total_bytes)})."
             )
@@ -296,20 +330,50 @@ class DocxPackage:
                     size += len(chunk)
                     self._read_total += len(chunk)
                     if size > limit:
-                        raise invalid(f"{part[:80]} is larger than its archive says")
+                        raise self.invalid(f"{part[:80]} is larger than its archive says")
                     if self._read_total > self.limits.max_total_bytes:
-                        raise DocxRejected(
+                        raise PreviewRejected(
                             "This document is too large to preview (more than "
                             f"{_mb(self.limits.max_total_bytes)} uncompressed)."
                         )
                     chunks.append(chunk)
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, struct.error) as e:
-            raise invalid(f"the archive is damaged ({part[:80]} cannot be read)") from e
+            raise self.invalid(f"the archive is damaged ({part[:80]} cannot be read)") from e
         except NotImplementedError as e:
-            raise invalid(f"{part[:80]} uses a compression method Word does not write") from e
+            raise self.invalid(f"{part[:80]} uses a compression method {self.writer} does not write") from e
         except RuntimeError as e:  # zipfile's "File is encrypted"
-            raise invalid(f"{part[:80]} cannot be read ({e})") from e
+            raise self.invalid(f"{part[:80]} cannot be read ({e})") from e
         return b"".join(chunks)
+
+    def stream(self, part: str) -> BoundedStream | None:
+        """A part as a file-like stream for incremental parsing (a big sheet),
+        held to the same limits as ``read``; None if it is absent."""
+        info = self.member(part)
+        if info is None:
+            return None
+        try:
+            return BoundedStream(self, part, self._zip.open(info), min(info.file_size, self.limits.max_member_bytes))
+        except (zipfile.BadZipFile, zlib.error, OSError, ValueError, NotImplementedError, RuntimeError) as e:
+            raise self.invalid(f"the archive is damaged ({part[:80]} cannot be read)") from e
+
+    def iterparse(self, part: str, tag: str):
+        """(event, element) for each ``tag`` end of a part, streamed; the same
+        parser guarantees as ``xml`` (no DTD, entities, network)."""
+        stream = self.stream(part)
+        if stream is None:
+            return
+        head = stream.peek_head()
+        if _has_doctype(head):
+            raise self.invalid(f"{part[:80]} contains a document type declaration (DTD), which {self.writer} never writes")
+        try:
+            yield from etree.iterparse(
+                stream, events=("end",), tag=tag, resolve_entities=False, no_network=True, huge_tree=False, load_dtd=False,
+                remove_comments=True, remove_pis=True,
+            )  # fmt: skip
+        except etree.XMLSyntaxError as e:
+            raise self.invalid(f"{part[:80]} is not well-formed XML") from e
+        finally:
+            stream.close()
 
     # -- XML -----------------------------------------------------------------
 
@@ -321,7 +385,7 @@ class DocxPackage:
 
     def parse_xml(self, data: bytes, part: str) -> etree._Element:
         if _has_doctype(data):
-            raise invalid(f"{part[:80]} contains a document type declaration (DTD), which Word never writes")
+            raise self.invalid(f"{part[:80]} contains a document type declaration (DTD), which {self.writer} never writes")
         strict = b"purl.oclc.org/ooxml" in data
         if strict and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
             data = _STRICT_XMLNS.sub(_transitional_xmlns, data)
@@ -330,10 +394,10 @@ class DocxPackage:
             root = etree.fromstring(data, self._parser)
         except etree.XMLSyntaxError as e:
             if "depth" in str(e).lower():
-                raise invalid(f"the XML in {part[:80]} is nested too deeply") from e
-            raise invalid(f"{part[:80]} is not well-formed XML") from e
+                raise self.invalid(f"the XML in {part[:80]} is nested too deeply") from e
+            raise self.invalid(f"{part[:80]} is not well-formed XML") from e
         if root.getroottree().docinfo.doctype:
-            raise invalid(f"{part[:80]} contains a document type declaration (DTD), which Word never writes")
+            raise self.invalid(f"{part[:80]} contains a document type declaration (DTD), which {self.writer} never writes")
         if strict or any("purl.oclc.org/ooxml" in uri for uri in root.nsmap.values()):
             _strict_to_transitional(root)  # UTF-16 Strict parts, rarer still: renamed after parsing
         return root
@@ -359,7 +423,7 @@ class DocxPackage:
                 if not external and kind != "hyperlink":
                     part = resolve_target(source_part, target)
                     if part is None:
-                        raise invalid(f"it refers to a part outside the package ({target[:80]!r})")
+                        raise self.invalid(f"it refers to a part outside the package ({target[:80]!r})")
                 found[rel_id] = Relationship(rel_id, kind, target, external, part)
         self._rels_cache[source_part] = found
         return found
@@ -370,14 +434,14 @@ class DocxPackage:
                 return rel.part
         return None
 
-    def main_part(self) -> str:
+    def main_part(self) -> str:  # DOCX only; kept here for DocxPackage's callers
         """The main document part, found through the package relationships."""
         part = self.related_part("", "officeDocument")
         if part and self.member(part):
             return part
         if self.member("word/document.xml"):
             return "word/document.xml"
-        raise invalid("it has no main document part")
+        raise self.invalid("it has no main document part")
 
 
 _DOCTYPE_MARKS = tuple("<!DOCTYPE".encode(codec) for codec in ("utf-8", "utf-16-le", "utf-16-be"))
@@ -397,6 +461,50 @@ _STRICT_BYTES = {k.encode(): v.encode() for k, v in STRICT_TO_TRANSITIONAL.items
 
 def _transitional_xmlns(match: re.Match) -> bytes:
     return match.group(1) + _STRICT_BYTES.get(match.group(2), match.group(2)) + match.group(3)
+
+
+class BoundedStream:
+    """A member of the package read as a stream, counted against the
+    package's byte budget as it goes."""
+
+    def __init__(self, package: ZipPackage, part: str, raw, limit: int):
+        self._package, self._part, self._raw, self._limit = package, part, raw, limit
+        self._size = 0
+        self._head = b""
+
+    def peek_head(self, n: int = 64 * 1024) -> bytes:
+        # A DTD must come before the root element, so the head shows it.
+        self._head = self._read(n)
+        return self._head
+
+    def _read(self, n: int) -> bytes:
+        package = self._package
+        try:
+            chunk = self._raw.read(n)
+        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, struct.error) as e:
+            raise package.invalid(f"the archive is damaged ({self._part[:80]} cannot be read)") from e
+        self._size += len(chunk)
+        package._read_total += len(chunk)
+        if self._size > self._limit:
+            raise package.invalid(f"{self._part[:80]} is larger than its archive says")
+        if package._read_total > package.limits.max_total_bytes:
+            raise PreviewRejected(f"This document is too large to preview (more than {_mb(package.limits.max_total_bytes)} uncompressed).")
+        return chunk
+
+    def read(self, n: int = -1) -> bytes:
+        if self._head:
+            head, self._head = self._head, b""
+            return head
+        return self._read(_CHUNK if n is None or n < 0 else min(n, _CHUNK))
+
+    def close(self) -> None:
+        self._raw.close()
+
+
+class DocxPackage(ZipPackage):
+    label = "Word document"
+    suffix = ".docx"
+    writer = "Word"
 
 
 def _strict_to_transitional(root: etree._Element) -> None:

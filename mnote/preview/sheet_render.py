@@ -1,0 +1,410 @@
+"""Spreadsheets (XLSX) and CSV files as tables, one per sheet, with a tab bar.
+
+Every row is a block (``<tr data-block-index data-sheet data-range="A7:F7">``)
+so the locator lands on a cell range. Big sheets are paged: a page holds
+``PAGE_ROWS`` rows and the rest of the sheet is streamed past, never held
+(an XLSX sheet is parsed incrementally, a CSV read row by row).
+
+An XLSX is opened through the same guarded ZIP package as a DOCX (bounded
+reads, no DTD or entities, a time budget).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import posixpath
+import re
+from datetime import datetime, timedelta
+
+from django.utils.translation import gettext as _
+from lxml import etree
+from lxml import html as lxml_html
+
+from .docx.safe_package import DEFAULT_LIMITS, Deadline, PreviewRejected, ZipPackage
+from .text_render import read_text
+
+PAGE_ROWS = 500
+MAX_COLUMNS = 200
+MAX_CELL_CHARS = 2_000
+MAX_SHARED_STRINGS = 1_000_000
+MAX_SHEETS = 200
+MAX_CSV_BYTES = 50 * 1024 * 1024
+
+S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+R = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+STRICT_R = "http://purl.oclc.org/ooxml/officeDocument/relationships"
+_CELL_REF = re.compile(r"([A-Z]{1,3})(\d+)$")
+# Built-in number formats that are dates (ECMA-376 18.8.30).
+_DATE_FORMATS = set(range(14, 23)) | {45, 46, 47}
+_EPOCH = datetime(1899, 12, 30)
+_EPOCH_1904 = datetime(1904, 1, 1)
+
+
+class XlsxPackage(ZipPackage):
+    label = "Excel workbook"
+    suffix = ".xlsx"
+    writer = "Excel"
+
+
+def column_name(index: int) -> str:
+    """0 → A, 25 → Z, 26 → AA."""
+    name = ""
+    index += 1
+    while index:
+        index, rest = divmod(index - 1, 26)
+        name = chr(65 + rest) + name
+    return name
+
+
+def _column_index(letters: str) -> int:
+    index = 0
+    for ch in letters:
+        index = index * 26 + ord(ch) - 64
+    return index - 1
+
+
+class _Table:
+    """One sheet's page as an HTML table; rows are blocks."""
+
+    def __init__(self, article: etree._Element, sheet_index: int, name: str, first_block: int):
+        self.section = etree.SubElement(
+            article, "section", {"class": "sheet", "id": f"sheet-{sheet_index + 1}", "data-sheet": name}
+        )
+        heading = etree.SubElement(self.section, "h2", {"class": "sheet-name"})
+        heading.text = name
+        wrapper = etree.SubElement(self.section, "div", {"class": "sheet-scroll"})
+        self.table = etree.SubElement(wrapper, "table", {"class": "sheet-table"})
+        self.head = etree.SubElement(self.table, "thead")
+        self.body = etree.SubElement(self.table, "tbody")
+        self.name = name
+        self.block = first_block
+        self.width = 0
+
+    def add_row(self, number: int, cells: list[str]) -> None:
+        while cells and not cells[-1]:
+            cells.pop()
+        if not cells:
+            return
+        cells = cells[:MAX_COLUMNS]
+        self.width = max(self.width, len(cells))
+        row = etree.SubElement(
+            self.body,
+            "tr",
+            {"data-block-index": str(self.block), "data-sheet": self.name, "data-row": str(number),
+             "data-range": f"A{number}:{column_name(len(cells) - 1)}{number}"},
+        )  # fmt: skip
+        self.block += 1
+        # The number is drawn by CSS (data-n): not text the locator would match.
+        etree.SubElement(row, "th", {"class": "row-number", "scope": "row", "data-n": str(number)})
+        for value in cells:
+            td = etree.SubElement(row, "td")
+            td.text = value[:MAX_CELL_CHARS]
+            # Cells stay words apart in the row's text, which the locator matches.
+            td.tail = "\t"
+
+    def finish(self) -> None:
+        head_row = etree.SubElement(self.head, "tr")
+        etree.SubElement(head_row, "th", {"class": "corner"})
+        for i in range(self.width):
+            th = etree.SubElement(head_row, "th", {"class": "column-name"})
+            th.text = column_name(i)
+
+
+def _pager(article, table: _Table, page: int, total_rows: int, page_url: str) -> None:
+    pages = (total_rows + PAGE_ROWS - 1) // PAGE_ROWS
+    if pages <= 1:
+        return
+    nav = etree.SubElement(table.section, "nav", {"class": "sheet-pages"})
+    nav.text = _("Rows %(first)s–%(last)s of %(total)s. Page: ") % {
+        "first": (page - 1) * PAGE_ROWS + 1, "last": min(page * PAGE_ROWS, total_rows), "total": f"{total_rows:,}"
+    }  # fmt: skip
+    for p in range(1, min(pages, 200) + 1):
+        if p == page:
+            link = etree.SubElement(nav, "strong")
+        else:
+            link = etree.SubElement(nav, "a", {"href": f"{page_url}{p}"})
+        link.text = str(p)
+        link.tail = " "
+
+
+def _tabs(article, names: list[str]) -> None:
+    if len(names) < 2:
+        return
+    nav = etree.Element("nav", {"class": "sheet-tabs", "aria-label": _("Sheets")})
+    for i, name in enumerate(names):
+        link = etree.SubElement(nav, "a", {"href": f"#sheet-{i + 1}"})
+        link.text = name
+    article.insert(0, nav)
+
+
+def _result(article, blocks: int, title: str, warnings: list[str]) -> dict:
+    return {
+        "html": lxml_html.tostring(article, encoding="unicode"),
+        "blocks": blocks,
+        "title": title,
+        "warnings": warnings,
+    }
+
+
+# --- CSV ----------------------------------------------------------------------
+
+
+def _csv_rows(text: str):
+    try:
+        dialect = csv.Sniffer().sniff(text[:8192], delimiters=",;\t|")
+    except csv.Error:
+        dialect = csv.excel
+    return enumerate(csv.reader(io.StringIO(text, newline=""), dialect), start=1)
+
+
+def preview_csv(fp, ctx) -> dict:
+    text, truncated = read_text(fp, MAX_CSV_BYTES)
+    article = etree.Element("article", {"class": "sheets"})
+    table = _Table(article, 0, ctx.path.name if ctx.path else "CSV", 0)
+    first = (ctx.page - 1) * PAGE_ROWS
+    total = 0
+    try:
+        for number, row in _csv_rows(text):
+            total = number
+            if first < number <= first + PAGE_ROWS:
+                table.add_row(number, row)
+    except csv.Error as e:
+        raise PreviewRejected(_("This CSV file cannot be read: %(error)s.") % {"error": e}) from e
+    table.finish()
+    _pager(article, table, ctx.page, total, ctx.options.get("page_url", "?rows_page="))
+    warnings = [_("Only the beginning of this large file is shown.")] if truncated else []
+    return _result(article, table.block, "", warnings)
+
+
+# --- XLSX ---------------------------------------------------------------------
+
+
+def _shared_strings(package: XlsxPackage, part: str | None, deadline: Deadline, ns: str = S) -> list[str]:
+    strings: list[str] = []
+    if not part:
+        return strings
+    for _event, si in package.iterparse(part, f"{{{ns}}}si"):
+        # Rich text runs and phonetic hints: only the text of <t> outside <rPh>.
+        strings.append("".join(t.text or "" for t in si.iter(f"{{{ns}}}t") if t.getparent().tag != f"{{{ns}}}rPh"))
+        si.clear()
+        if len(strings) > MAX_SHARED_STRINGS:
+            raise PreviewRejected(_("This workbook is too large to preview (more than a million distinct texts)."))
+        if len(strings) % 10_000 == 0:
+            deadline.check()
+    return strings
+
+
+def _date_styles(package: XlsxPackage, part: str | None, ns: str = S) -> set[int]:
+    """Indexes of cell styles whose number format is a date."""
+    root = package.xml(part) if part else None
+    if root is None:
+        return set()
+    custom = set()
+    for fmt in root.iter(f"{{{ns}}}numFmt"):
+        code = re.sub(r'"[^"]*"|\[[^\]]*\]|\\.', "", fmt.get("formatCode", "")).lower()
+        if any(ch in code for ch in "dy") or ("m" in code and ("d" in code or "y" in code)):
+            custom.add(int(fmt.get("numFmtId", "-1")))
+    xfs = root.find(f"{{{ns}}}cellXfs")
+    found = set()
+    for i, xf in enumerate(xfs if xfs is not None else []):
+        fmt_id = int(xf.get("numFmtId", "0") or 0)
+        if fmt_id in _DATE_FORMATS or fmt_id in custom:
+            found.add(i)
+    return found
+
+
+def _number(value: str, is_date: bool, epoch: datetime = _EPOCH) -> str:
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    if is_date and 0 < number < 2_958_466:
+        moment = epoch + timedelta(days=number)
+        return moment.strftime("%Y-%m-%d %H:%M:%S") if number % 1 else moment.strftime("%Y-%m-%d")
+    if number.is_integer() and abs(number) < 1e15:
+        return str(int(number))
+    return f"{number:.15g}"
+
+
+def _cell_value(cell, strings: list[str], dates: set[int], ns: str = S, epoch: datetime = _EPOCH) -> str:
+    kind = cell.get("t", "n")
+    if kind == "inlineStr":
+        return "".join(t.text or "" for t in cell.iter(f"{{{ns}}}t"))
+    v = cell.find(f"{{{ns}}}v")
+    raw = v.text if v is not None and v.text is not None else ""
+    if kind == "s":
+        try:
+            return strings[int(raw)]
+        except (ValueError, IndexError):
+            return ""
+    if kind == "b":
+        return "TRUE" if raw == "1" else "FALSE"
+    if kind in ("str", "e"):
+        return raw
+    return _number(raw, int(cell.get("s", "0") or 0) in dates, epoch) if raw else ""
+
+
+def _sheet_rows(
+    package, part, strings, dates, deadline, first, last, ns: str = S, epoch: datetime = _EPOCH, visit=None
+):
+    """(row number, cell texts) of rows first < number <= last, and the sheet's
+    row count; with ``visit``, every row goes to it instead and none is kept.
+
+    Cells are read as each one ends and then dropped, rows likewise, so
+    neither a long sheet nor one very wide row is ever held whole."""
+    cell_tag, row_tag = f"{{{ns}}}c", f"{{{ns}}}row"
+    rows = []
+    total = expected = number = 0
+    current = None  # the row whose cells are being read
+    wanted = False
+    cells: list[str] = []
+    position = 0
+
+    def start(row) -> None:
+        nonlocal current, expected, number, wanted, cells, position, total
+        current = row
+        expected += 1
+        written = row.get("r") or ""
+        number = int(written) if written.isdigit() else expected
+        expected = number
+        total = max(total, number)
+        wanted = visit is not None or first < number <= last
+        cells, position = [], 0
+
+    for _event, el in package.iterparse(part, (cell_tag, row_tag)):
+        if el.tag == cell_tag:
+            row = el.getparent()
+            if row is not current:
+                start(row)
+            if wanted and len(cells) < MAX_COLUMNS:
+                match = _CELL_REF.match(el.get("r", ""))
+                column = _column_index(match.group(1)) if match else position
+                if column < MAX_COLUMNS:
+                    cells.extend([""] * (column - len(cells)))
+                    if column == len(cells):
+                        cells.append(_cell_value(el, strings, dates, ns, epoch))
+            position += 1
+            if position % 50_000 == 0:
+                deadline.check()  # one very wide row
+            el.clear()
+            while el.getprevious() is not None:
+                del row[0]
+            continue
+        if el is not current:
+            start(el)  # a row without cells
+        if wanted:
+            if visit is not None:
+                visit(number, cells)
+            else:
+                rows.append((number, cells))
+        el.clear()
+        # Rows already seen are dropped so a big sheet is never held whole.
+        while el.getprevious() is not None:
+            del el.getparent()[0]
+        current = None
+        if number % 2_000 == 0:
+            deadline.check()
+    return rows, total
+
+
+class _Workbook:
+    """A workbook's sheets (name, part) and what reading their cells needs."""
+
+    def __init__(self, package: XlsxPackage, deadline: Deadline):
+        self.package, self.deadline = package, deadline
+        workbook_part = package.related_part("", "officeDocument") or "xl/workbook.xml"
+        workbook = package.xml(workbook_part)
+        if workbook is None or etree.QName(workbook).localname != "workbook":
+            raise package.invalid("it has no workbook (is it a Word document or a presentation?)")
+        # Strict OOXML workbooks use their own namespaces throughout.
+        self.ns = ns = etree.QName(workbook).namespace or S
+        rns = R if ns == S else STRICT_R
+        rels = package.relationships(workbook_part)
+        self.strings = _shared_strings(package, package.related_part(workbook_part, "sharedStrings"), deadline, ns)
+        self.dates = _date_styles(package, package.related_part(workbook_part, "styles"), ns)
+        props = workbook.find(f"{{{ns}}}workbookPr")
+        # Workbooks from old Macs count days from 1904.
+        self.epoch = _EPOCH_1904 if props is not None and props.get("date1904") in ("1", "true") else _EPOCH
+        self.sheets: list[tuple[str, str]] = []
+        sheets = workbook.find(f"{{{ns}}}sheets")
+        for sheet in list(sheets if sheets is not None else [])[:MAX_SHEETS]:
+            rel = rels.get(sheet.get(f"{{{rns}}}id") or sheet.get(f"{{{R}}}id", ""))
+            if rel is None or not rel.part or rel.kind != "worksheet":
+                continue  # chart sheets and dialog sheets hold no cells
+            name = sheet.get("name") or posixpath.basename(rel.part)
+            if sheet.get("state") in ("hidden", "veryHidden"):
+                name += " " + _("(hidden)")
+            self.sheets.append((name, rel.part))
+
+    def rows(self, part: str, first: int, last: int, visit=None):
+        return _sheet_rows(
+            self.package, part, self.strings, self.dates, self.deadline, first, last, self.ns, self.epoch, visit
+        )
+
+
+def preview_xlsx(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
+    deadline = Deadline(limits.time_budget_s)
+    with XlsxPackage(fp, limits) as package:
+        book = _Workbook(package, deadline)
+        article = etree.Element("article", {"class": "sheets"})
+        block = 0
+        first = (ctx.page - 1) * PAGE_ROWS
+        for i, (name, part) in enumerate(book.sheets):
+            table = _Table(article, i, name, block)
+            rows, total = book.rows(part, first, first + PAGE_ROWS)
+            for number, cells in rows:
+                table.add_row(number, cells)
+            table.finish()
+            _pager(article, table, ctx.page, total, ctx.options.get("page_url", "?rows_page="))
+            block = table.block
+            deadline.check()
+        _tabs(article, [name for name, _part in book.sheets])
+    return _result(article, block, "", [])
+
+
+# --- which page holds a cited passage ----------------------------------------------
+
+_WORD = re.compile(r"\w+")
+
+
+class _BestRow:
+    """The row sharing most words with the evidence (the first such row)."""
+
+    def __init__(self, evidence: str):
+        self.wanted = {w.lower() for w in _WORD.findall(evidence)}
+        self.score, self.number = 0, None
+
+    def __call__(self, number: int, cells: list[str]) -> None:
+        score = len(self.wanted.intersection(w.lower() for w in _WORD.findall(" ".join(cells))))
+        if score > self.score:
+            self.score, self.number = score, number
+
+    @property
+    def page(self) -> int | None:
+        return (self.number - 1) // PAGE_ROWS + 1 if self.number else None
+
+
+def page_of(fp, ctx, evidence: str, limits=DEFAULT_LIMITS) -> int | None:
+    """The page of a paged sheet a citation's text is on, so the preview opens
+    there (the locator then finds the row); None when nothing matches."""
+    best = _BestRow(evidence)
+    if not best.wanted:
+        return None
+    if ctx.path is not None and ctx.path.suffix.lower() == ".csv":
+        text, _truncated = read_text(fp, MAX_CSV_BYTES)
+        try:
+            for number, row in _csv_rows(text):
+                best(number, row)
+        except csv.Error:
+            return None
+        return best.page
+    with XlsxPackage(fp, limits) as package:
+        book = _Workbook(package, Deadline(limits.time_budget_s))
+        for _name, part in book.sheets:
+            book.rows(part, 0, 0, visit=best)
+    return best.page
+
+
+def load_asset(fp, part):
+    raise PreviewRejected("A workbook's pictures are not shown.")
