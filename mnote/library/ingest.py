@@ -12,6 +12,7 @@ import os
 import time
 from datetime import timedelta
 from pathlib import Path
+from typing import BinaryIO
 
 from django.conf import settings
 from django.db import transaction
@@ -28,12 +29,29 @@ HASH_BLOCK = 1024 * 1024
 RESCAN_AFTER = timedelta(seconds=20)
 
 
-def file_sha256(path: Path) -> str:
+def file_sha256(path: Path | BinaryIO) -> str:
+    """The sha256 of a file by path, or of an open binary file (from its start)."""
     digest = hashlib.sha256()
+    if hasattr(path, "read"):
+        path.seek(0)
+        while block := path.read(HASH_BLOCK):
+            digest.update(block)
+        path.seek(0)
+        return digest.hexdigest()
     with open(path, "rb") as f:
         while block := f.read(HASH_BLOCK):
             digest.update(block)
     return digest.hexdigest()
+
+
+def opened_sha256(source: Source, handle: BinaryIO) -> str:
+    """The hash of a file opened by ``open_source_file``: the registry's when
+    size and mtime still agree, else read from the very file that was opened
+    (never from a path that may have been swapped since)."""
+    stat = os.fstat(handle.fileno())
+    if source.sha256 and source.size == stat.st_size and source.mtime == stat.st_mtime:
+        return source.sha256
+    return file_sha256(handle)
 
 
 def current_sha256(source: Source, stat: os.stat_result | None = None) -> str:

@@ -79,7 +79,7 @@ class SyncSummary:
                 "limit": settings.MNOTE_BATCH_LIMIT,
             }
         if self.refused:
-            line += _("; %(n)d refused (outside the base directory): %(paths)s") % {
+            line += _("; %(n)d symlinks refused (their target is outside this root): %(paths)s") % {
                 "n": len(self.refused),
                 "paths": ", ".join(self.refused[:5]),
             }

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 import lxml.html
 
@@ -95,7 +95,7 @@ class RenderedDocx:
 
 
 def render_docx(
-    path: Path | str,
+    path: Path | str | BinaryIO,
     image_url: Callable[[str], str] | None = None,
     *,
     limits: Limits = DEFAULT_LIMITS,
@@ -107,7 +107,7 @@ def render_docx(
     Raises ``DocxRejected`` for files that are not valid Word documents, too
     large, or too slow to render.
     """
-    path = Path(path)
+    path = path if hasattr(path, "read") else Path(path)
     deadline = Deadline(limits.time_budget_s)
     with DocxPackage(path, limits) as package:
         main = package.main_part()
@@ -137,13 +137,13 @@ def render_docx(
     )
 
 
-def load_docx_image(path: Path | str, part: str, *, limits: Limits = DEFAULT_LIMITS) -> Image:
+def load_docx_image(path: Path | str | BinaryIO, part: str, *, limits: Limits = DEFAULT_LIMITS) -> Image:
     """One image of the package, checked to be what its name says it is."""
     kind = _IMAGE_TYPES.get(part.rsplit(".", 1)[-1].lower())
     if kind is None:
         raise DocxRejected("This image is in a format the preview cannot show.")
     content_type, magics = kind
-    with DocxPackage(Path(path), limits) as package:
+    with DocxPackage(path if hasattr(path, "read") else Path(path), limits) as package:
         data = package.read(part)
     if data is None:
         raise DocxRejected("This image is not in the document.")

@@ -29,6 +29,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from rapidfuzz import fuzz
 
@@ -95,7 +96,7 @@ class PageText:
 # --- public functions -----------------------------------------------------------
 
 
-def pdf_info(path: Path | str) -> PdfInfo:
+def pdf_info(path: Path | str | BinaryIO) -> PdfInfo:
     """Page count, page sizes and title of the PDF at ``path``."""
     path, key = _checked(path)
     with _cache_lock:
@@ -114,7 +115,7 @@ def pdf_info(path: Path | str) -> PdfInfo:
     return info
 
 
-def render_page_png(path: Path | str, page_number: int, *, width_px: int = 1000) -> bytes:
+def render_page_png(path: Path | str | BinaryIO, page_number: int, *, width_px: int = 1000) -> bytes:
     """Page ``page_number`` (1-based) as a PNG ``width_px`` wide (clamped to
     50..2000), white background, annotations drawn. A page so tall that it
     would pass 8000 px or 8 megapixels is drawn narrower instead."""
@@ -138,7 +139,7 @@ def render_page_png(path: Path | str, page_number: int, *, width_px: int = 1000)
 
 
 def find_text(
-    path: Path | str,
+    path: Path | str | BinaryIO,
     evidence_text: str,
     *,
     query: str = "",
@@ -209,8 +210,14 @@ def _trim_bytes(cache: OrderedDict, budget: int) -> None:
         total -= len(cache.popitem(last=False)[1])
 
 
-def _checked(path: Path | str) -> tuple[str, tuple]:
-    """The absolute path and a cache key that changes when the file does."""
+def _checked(path: Path | str | BinaryIO) -> tuple[str, tuple]:
+    """The absolute path and a cache key that changes when the file does.
+
+    An open file (from ``open_source_file``) is handed to the child as that
+    very file descriptor (``/dev/fd/N``), never by a name that could be
+    swapped for another file in between."""
+    if hasattr(path, "fileno"):
+        return _checked_open_file(path.fileno())
     path = os.path.abspath(path)
     try:
         stat = os.stat(path)
@@ -234,6 +241,23 @@ def _checked(path: Path | str) -> tuple[str, tuple]:
     if b"%PDF-" not in head:
         raise PdfRejected("This file is not a PDF (it has no PDF header).")
     return path, (path, stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+def _checked_open_file(fd: int) -> tuple[str, tuple]:
+    stat = os.fstat(fd)
+    if stat.st_size == 0:
+        raise PdfRejected("The file is empty.")
+    if stat.st_size > MAX_FILE_BYTES:
+        raise PdfRejected(
+            f"The PDF is too large to preview ({stat.st_size // 2**20} MB; the limit is {MAX_FILE_BYTES // 2**20} MB)."
+        )
+    try:
+        head = os.pread(fd, 1024, 0)
+    except OSError as e:
+        raise PdfRejected(f"The file cannot be read: {e.strerror or e}.") from e
+    if b"%PDF-" not in head:
+        raise PdfRejected("This file is not a PDF (it has no PDF header).")
+    return f"{_FD_PATH}{fd}", ("fd", stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
 def _text_index(path: str, key: tuple) -> "_TextIndex":
@@ -268,6 +292,7 @@ def _span_boxes(path: str, page: int, first: int, end: int) -> list[float] | Non
 # --- the child process ----------------------------------------------------------
 
 _worker_slots = threading.BoundedSemaphore(MAX_WORKERS)
+_FD_PATH = "/dev/fd/"
 
 
 def _run_child(op: str, path: str, params: dict) -> bytes:
@@ -282,6 +307,7 @@ def _run_child(op: str, path: str, params: dict) -> bytes:
         command = [sys.executable, "-I", "-B", __file__, op, path, json.dumps(params), *limits]
         done = subprocess.run(
             command,
+            pass_fds=(int(path.removeprefix(_FD_PATH)),) if path.startswith(_FD_PATH) else (),
             check=False,
             capture_output=True,
             timeout=timeout,

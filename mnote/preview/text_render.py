@@ -2,6 +2,7 @@
 locator script scores (``data-block-index``, ``data-heading-level``)."""
 
 from pathlib import Path
+from typing import BinaryIO
 
 from django.utils.translation import gettext as _
 from lxml import html as lxml_html
@@ -18,11 +19,16 @@ class TextRejected(ValueError):
     """A text file we cannot show; the message says why."""
 
 
-def read_text(path: Path) -> tuple[str, bool]:
-    """The file's text (UTF-8, else the best guess) and whether it was cut."""
+def read_text(path: Path | BinaryIO) -> tuple[str, bool]:
+    """The file's text (UTF-8, else the best guess) and whether it was cut.
+    ``path`` may be an open binary file (read from its start, left open)."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_TEXT_BYTES + 1)
+        if hasattr(path, "read"):
+            path.seek(0)
+            data = path.read(MAX_TEXT_BYTES + 1)
+        else:
+            with open(path, "rb") as f:
+                data = f.read(MAX_TEXT_BYTES + 1)
     except OSError as e:
         raise TextRejected(_("This file cannot be read: %(error)s.") % {"error": e.strerror or e}) from e
     truncated = len(data) > MAX_TEXT_BYTES

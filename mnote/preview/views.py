@@ -1,5 +1,5 @@
 import json
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from django.http import FileResponse, Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
@@ -8,8 +8,9 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
 from mnote.citations.models import Citation
+from mnote.library.ingest import opened_sha256
 from mnote.library.models import Source
-from mnote.library.ingest import current_sha256
+from mnote.library.source_files import SourceUnavailable, open_source_file
 from mnote.preview.render_cache import cached
 from mnote.preview.text_render import TextRejected, render_markdown, render_plain_text
 
@@ -49,24 +50,24 @@ def _initial_locator(request, source: Source) -> tuple[dict | None, Citation | N
     return {k: v for k, v in locator.items() if k in _LOCATOR_KEYS}, None
 
 
-def _render_docx(source: Source, path: Path) -> dict:
+def _render_docx(source: Source, handle) -> dict:
     from mnote.preview.docx_render import render_docx
 
     base = reverse("preview-docx-image", args=[source.pk, "x"]).removesuffix("x")
-    rendered = render_docx(path, image_url=lambda part: base + part.lstrip("/"))
+    rendered = render_docx(handle, image_url=lambda part: base + part.lstrip("/"))
     return {"html": rendered.html, "blocks": rendered.block_count, "title": rendered.title, "warnings": rendered.warnings}
 
 
-def _render_text(render_file, path: Path) -> dict:
-    html, blocks, truncated = render_file(path)
+def _render_text(render_file, handle) -> dict:
+    html, blocks, truncated = render_file(handle)
     warnings = [_("Only the beginning of this large file is shown.")] if truncated else []
     return {"html": html, "blocks": blocks, "title": "", "warnings": warnings}
 
 
-def _pdf_pages(path: Path) -> dict:
+def _pdf_pages(handle) -> dict:
     from mnote.preview.pdf_pages import pdf_info
 
-    info = pdf_info(path)
+    info = pdf_info(handle)
     return {"pages": [{"number": i + 1, "width": w, "height": h} for i, (w, h) in enumerate(info.pages)], "title": info.title or ""}
 
 
@@ -84,7 +85,6 @@ def document(request, source_id: int):
     source = _visible_source(request, source_id)
     locator, citation = _initial_locator(request, source)
     kind = resource_kind(source.file_name)
-    path = Path(source.absolute_path)
     context = {
         "source": source,
         "kind": kind,
@@ -95,21 +95,24 @@ def document(request, source_id: int):
         "rendered": None,
         "pdf": None,
     }
-    if source.deleted_at is not None or not path.is_file():
-        context["problem"] = _("This file is no longer in the library (it was moved, renamed or deleted).")
-        return render(request, "preview/document.html", context)
     try:
-        sha256 = current_sha256(source)
-        if kind == "docx":
-            context["rendered"] = cached("docx", sha256, lambda: _render_docx(source, path))
-        elif kind == "markdown":
-            context["rendered"] = cached("markdown", sha256, lambda: _render_text(render_markdown, path))
-        elif kind == "text":
-            context["rendered"] = cached("text", sha256, lambda: _render_text(render_plain_text, path))
-        elif kind == "pdf":
-            context["pdf"] = cached("pdf", sha256, lambda: _pdf_pages(path))
-        else:
-            context["problem"] = _("There is no preview for this kind of file; open the original instead.")
+        handle = open_source_file(source)
+    except SourceUnavailable as e:
+        context["problem"] = e.message
+        return render(request, "preview/document.html", context, status=e.status)
+    try:
+        with handle:
+            sha256 = opened_sha256(source, handle)
+            if kind == "docx":
+                context["rendered"] = cached("docx", sha256, lambda: _render_docx(source, handle))
+            elif kind == "markdown":
+                context["rendered"] = cached("markdown", sha256, lambda: _render_text(render_markdown, handle))
+            elif kind == "text":
+                context["rendered"] = cached("text", sha256, lambda: _render_text(render_plain_text, handle))
+            elif kind == "pdf":
+                context["pdf"] = cached("pdf", sha256, lambda: _pdf_pages(handle))
+            else:
+                context["problem"] = _("There is no preview for this kind of file; open the original instead.")
     except _rejections() as e:
         context["problem"] = str(e)
     except OSError as e:
@@ -117,14 +120,21 @@ def document(request, source_id: int):
     return render(request, "preview/document.html", context)
 
 
+def _gone_page(request, source: Source, error: SourceUnavailable):
+    return render(
+        request, "preview/document.html", {"source": source, "kind": "other", "problem": error.message}, status=error.status
+    )
+
+
 @require_GET
 def original(request, source_id: int):
-    """The user's file itself, read only, as a download."""
+    """The user's file itself, read only, as a download — the very file the
+    checks passed on, or a 404/410 page."""
     source = _visible_source(request, source_id)
     try:
-        handle = open(source.absolute_path, "rb")
-    except OSError as e:
-        raise Http404("This file is no longer in the library.") from e
+        handle = open_source_file(source)
+    except SourceUnavailable as e:
+        return _gone_page(request, source, e)
     return FileResponse(handle, as_attachment=True, filename=source.file_name)
 
 
@@ -137,8 +147,9 @@ def docx_image(request, source_id: int, part: str):
     if resource_kind(source.file_name) != "docx":
         raise Http404("Not a Word document.")
     try:
-        content_type, data = load_docx_image(Path(source.absolute_path), part)
-    except (DocxRejected, KeyError, OSError) as e:
+        with open_source_file(source) as handle:
+            content_type, data = load_docx_image(handle, part)
+    except (DocxRejected, KeyError, OSError, SourceUnavailable) as e:
         raise Http404("No such image in this document.") from e
     response = HttpResponse(data, content_type=content_type)
     response["Cache-Control"] = "private, max-age=3600"
@@ -158,8 +169,9 @@ def pdf_page(request, source_id: int, page: int):
         width = 1000
     width = min(PDF_PAGE_WIDTHS, key=lambda w: abs(w - width))
     try:
-        png = render_page_png(Path(source.absolute_path), page, width_px=width)
-    except (PdfRejected, OSError) as e:
+        with open_source_file(source) as handle:
+            png = render_page_png(handle, page, width_px=width)
+    except (PdfRejected, OSError, SourceUnavailable) as e:
         raise Http404(str(e)) from e
     response = HttpResponse(png, content_type="image/png")
     response["Cache-Control"] = "private, max-age=3600"
@@ -178,7 +190,10 @@ def pdf_find(request, source_id: int):
         return JsonResponse({"error": {"code": "bad_request", "message": "Give the evidence text of a PDF citation."}}, status=400)
     try:
         page_hint = int(request.GET["page"]) if request.GET.get("page", "").isdigit() else None
-        match = find_text(Path(source.absolute_path), evidence, query=request.GET.get("query", "")[:500], page_hint=page_hint)
+        with open_source_file(source) as handle:
+            match = find_text(handle, evidence, query=request.GET.get("query", "")[:500], page_hint=page_hint)
+    except SourceUnavailable as e:
+        return JsonResponse({"error": {"code": "gone", "message": e.message}}, status=e.status)
     except (PdfRejected, OSError) as e:
         return JsonResponse({"error": {"code": "unreadable", "message": str(e)}}, status=422)
     if match is None:

@@ -15,6 +15,7 @@ what is wrong with the file in plain words.
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 import struct
@@ -23,6 +24,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import unquote
 
 from lxml import etree
@@ -171,8 +173,11 @@ def _rels_part(part: str) -> str:
 class DocxPackage:
     """An opened DOCX; use as a context manager."""
 
-    def __init__(self, path: Path, limits: Limits = DEFAULT_LIMITS):
-        self.path = Path(path)
+    def __init__(self, path: Path | BinaryIO, limits: Limits = DEFAULT_LIMITS):
+        # An open file (from ``open_source_file``) is read as it is and left
+        # open for its owner; a path is opened and closed here.
+        self._owned = not hasattr(path, "read")
+        self.path = Path(path) if self._owned else Path(getattr(path, "name", "document.docx") or "document.docx")
         self.limits = limits
         self._read_total = 0
         self._rels_cache: dict[str, dict[str, Relationship]] = {}
@@ -185,14 +190,18 @@ class DocxPackage:
             remove_comments=True,
             remove_pis=True,
         )
-        try:
-            self._fp = open(self.path, "rb")
-        except OSError as e:
-            raise DocxRejected(f"This file cannot be read ({e.strerror or e}).") from e
+        if self._owned:
+            try:
+                self._fp = open(self.path, "rb")
+            except OSError as e:
+                raise DocxRejected(f"This file cannot be read ({e.strerror or e}).") from e
+        else:
+            self._fp = path
+            self._fp.seek(0)
         try:
             self._zip = self._open_zip()
         except BaseException:
-            self._fp.close()
+            self._close_file()
             raise
 
     def __enter__(self) -> DocxPackage:
@@ -203,13 +212,17 @@ class DocxPackage:
 
     def close(self) -> None:
         self._zip.close()
-        self._fp.close()
+        self._close_file()
+
+    def _close_file(self) -> None:
+        if self._owned:
+            self._fp.close()
 
     # -- the ZIP directory ---------------------------------------------------
 
     def _open_zip(self) -> zipfile.ZipFile:
         limits = self.limits
-        file_size = self.path.stat().st_size
+        file_size = os.fstat(self._fp.fileno()).st_size
         reason = _sniff(self._fp.read(8))
         if reason:
             raise invalid(reason)
