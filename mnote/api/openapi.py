@@ -4,6 +4,7 @@ Hand-written so it says exactly what the views do; tests check it lists
 every endpoint. Keep it beside any change to views.py or forms.py.
 """
 
+from mnote.api.forms import LIBRARY_PATH_PATTERN, MAX_CHUNK_INDEX, MAX_ID, MAX_SOURCE_PATHS, QUERY_PATTERN
 from mnote.citations.context import MAX_CONTEXT
 from mnote.citations.search import MODES
 from mnote.library.models import Source
@@ -87,7 +88,14 @@ SCHEMAS = {
         "required": ["query"],
         "additionalProperties": False,
         "properties": {
-            "query": {"type": "string", "minLength": 1, "maxLength": 1000},
+            "query": {
+                "type": "string",
+                "minLength": 2,
+                "maxLength": 1000,
+                "pattern": QUERY_PATTERN,
+                "description": "At least 3 characters after trimming, a Chinese, Japanese or Korean character "
+                "counting as 2 (LightRAG's own minimum).",
+            },
             "mode": {
                 "type": "string",
                 "enum": list(MODES),
@@ -98,8 +106,8 @@ SCHEMAS = {
             "chunkTopK": {"type": "integer", "minimum": 1, "maximum": 100},
             "sourcePaths": {
                 "type": "array",
-                "maxItems": 50,
-                "items": {"type": "string"},
+                "maxItems": MAX_SOURCE_PATHS,
+                "items": {"type": "string", "pattern": LIBRARY_PATH_PATTERN},
                 "description": "Library paths of files or folders (e.g. papers/2024); results are limited to them.",
             },
             "enableRerank": {
@@ -332,9 +340,16 @@ SCHEMAS = {
         "additionalProperties": False,
         "description": "Exactly one of citationUrl and token.",
         "properties": {
-            "citationUrl": {"type": "string", "description": "/c/<token>, relative or absolute."},
-            "token": {"type": "string"},
+            "citationUrl": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 2048,
+                "pattern": "\\S",
+                "description": "/c/<token>, relative or absolute.",
+            },
+            "token": {"type": "string", "minLength": 1, "maxLength": 24, "pattern": "\\S"},
         },
+        "oneOf": [{"required": ["citationUrl"]}, {"required": ["token"]}],
     },
     "OpenReferenceResult": {
         "type": "object",
@@ -394,10 +409,14 @@ SCHEMAS = {
         "additionalProperties": False,
         "description": "Exactly one of sourceId and rootId; force only with sourceId.",
         "properties": {
-            "sourceId": {"type": "integer", "minimum": 1},
-            "rootId": {"type": "integer", "minimum": 1},
+            "sourceId": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
+            "rootId": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
             "force": {"type": "boolean", "default": False},
         },
+        "oneOf": [
+            {"required": ["sourceId"], "not": {"required": ["rootId"]}},
+            {"required": ["rootId"], "not": {"required": ["sourceId"]}, "properties": {"force": {"const": False}}},
+        ],
     },
     "IngestResult": {
         "oneOf": [
@@ -437,7 +456,7 @@ SCHEMAS = {
         "type": "object",
         "required": ["sourceId"],
         "additionalProperties": False,
-        "properties": {"sourceId": {"type": "integer", "minimum": 1}},
+        "properties": {"sourceId": {"type": "integer", "minimum": 1, "maximum": MAX_ID}},
     },
     "DeleteSourceResult": {
         "type": "object",
@@ -513,12 +532,17 @@ DESCRIPTION = {
                 "operationId": "sourceChunks",
                 "summary": "A chunk of a source with its neighbours.",
                 "parameters": [
-                    {"name": "sourceId", "in": "path", "required": True, "schema": {"type": "integer"}},
+                    {
+                        "name": "sourceId",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
+                    },
                     {
                         "name": "chunk_index",
                         "in": "query",
                         "required": True,
-                        "schema": {"type": "integer", "minimum": 0},
+                        "schema": {"type": "integer", "minimum": 0, "maximum": MAX_CHUNK_INDEX},
                     },
                     {
                         "name": "context",

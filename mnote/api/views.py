@@ -9,7 +9,7 @@ from django.http import JsonResponse
 from mnote.accounts.roles import is_admin
 from mnote.api import openapi as openapi_description
 from mnote.api.endpoint import ApiError, api_endpoint, error_response, read_json, validated
-from mnote.api.forms import ChunkContextForm, DeleteSourceForm, EmptyForm, IngestForm, OpenReferenceForm, SearchForm
+from mnote.api.forms import MAX_ID, ChunkContextForm, DeleteSourceForm, EmptyForm, IngestForm, OpenReferenceForm, SearchForm
 from mnote.citations.context import ChunkNotFound, chunk_context
 from mnote.citations.mapper import CitationView
 from mnote.citations.models import Citation
@@ -148,6 +148,8 @@ def preview_url(source_id: int, token: str) -> str:
 def open_reference(request):
     """Where a permalink points now, and whether its source changed or is gone."""
     params = validated(OpenReferenceForm, read_json(request))
+    if params["token"] is None:
+        raise ApiError(404, "not_found", "No citation at this URL (expected /c/<token>).")
     cited = Citation.objects.select_related("source__root").filter(token=params["token"]).first()
     visible = cited is not None and (
         Source.objects.visible_to(request.user).filter(pk=cited.source_id).exists()
@@ -178,7 +180,11 @@ def open_reference(request):
 def source_chunks(request, source_id: int):
     """A chunk of a source with its neighbours (the preview's context panel)."""
     params = validated(ChunkContextForm, request.GET, allow_unknown=True)
-    source = Source.objects.visible_to(request.user).select_related("root").filter(pk=source_id).first()
+    source = (
+        Source.objects.visible_to(request.user).select_related("root").filter(pk=source_id).first()
+        if source_id <= MAX_ID
+        else None
+    )
     if source is None:
         raise ApiError(404, "not_found", "No such source.")
     if not Source.objects.citable().filter(pk=source.pk).exists():

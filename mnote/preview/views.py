@@ -20,6 +20,7 @@ _LOCATOR_KEYS = {
     "headingPath", "evidenceText", "searchQuery", "displayQuote", "chunkId", "chunkIndex",
 }  # fmt: skip
 MAX_LOCATOR_CHARS = 20_000
+MAX_ID = 2**63 - 1
 PDF_PAGE_WIDTHS = (600, 1000, 1600)
 
 
@@ -28,6 +29,8 @@ def resource_kind(name: str) -> str:
 
 
 def _visible_source(request, source_id: int) -> Source:
+    if source_id > MAX_ID:
+        raise Http404("No such source.")  # no database key is that large (SQLite cannot even compare it)
     return get_object_or_404(Source.objects.visible_to(request.user).select_related("root"), pk=source_id)
 
 
@@ -43,11 +46,18 @@ def _initial_locator(request, source: Source) -> tuple[dict | None, Citation | N
         return None, None
     try:
         locator = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None, None
     if not isinstance(locator, dict):
         return None, None
-    return {k: v for k, v in locator.items() if k in _LOCATOR_KEYS}, None
+    return {k: v for k, v in locator.items() if k in _LOCATOR_KEYS and _flat(v)}, None
+
+
+def _flat(value) -> bool:
+    """A locator holds scalars and flat lists of them (bbox, paraIds,
+    headingPath); anything nested is dropped before it reaches a template."""
+    scalar = (str, int, float, bool, type(None))
+    return isinstance(value, scalar) or (isinstance(value, list) and all(isinstance(v, scalar) for v in value))
 
 
 def _render_docx(source: Source, handle) -> dict:
