@@ -177,7 +177,8 @@ class DocxPackage:
         # An open file (from ``open_source_file``) is read as it is and left
         # open for its owner; a path is opened and closed here.
         self._owned = not hasattr(path, "read")
-        self.path = Path(path) if self._owned else Path(getattr(path, "name", "document.docx") or "document.docx")
+        name = getattr(path, "name", None)
+        self.path = Path(path) if self._owned else Path(name if isinstance(name, str) else "document.docx")
         self.limits = limits
         self._read_total = 0
         self._rels_cache: dict[str, dict[str, Relationship]] = {}
