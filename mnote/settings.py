@@ -13,7 +13,7 @@ from django.utils.translation import gettext_lazy as _
 
 from mnote.env import env_bool, env_int, env_list, env_path, env_str
 from mnote.lightrag.config import ImproperlyConfiguredLightRAG, load_config
-from mnote.private_files import write_private_file
+from mnote.private_files import make_private_dir, make_private_file, write_private_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = env_path("MNOTE_DATA_DIR", BASE_DIR / "data")
@@ -98,6 +98,9 @@ if _database_url:
     except ValueError as e:
         raise ImproperlyConfigured(f"DATABASE_URL is not usable: {e}") from e
 else:
+    # Created here, owner-only, rather than by SQLite with the umask's 0644.
+    make_private_dir(DATA_DIR)
+    make_private_file(DATA_DIR / "mnote.sqlite3")
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",

@@ -81,13 +81,26 @@ def _search_arguments(params: dict) -> dict:
     }
 
 
+# A member is told no more than "not citable" for a reference to a file
+# they may not see or that no row maps to: the count of hidden matches alone
+# would say that hidden documents are about the query.
+NOT_CITABLE = "not citable"
+
+
+def _told_reason(reason: str, admin: bool) -> str:
+    if not admin and (reason.startswith("unmapped") or reason == "not visible to you"):
+        return NOT_CITABLE
+    return reason
+
+
 @api_endpoint("POST")
 def search(request):
     """Full-library search: LightRAG's references as mapped citations, no answer."""
     params = validated(SearchForm, read_json(request))
     query = params["query"]
     mapped = full_library_search(request.user, query, **_search_arguments(params))
-    diagnostics = {**mapped.diagnostics, "dropped": dict(Counter(d["reason"] for d in mapped.dropped))}
+    dropped = Counter(_told_reason(d["reason"], is_admin(request.user)) for d in mapped.dropped)
+    diagnostics = {**mapped.diagnostics, "dropped": dict(dropped)}
     return JsonResponse(
         {
             "schema": SEARCH_SCHEMA,

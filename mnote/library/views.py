@@ -61,7 +61,10 @@ def _partial_wanted(request) -> bool:
 
 def _lightrag_side(request, *, full_page: bool, health_ok: bool, unmapped_wanted: bool):
     """LightRAG's counts and unmapped documents, or None when this response
-    does not need them (a member's table refresh asks LightRAG nothing)."""
+    does not need them. Members never get them: LightRAG counts every root's
+    documents, so its total would tell a member that hidden files exist."""
+    if not is_admin(request.user):
+        return None
     if full_page and not health_ok:
         return library_status(None)
     if not full_page and not unmapped_wanted:
