@@ -154,6 +154,8 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 # --- the library and its LightRAG server ---------------------------------
 MNOTE_LIBRARY_BASE_DIR = env_path("MNOTE_LIBRARY_BASE_DIR", DATA_DIR / "library")
 MNOTE_BATCH_LIMIT = env_int("MNOTE_BATCH_LIMIT", 200, minimum=1)
+# Expensive preview renders (not already cached) one user may start per minute; 0: no limit.
+MNOTE_PREVIEW_RENDERS_PER_MINUTE = env_int("MNOTE_PREVIEW_RENDERS_PER_MINUTE", 30, minimum=0)
 
 _lightrag_environ = dict(os.environ)
 # The embedded stack writes LightRAG's own .env here; read key and folders from it.

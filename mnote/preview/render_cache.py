@@ -15,14 +15,38 @@ log = logging.getLogger(__name__)
 RENDERER_VERSION = "1"
 
 
-def cached(kind: str, sha256: str, render: Callable[[], dict]) -> dict:
+class RenderRefused(Exception):
+    """A refusal remembered from an earlier render of the same content; ``str(e)`` is for users."""
+
+
+def cached(
+    kind: str, sha256: str, render: Callable[[], dict], *, refusals: tuple[type[Exception], ...] = ()
+) -> dict:
+    """The render of this content, from the cache or made now. A refusal
+    (one of ``refusals``: the file is too large, damaged, too slow) is cached
+    too, so a hostile file costs one render per version, not one per request;
+    a refusal marked ``transient`` (the reader is busy) is not."""
     folder = settings.DATA_DIR / "cache" / "preview"
     path = folder / f"{kind}-{RENDERER_VERSION}-{sha256}.json"
     try:
-        return json.loads(path.read_text())
+        hit = json.loads(path.read_text())
     except (OSError, ValueError):
         pass
-    result = render()
+    else:
+        if isinstance(hit, dict) and "refused" in hit:
+            raise RenderRefused(hit["refused"])
+        return hit
+    try:
+        result = render()
+    except refusals as e:
+        if not getattr(e, "transient", False):
+            _store(path, {"refused": str(e)})
+        raise
+    _store(path, result)
+    return result
+
+
+def _store(path, result: dict) -> None:
     try:
         write_private_file(path, json.dumps(result))
     except OSError as e:

@@ -11,7 +11,8 @@ from mnote.citations.models import Citation
 from mnote.library.ingest import opened_sha256
 from mnote.library.models import Source
 from mnote.library.source_files import SourceUnavailable, open_source_file
-from mnote.preview.render_cache import cached
+from mnote.preview.render_cache import RenderRefused, cached
+from mnote.preview.render_rate import RenderRateLimited, charge_render
 from mnote.preview.text_render import TextRejected, render_markdown, render_plain_text
 
 _KINDS = {".docx": "docx", ".pdf": "pdf", ".md": "markdown", ".mdx": "markdown", ".txt": "text", ".log": "text"}
@@ -61,11 +62,9 @@ def _flat(value) -> bool:
 
 
 def _render_docx(source: Source, handle) -> dict:
-    from mnote.preview.docx_render import render_docx
+    from mnote.preview.docx_child import render_docx_isolated
 
-    base = reverse("preview-docx-image", args=[source.pk, "x"]).removesuffix("x")
-    rendered = render_docx(handle, image_url=lambda part: base + part.lstrip("/"))
-    return {"html": rendered.html, "blocks": rendered.block_count, "title": rendered.title, "warnings": rendered.warnings}
+    return render_docx_isolated(handle, image_base=reverse("preview-docx-image", args=[source.pk, "x"]).removesuffix("x"))
 
 
 def _render_text(render_file, handle) -> dict:
@@ -113,18 +112,32 @@ def document(request, source_id: int):
     try:
         with handle:
             sha256 = opened_sha256(source, handle)
-            if kind == "docx":
-                context["rendered"] = cached("docx", sha256, lambda: _render_docx(source, handle))
-            elif kind == "markdown":
-                context["rendered"] = cached("markdown", sha256, lambda: _render_text(render_markdown, handle))
-            elif kind == "text":
-                context["rendered"] = cached("text", sha256, lambda: _render_text(render_plain_text, handle))
-            elif kind == "pdf":
-                context["pdf"] = cached("pdf", sha256, lambda: _pdf_pages(handle))
+            renderer = {
+                "docx": lambda: _render_docx(source, handle),
+                "markdown": lambda: _render_text(render_markdown, handle),
+                "text": lambda: _render_text(render_plain_text, handle),
+                "pdf": lambda: _pdf_pages(handle),
+            }.get(kind)
+            if renderer is not None:
+
+                def render_now(renderer=renderer):
+                    # Only a render the cache does not hold counts against the user's budget.
+                    charge_render(request.user)
+                    return renderer()
+
+                result = cached(kind, sha256, render_now, refusals=_rejections())
+                context["pdf" if kind == "pdf" else "rendered"] = result
             else:
                 context["problem"] = _("There is no preview for this kind of file; open the original instead.")
-    except _rejections() as e:
+    except (*_rejections(), RenderRefused) as e:
         context["problem"] = str(e)
+    except RenderRateLimited as e:
+        context["problem"] = _(
+            "You have opened many previews in a short time; this one will be ready in about %(seconds)d seconds."
+        ) % {"seconds": e.retry_after}
+        response = render(request, "preview/document.html", context, status=429)
+        response["Retry-After"] = str(e.retry_after)
+        return response
     except OSError as e:
         context["problem"] = _("This file cannot be read: %(error)s") % {"error": e.strerror or e}
     return render(request, "preview/document.html", context)

@@ -51,6 +51,12 @@ class Limits:
     ratio_floor_bytes: int = 1 * MB  # ... once it is larger than this
     time_budget_s: float = 10.0  # wall time for one render
     max_render_depth: int = 60  # nested tables / text boxes / notes
+    # An XML part is parsed whole, at ~10-15× its size in memory, and every
+    # paragraph costs render time: a 45 MB part that compresses only 2.3×
+    # passes the limits above yet takes seconds and hundreds of MB. These two
+    # budgets refuse it before a byte is parsed.
+    max_xml_part_bytes: int = 20 * MB  # any one XML part, declared and actual
+    max_blocks: int = 100_000  # paragraphs + table cells in one part
 
 
 DEFAULT_LIMITS = Limits()
@@ -284,6 +290,11 @@ class DocxPackage:
                     f'{name[:80]} would expand {ratio:,.0f} times when decompressed, like a "zip bomb" '
                     f"(the limit is {limits.max_ratio} times)"
                 )
+            if info.file_size > limits.max_xml_part_bytes and name.lower().endswith((".xml", ".rels")):
+                raise DocxRejected(
+                    f"This document is too large to preview ({name[:80]} is {_mb(info.file_size)} of XML; "
+                    f"the limit is {_mb(limits.max_xml_part_bytes)})."
+                )
             total += info.file_size
         if total > limits.max_total_bytes:
             raise DocxRejected(
@@ -302,6 +313,8 @@ class DocxPackage:
         if info is None:
             return None
         limit = min(info.file_size, self.limits.max_member_bytes)
+        if part.lower().endswith((".xml", ".rels")):
+            limit = min(limit, self.limits.max_xml_part_bytes)
         chunks: list[bytes] = []
         size = 0
         try:
@@ -334,6 +347,12 @@ class DocxPackage:
         return self.parse_xml(data, part)
 
     def parse_xml(self, data: bytes, part: str) -> etree._Element:
+        blocks = len(_BLOCK_TAGS.findall(data))
+        if blocks > self.limits.max_blocks:
+            raise DocxRejected(
+                f"This document is too large to preview ({part[:80]} has {blocks:,} paragraphs and table cells; "
+                f"the limit is {self.limits.max_blocks:,})."
+            )
         if _has_doctype(data):
             raise invalid(f"{part[:80]} contains a document type declaration (DTD), which Word never writes")
         strict = b"purl.oclc.org/ooxml" in data
@@ -393,6 +412,10 @@ class DocxPackage:
             return "word/document.xml"
         raise invalid("it has no main document part")
 
+
+# Counted on the bytes, before parsing: a regex scan costs milliseconds where
+# building the tree would cost seconds. Word always writes the "w:" prefix.
+_BLOCK_TAGS = re.compile(rb"<w:(?:p|tc)[\s>/]")
 
 _DOCTYPE_MARKS = tuple("<!DOCTYPE".encode(codec) for codec in ("utf-8", "utf-16-le", "utf-16-be"))
 
