@@ -156,6 +156,8 @@ MNOTE_LIBRARY_BASE_DIR = env_path("MNOTE_LIBRARY_BASE_DIR", DATA_DIR / "library"
 MNOTE_BATCH_LIMIT = env_int("MNOTE_BATCH_LIMIT", 200, minimum=1)
 # Expensive preview renders (not already cached) one user may start per minute; 0: no limit.
 MNOTE_PREVIEW_RENDERS_PER_MINUTE = env_int("MNOTE_PREVIEW_RENDERS_PER_MINUTE", 30, minimum=0)
+# Files with more text than this (estimated, MB) are held back at sync until an admin allows them; 0: no limit.
+MNOTE_MAX_TEXT_MB = env_int("MNOTE_MAX_TEXT_MB", 20, minimum=0)
 
 _lightrag_environ = dict(os.environ)
 # The embedded stack writes LightRAG's own .env here; read key and folders from it.

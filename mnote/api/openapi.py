@@ -444,7 +444,7 @@ SCHEMAS = {
                         "type": "object",
                         "properties": {
                             **{k: {"type": "integer"} for k in ("new", "changed", "missing", "unchanged", "excluded",
-                                                                "queued", "capped")},
+                                                                "queued", "capped", "held")},
                             "refused": _STRINGS,
                             "error": _nullable("string"),
                         },

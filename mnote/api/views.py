@@ -17,7 +17,8 @@ from mnote.citations.search import answer_question, full_library_search, not_in_
 from mnote.library.ingest import queue_for_ingest
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.provider import HealthReport, health_report, lightrag_client, webui_url
-from mnote.library.sync import delete_index, library_status, prune_registry, sync_root
+from mnote.library.sync import allow_large_text, delete_index, library_status, prune_registry, sync_root
+from mnote.library.text_size import is_held_back
 
 SEARCH_SCHEMA = "mnote.knowledge_rag.search_results.v1"
 QUERY_SCHEMA = "mnote.knowledge_rag.agent_query_result.v1"
@@ -255,6 +256,7 @@ def admin_ingest(request):
                     "excluded": summary.excluded,
                     "queued": summary.queued,
                     "capped": summary.capped,
+                    "held": summary.held,
                     "refused": summary.refused,
                     "error": summary.error or None,
                 },
@@ -264,10 +266,14 @@ def admin_ingest(request):
     source = _source_for_admin(params["sourceId"])
     if not source.root.enabled:
         raise ApiError(409, "root_disabled", f"The root “{source.root.name}” is disabled; enable it first.")
-    if source.status == Source.Status.EXCLUDED:
+    held_back = source.status == Source.Status.EXCLUDED and is_held_back(source.excluded_by)
+    if source.status == Source.Status.EXCLUDED and not held_back:
         raise ApiError(409, "source_excluded", f"{source.library_path} is excluded by “{source.excluded_by}”.")
     try:
-        result = queue_for_ingest(source, force=params["force"])
+        if held_back:
+            # Asking for a file held back for its size is the admin's allowance.
+            allow_large_text(source)
+        result = queue_for_ingest(source, force=params["force"] or held_back)
     except OSError as e:
         raise ApiError(409, "file_unreadable", f"{source.library_path} cannot be read: {e.strerror or e}") from e
     return JsonResponse(
