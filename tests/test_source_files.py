@@ -164,3 +164,19 @@ def test_the_workspace_index_never_reads_a_swapped_file(two_roots, library_dir):
 
     refresh_workspace_index(open_root)
     assert not WorkspaceText.objects.filter(body__contains="root:x").exists()
+
+
+def test_a_file_swapped_before_lightrag_scans_loses_its_link(two_roots, library_dir, input_dir, fake_lightrag):
+    from mnote.library.ingest import run_due_jobs
+    from mnote.library.provider import lightrag_client
+
+    open_root, _, passwd = two_roots
+    (library_dir / "open" / "b.md").write_text("second file")
+    sync_root(open_root)
+    assert len(list(input_dir.iterdir())) == 2
+    swap_for_symlink(library_dir / "open" / "a.txt", passwd)
+    fake_lightrag.on("POST", "/documents/scan", "scan.json")
+    with lightrag_client() as client:
+        run_due_jobs(client)
+    assert [p.name.split("-", 2)[2] for p in input_dir.iterdir()] == ["b.md"]
+    assert open_root.sources.get(relative_path="a.txt").status == "not_indexed"

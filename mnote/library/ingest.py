@@ -207,12 +207,30 @@ def _carry_out_delete(client: LightRAGClient, job: Job) -> bool:
     return True
 
 
+def _unlink_sources_that_left_their_root() -> None:
+    """LightRAG follows our links when it scans, maybe long after the sync
+    that made them: a file swapped meanwhile for a symlink out of its root
+    (another root's file, /etc/passwd) loses its link before the scan. The
+    next sync sees the symlink and refuses it."""
+    from mnote.library.source_files import SourceUnavailable, source_real_path
+
+    for source in Source.objects.filter(status=Source.Status.QUEUED).select_related("root"):
+        try:
+            source_real_path(source)
+        except SourceUnavailable as e:
+            unlink_from_inputs(source)
+            source.status = Source.Status.NOT_INDEXED
+            source.last_error = f"Not sent to LightRAG: {e.message}"
+            source.save(update_fields=["status", "last_error", "updated_at"])
+
+
 def run_due_jobs(client: LightRAGClient) -> int:
     """Carry out the ledger's due jobs once; transient failures wait with backoff."""
     done = 0
     for job in Job.objects.due():
         try:
             if job.kind == Job.Kind.SCAN:
+                _unlink_sources_that_left_their_root()
                 result = client.scan()
                 job.finish(track_id=result.track_id)
                 Source.objects.filter(status=Source.Status.QUEUED).update(
