@@ -124,7 +124,11 @@ def test_the_description_accepts_the_requests_the_api_takes(schema, body):
     assert request_schema(schema).is_valid(body)
 
 
-def test_a_source_id_too_large_for_the_database_is_a_404(member_client, admin_key, client):
-    assert member_client.get(f"/api/sources/{2**70}/chunks", {"chunk_index": 0}).status_code == 404
-    assert member_client.get(f"/preview/{2**70}/").status_code == 404
-    assert member_client.get(f"/preview/{2**70}/original").status_code == 404
+def test_an_id_too_large_for_the_database_is_a_404(member_client, admin_user, client):
+    huge = 2**70
+    assert member_client.get(f"/api/sources/{huge}/chunks", {"chunk_index": 0}).status_code == 404
+    assert member_client.get(f"/preview/{huge}/").status_code == 404
+    assert member_client.get(f"/preview/{huge}/original").status_code == 404
+    client.force_login(admin_user)
+    assert client.get(f"/library/roots/{huge}/edit/").status_code == 404
+    assert client.post(f"/library/sources/{huge}/reindex/").status_code == 302  # back to the table, with a message

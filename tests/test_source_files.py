@@ -78,8 +78,10 @@ def test_a_symlink_to_a_file_of_the_same_root_still_counts(two_roots, library_di
     assert set(open_root.sources.values_list("relative_path", flat=True)) == {"a.txt", "alias.md", "sub/b.md"}
 
 
-def test_a_file_swapped_for_a_symlink_to_a_system_file_is_never_served(two_roots, library_dir, member_client):
+@pytest.mark.parametrize("system_file", ["/etc/passwd", "fake"])
+def test_a_file_swapped_for_a_symlink_to_a_system_file_is_never_served(two_roots, library_dir, member_client, system_file):
     open_root, _, passwd = two_roots
+    passwd = passwd if system_file == "fake" or not os.path.exists(system_file) else system_file
     sync_root(open_root)
     source = indexed(open_root.sources.get(relative_path="a.txt"))
     assert member_client.get(f"/preview/{source.pk}/original").status_code == 200
