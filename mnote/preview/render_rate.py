@@ -18,18 +18,19 @@ class RenderRateLimited(Exception):
         self.retry_after = retry_after
 
 
+WINDOW_S = 60
+
+
 def charge_render(user) -> None:
-    """Count one render for ``user``; RenderRateLimited past the budget of this minute."""
+    """Count one render for ``user``; RenderRateLimited when the last minute
+    already had the budget's worth (a sliding minute, so no burst fits
+    across a clock-minute boundary)."""
     limit = settings.MNOTE_PREVIEW_RENDERS_PER_MINUTE
     if not limit:
         return
     now = time.time()
-    key = f"mnote:preview-renders:{user.pk}:{int(now // 60)}"
-    cache.add(key, 0, timeout=120)
-    try:
-        count = cache.incr(key)
-    except ValueError:  # expired between add and incr
-        cache.set(key, 1, timeout=120)
-        count = 1
-    if count > limit:
-        raise RenderRateLimited(retry_after=max(1, 60 - int(now % 60)))
+    key = f"mnote:preview-renders:{user.pk}"
+    recent = [t for t in cache.get(key, []) if t > now - WINDOW_S]
+    if len(recent) >= limit:
+        raise RenderRateLimited(retry_after=max(1, int(recent[0] + WINDOW_S - now) + 1))
+    cache.set(key, [*recent, now][-limit:], timeout=WINDOW_S)
