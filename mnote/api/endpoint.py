@@ -98,7 +98,9 @@ def read_json(request) -> dict:
         # (the database, LightRAG) can encode it, so it is refused here, once.
         json.dumps(data, ensure_ascii=False).encode()
     except UnicodeEncodeError as e:
-        raise ApiError(400, "invalid_json", "The request body contains a lone surrogate (such as \\ud800), which is not text.") from e
+        raise ApiError(
+            400, "invalid_json", "The request body contains a lone surrogate (such as \\ud800), which is not text."
+        ) from e
     except RecursionError as e:
         raise ApiError(400, "invalid_json", "The request body is nested too deeply.") from e
     return data

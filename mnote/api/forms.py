@@ -32,7 +32,10 @@ MIN_QUERY_WEIGHT = 3
 # that rule as the pattern OpenAPI publishes and the form applies, so a query
 # the description calls valid is never refused by LightRAG. Its wide set is a
 # subset of LightRAG's (BMP blocks only): stricter, never looser.
-_WIDE = "\u1100-\u11ff\u2e80-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffee"
+_WIDE = (
+    "\u1100-\u11ff\u2e80-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f"
+    "\uac00-\ud7ff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffee"
+)
 QUERY_PATTERN = f"\\S[\\s\\S]+\\S|[{_WIDE}][\\s\\S]*\\S|\\S[\\s\\S]*[{_WIDE}]"
 
 
@@ -101,7 +104,8 @@ class SearchForm(forms.Form):
         query = self.cleaned_data["query"]
         if not re.search(QUERY_PATTERN, query):
             raise ValidationError(
-                "Too short to search: give at least 3 characters (a Chinese, Japanese or Korean character counts as 2).",
+                "Too short to search: give at least 3 characters "
+                "(a Chinese, Japanese or Korean character counts as 2).",
                 code="min_length",
             )
         return query

@@ -215,7 +215,8 @@ SCHEMAS = {
                     "mode": {"type": "string"},
                     "dropped": {
                         "type": "object",
-                        "description": "References not cited, counted by reason (stale, unmapped, outside the search scope). "
+                        "description": "References not cited, counted by reason (stale, unmapped, outside the "
+                        "search scope). "
                         "A member gets references to files they may not see and unmapped ones together, as "
                         "\"not citable\", so the count never tells that hidden documents matched.",
                         "additionalProperties": {"type": "integer"},

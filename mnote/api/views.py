@@ -9,7 +9,15 @@ from django.http import JsonResponse
 from mnote.accounts.roles import is_admin
 from mnote.api import openapi as openapi_description
 from mnote.api.endpoint import ApiError, api_endpoint, error_response, read_json, validated
-from mnote.api.forms import MAX_ID, ChunkContextForm, DeleteSourceForm, EmptyForm, IngestForm, OpenReferenceForm, SearchForm
+from mnote.api.forms import (
+    MAX_ID,
+    ChunkContextForm,
+    DeleteSourceForm,
+    EmptyForm,
+    IngestForm,
+    OpenReferenceForm,
+    SearchForm,
+)
 from mnote.citations.context import ChunkNotFound, chunk_context
 from mnote.citations.mapper import CitationView
 from mnote.citations.models import Citation
