@@ -86,8 +86,8 @@ def rss_bytes() -> int:
 
 @pytest.mark.django_db(transaction=True)
 def test_eight_parallel_renders_stay_under_a_memory_ceiling(root, library_dir, live_server, member, client):
-    # Eight different documents (no render is shared), each ~2 MB of XML.
-    sources = [source_for(root, write_docx(library_dir / "docs" / f"report-{i}.docx", paragraphs(25_000, f"v{i}")))
+    # Eight different documents (no render is shared), each ~1 MB of XML.
+    sources = [source_for(root, write_docx(library_dir / "docs" / f"report-{i}.docx", paragraphs(15_000, f"v{i}")))
                for i in range(8)]  # fmt: skip
     client.force_login(member)
     cookies = {"sessionid": client.cookies["sessionid"].value}
@@ -116,10 +116,11 @@ def test_eight_parallel_renders_stay_under_a_memory_ceiling(root, library_dir, l
     watcher.join()
     elapsed = time.monotonic() - started
 
-    assert all(r.status_code == 200 and "paragraph 24999 of the report" in r.text for r in results.values())
-    # The web process holds the answers, never the documents' trees: well under 150 MB more at its peak.
+    assert all(r.status_code == 200 and "paragraph 14999 of the report" in r.text for r in results.values())
+    # The web process holds the answers, never the documents' trees: well under 110 MB more at its peak
+    # (rendered in the web process, the same eight cost it 167 MB).
     print(f"web process grew by {(max(peak) - before) // MB} MB at its peak; {elapsed:.1f} s")
-    assert max(peak) - before < 150 * MB, f"grew by {(max(peak) - before) // MB} MB"
+    assert max(peak) - before < 110 * MB, f"grew by {(max(peak) - before) // MB} MB"
     assert elapsed < 120
 
 
@@ -132,3 +133,25 @@ def test_a_member_who_renders_too_much_gets_a_429(root, library_dir, member_clie
     assert page.status_code == 429 and b"many previews" in page.content and page["Retry-After"]
     # A render already made is no cost: it is still served.
     assert member_client.get(f"/preview/{sources[0].pk}/").status_code == 200
+
+
+def test_a_too_slow_refusal_is_remembered_for_a_while_only(settings, tmp_path, monkeypatch):
+    from mnote.preview import render_cache
+    from mnote.preview.docx.safe_package import DocxRejected, DocxTooSlow
+
+    settings.DATA_DIR = tmp_path
+    calls = []
+
+    def slow():
+        calls.append(1)
+        raise DocxTooSlow("This document takes too long to preview (more than 10 s).")
+
+    for _ in range(2):
+        with pytest.raises((DocxRejected, render_cache.RenderRefused), match="too long"):
+            render_cache.cached("docx", "f" * 64, slow, refusals=(DocxRejected,))
+    assert len(calls) == 1
+    now = time.time()
+    monkeypatch.setattr(render_cache.time, "time", lambda: now + DocxTooSlow.remember_s + 1)
+    with pytest.raises(DocxTooSlow):
+        render_cache.cached("docx", "f" * 64, slow, refusals=(DocxRejected,))
+    assert len(calls) == 2

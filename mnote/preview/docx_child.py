@@ -14,7 +14,7 @@ from typing import BinaryIO
 if __name__ == "__main__":  # the child process: find the mnote package
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from mnote.preview import sandbox  # noqa: E402
-from mnote.preview.docx.safe_package import DEFAULT_LIMITS, DocxRejected  # noqa: E402
+from mnote.preview.docx.safe_package import DEFAULT_LIMITS, DocxRejected, DocxTooSlow  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -32,10 +32,14 @@ def render_docx_isolated(handle: BinaryIO, *, image_base: str) -> dict:
             __file__, "render", path, {"image_base": image_base}, timeout=TIMEOUT_S, memory=CHILD_MEMORY_BYTES, log=log
         )
     except sandbox.ChildRejected as e:
-        raise DocxRejected(str(e)) from e
+        refusal = DocxRejected(str(e))
+        refusal.remember_s = e.remember_s
+        raise refusal from e
     except sandbox.ChildFailed as e:
         if e.reason == "busy":
             raise DocxBusy("The preview is busy; try again in a moment.") from e
+        if e.reason == "timeout":
+            raise DocxTooSlow(f"This document takes too long to preview (more than {TIMEOUT_S:g} s).") from e
         raise DocxRejected(
             {
                 "timeout": f"This document takes too long to preview (more than {TIMEOUT_S:g} s).",

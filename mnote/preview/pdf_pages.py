@@ -318,7 +318,10 @@ def _run_child(op: str, path: str, params: dict) -> bytes:
         }.get(e.reason, "The PDF reader failed on this file.")
         if message is None:
             raise PdfBusy("The PDF reader is busy; try again in a moment.") from e
-        raise PdfRejected(message) from e
+        refusal = PdfRejected(message)
+        if e.reason == "timeout":
+            refusal.remember_s = 600  # maybe the file, maybe a busy machine: remembered for a while only
+        raise refusal from e
 
 
 class _Rejected(Exception):

@@ -3,6 +3,7 @@ version), so a big document is rendered once per content, not per click."""
 
 import json
 import logging
+import time
 from collections.abc import Callable
 
 from django.conf import settings
@@ -25,7 +26,8 @@ def cached(
     """The render of this content, from the cache or made now. A refusal
     (one of ``refusals``: the file is too large, damaged, too slow) is cached
     too, so a hostile file costs one render per version, not one per request;
-    a refusal marked ``transient`` (the reader is busy) is not."""
+    one with ``remember_s`` (too slow: perhaps only a busy machine) holds that
+    long; one marked ``transient`` (the reader is busy) is not cached."""
     folder = settings.DATA_DIR / "cache" / "preview"
     path = folder / f"{kind}-{RENDERER_VERSION}-{sha256}.json"
     try:
@@ -33,14 +35,16 @@ def cached(
     except (OSError, ValueError):
         pass
     else:
-        if isinstance(hit, dict) and "refused" in hit:
+        if not (isinstance(hit, dict) and "refused" in hit):
+            return hit
+        if hit.get("until") is None or time.time() < hit["until"]:
             raise RenderRefused(hit["refused"])
-        return hit
     try:
         result = render()
     except refusals as e:
         if not getattr(e, "transient", False):
-            _store(path, {"refused": str(e)})
+            remember_s = getattr(e, "remember_s", None)
+            _store(path, {"refused": str(e), "until": time.time() + remember_s if remember_s else None})
         raise
     _store(path, result)
     return result

@@ -30,7 +30,12 @@ class ChildFailed(Exception):
 
 
 class ChildRejected(Exception):
-    """The child refused the file; ``str(e)`` is its message for users."""
+    """The child refused the file; ``str(e)`` is its message for users.
+    ``remember_s``: how long the refusal holds (None: for this version of the file)."""
+
+    def __init__(self, message: str, remember_s: float | None = None):
+        super().__init__(message)
+        self.remember_s = remember_s
 
 
 def run_child(
@@ -74,7 +79,8 @@ def run_child(
     if done.returncode == 0:
         return done.stdout
     if done.returncode == REJECTED_EXIT:
-        raise ChildRejected(json.loads(done.stdout)["rejected"])
+        answer = json.loads(done.stdout)
+        raise ChildRejected(answer["rejected"], answer.get("remember_s"))
     if log:
         log.warning(
             "reader failed on %s (%s, exit %s): %s", path, op, done.returncode, done.stderr[-2000:].decode(errors="replace")
@@ -101,7 +107,8 @@ def child_main(
     try:
         out, status = work[op](path, **params), 0
     except rejected as e:
-        out, status = json.dumps({"rejected": str(e)}).encode(), REJECTED_EXIT
+        out = json.dumps({"rejected": str(e), "remember_s": getattr(e, "remember_s", None)}).encode()
+        status = REJECTED_EXIT
     except MemoryError:
         out, status = json.dumps({"rejected": memory_message}).encode(), REJECTED_EXIT
     sys.stdout.buffer.write(out)

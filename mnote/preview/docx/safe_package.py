@@ -75,6 +75,13 @@ def _mb(n: int) -> str:
     return f"{n / MB:,.0f} MB" if n >= MB else f"{n / 1024:,.0f} KB"
 
 
+class DocxTooSlow(DocxRejected):
+    """Over the time budget: maybe the file, maybe a busy machine, so the
+    refusal is remembered for a while rather than for the file's version."""
+
+    remember_s = 600
+
+
 class Deadline:
     def __init__(self, seconds: float):
         self.seconds = seconds
@@ -82,7 +89,7 @@ class Deadline:
 
     def check(self) -> None:
         if time.monotonic() > self._end:
-            raise DocxRejected(f"This document takes too long to preview (more than {self.seconds:g} s).")
+            raise DocxTooSlow(f"This document takes too long to preview (more than {self.seconds:g} s).")
 
 
 @dataclass(frozen=True)
