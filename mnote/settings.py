@@ -13,7 +13,7 @@ from django.utils.translation import gettext_lazy as _
 
 from mnote.env import env_bool, env_int, env_list, env_path, env_str
 from mnote.lightrag.config import ImproperlyConfiguredLightRAG, load_config
-from mnote.private_files import write_private_file
+from mnote.private_files import make_private_dir, make_private_file, write_private_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = env_path("MNOTE_DATA_DIR", BASE_DIR / "data")
@@ -98,6 +98,9 @@ if _database_url:
     except ValueError as e:
         raise ImproperlyConfigured(f"DATABASE_URL is not usable: {e}") from e
 else:
+    # Created here, owner-only, rather than by SQLite with the umask's 0644.
+    make_private_dir(DATA_DIR)
+    make_private_file(DATA_DIR / "mnote.sqlite3")
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
@@ -151,6 +154,10 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 # --- the library and its LightRAG server ---------------------------------
 MNOTE_LIBRARY_BASE_DIR = env_path("MNOTE_LIBRARY_BASE_DIR", DATA_DIR / "library")
 MNOTE_BATCH_LIMIT = env_int("MNOTE_BATCH_LIMIT", 200, minimum=1)
+# Expensive preview renders (not already cached) one user may start per minute; 0: no limit.
+MNOTE_PREVIEW_RENDERS_PER_MINUTE = env_int("MNOTE_PREVIEW_RENDERS_PER_MINUTE", 30, minimum=0)
+# Files with more text than this (estimated, MB) are held back at sync until an admin allows them; 0: no limit.
+MNOTE_MAX_TEXT_MB = env_int("MNOTE_MAX_TEXT_MB", 20, minimum=0)
 
 _lightrag_environ = dict(os.environ)
 # The embedded stack writes LightRAG's own .env here; read key and folders from it.

@@ -86,6 +86,15 @@ def forget_recent_health():
     provider._recent.clear()
 
 
+@pytest.fixture(autouse=True)
+def forget_render_counts():
+    """Each test starts with a fresh preview-render budget (issue 9's per-user
+    rate limit counts in the process-wide cache; test users reuse ids)."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture
 def fake_lightrag(settings):
     fake = RecordedLightRAG()

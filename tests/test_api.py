@@ -226,13 +226,22 @@ def test_it_answers_503_with_retry_after_when_lightrag_is_busy(member_client, fa
     assert response.json()["error"]["code"] == "lightrag_busy"
 
 
-def test_it_passes_on_lightrags_message_when_the_query_is_too_short(member_client, fake_lightrag):
+def test_it_passes_on_lightrags_message_when_lightrag_refuses_a_query(member_client, fake_lightrag):
+    # A LightRAG configured with a higher minimum than MNote's check.
     fake_lightrag.on("GET", "/health", "health.json")
     fake_lightrag.on("POST", "/query/data", "query_data_too_short.json")
-    response = post(member_client, "/api/search", {"query": "ab"})
+    response = post(member_client, "/api/search", {"query": "abc"})
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["code"] == "lightrag_rejected" and "RAG query is too short" in error["message"]
+
+
+@pytest.mark.parametrize("query", ["0", "ab", "安", " a "])
+def test_it_refuses_a_query_lightrag_would_call_too_short_without_asking_it(member_client, fake_lightrag, query):
+    response = post(member_client, "/api/search", {"query": query})
+    assert response.status_code == 400
+    assert "Too short to search" in response.json()["error"]["message"]
+    assert fake_lightrag.requests == []
 
 
 def test_it_never_gives_a_member_a_source_of_a_root_restricted_to_another_group(
@@ -241,8 +250,10 @@ def test_it_never_gives_a_member_a_source_of_a_root_restricted_to_another_group(
     response = post(member_client, "/api/search", {"query": QUERY})
     body = response.json()
     assert body["results"] == []
-    assert body["diagnostics"]["dropped"] == {"not visible to you": 1}
+    # Folded with unmapped references: nothing says a hidden document matched.
+    assert body["diagnostics"]["dropped"] == {"not citable": 1}
     assert "gamma" not in response.content.decode().lower()
+    assert "visible" not in response.content.decode()
 
 
 def test_it_tells_why_a_matching_file_is_not_in_lightrag(member_client, lightrag_answers, manuals, gamma):
@@ -342,8 +353,9 @@ def test_it_refuses_an_open_reference_without_exactly_one_of_url_and_token(membe
     for body in ({}, {"citationUrl": "/c/x", "token": "x"}):
         response = post(member_client, "/api/open-reference", body)
         assert response.status_code == 400
+    # A URL that is no permalink names no citation, like an unknown token.
     response = post(member_client, "/api/open-reference", {"citationUrl": "/api/status"})
-    assert response.status_code == 400 and "citationUrl" in response.json()["error"]["message"]
+    assert response.status_code == 404 and "expected /c/<token>" in response.json()["error"]["message"]
 
 
 def test_it_shows_a_pruned_sources_reference_to_admins_only(member_client, admin_user, client):

@@ -184,7 +184,8 @@ def test_it_shows_members_no_actions_and_no_unmapped_names(member_client, lightr
     assert "filter=unmapped" not in page
     assert "epsilon.docx" not in page
     counts = page.split('id="registry-h"')[1].split("</section>")[0]
-    assert re.search(r"LightRAG unmapped</dt>\s*<dd[^>]*>3</dd>", counts)
+    # LightRAG's counts cover hidden roots too (issue 9): members get the registry's only.
+    assert "LightRAG unmapped" not in counts and "Documents in LightRAG" not in counts
 
 
 def test_it_shows_members_in_a_group_that_groups_sources(client, member, lightrag_up, registry):

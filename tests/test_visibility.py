@@ -61,3 +61,15 @@ def test_it_hides_a_restricted_source_from_preview_and_permalink(roots, member_c
     client.force_login(admin_user)
     assert client.get(f"/preview/{source.pk}/").status_code == 200
     assert b"Yield 82" in client.get(f"/c/{cited.token}").content
+
+
+def test_it_never_shows_a_member_lightrags_document_count(roots, member_client, admin_user, client, fake_lightrag):
+    # LightRAG's total counts every root, so it would tell a member that hidden files exist.
+    fake_lightrag.on("GET", "/health", "health.json")
+    page = member_client.get("/").content.decode()
+    assert "Documents in LightRAG" not in page and "LightRAG unmapped" not in page
+    assert [r.url.path for r in fake_lightrag.requests] == ["/health"]
+
+    fake_lightrag.on("POST", "/documents/paginated", "documents_paginated_after_delete.json")
+    client.force_login(admin_user)
+    assert "Documents in LightRAG" in client.get("/").content.decode()

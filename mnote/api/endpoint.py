@@ -88,8 +88,21 @@ def read_json(request) -> dict:
         data = json.loads(request.body)
     except (ValueError, UnicodeDecodeError) as e:
         raise ApiError(400, "invalid_json", f"The request body is not valid JSON: {e}") from e
+    except RecursionError as e:
+        # Thousands of nested [[[…]]] exhaust the parser's stack; no field of ours nests.
+        raise ApiError(400, "invalid_json", "The request body is nested too deeply.") from e
     if not isinstance(data, dict):
         raise ApiError(400, "invalid_json", "The request body must be a JSON object.")
+    try:
+        # JSON may carry "\ud800", which is no character: nothing downstream
+        # (the database, LightRAG) can encode it, so it is refused here, once.
+        json.dumps(data, ensure_ascii=False).encode()
+    except UnicodeEncodeError as e:
+        raise ApiError(
+            400, "invalid_json", "The request body contains a lone surrogate (such as \\ud800), which is not text."
+        ) from e
+    except RecursionError as e:
+        raise ApiError(400, "invalid_json", "The request body is nested too deeply.") from e
     return data
 
 

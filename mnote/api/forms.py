@@ -2,6 +2,7 @@
 fields here take JSON values as they are: a string where text is expected, a
 real ``true``/``false`` for flags, never a guess from something else."""
 
+import re
 from pathlib import PurePosixPath
 from urllib.parse import urlsplit
 
@@ -22,6 +23,36 @@ class JsonStringField(forms.CharField):
         return super().to_python(value)
 
 
+# Ids are database keys: larger ones cannot exist (and SQLite cannot even compare them).
+MAX_ID = 2**63 - 1
+MAX_CHUNK_INDEX = 10**9
+MIN_QUERY_WEIGHT = 3
+# LightRAG refuses a query lighter than 3 "English characters", a Chinese,
+# Japanese or Korean one counting as 2 (lightrag/query_validation.py). This is
+# that rule as the pattern OpenAPI publishes and the form applies, so a query
+# the description calls valid is never refused by LightRAG. Its wide set is a
+# subset of LightRAG's (BMP blocks only): stricter, never looser.
+_WIDE = (
+    "\u1100-\u11ff\u2e80-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f"
+    "\uac00-\ud7ff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffee"
+)
+QUERY_PATTERN = f"\\S[\\s\\S]+\\S|[{_WIDE}][\\s\\S]*\\S|\\S[\\s\\S]*[{_WIDE}]"
+
+
+class JsonIntegerField(forms.IntegerField):
+    """A JSON integer: ``{}``, ``[]``, ``"3"`` or ``true`` are not numbers
+    (Django's IntegerField would take the first two as "absent")."""
+
+    def to_python(self, value):
+        if value is None:
+            return None
+        if isinstance(value, float) and value.is_integer():
+            return int(value)  # JSON has one number type: 16.0 is the integer 16
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValidationError("Must be an integer.", code="invalid")
+        return value
+
+
 class JsonBooleanField(forms.Field):
     """``true``, ``false``, or absent (None: LightRAG's own default)."""
 
@@ -31,6 +62,11 @@ class JsonBooleanField(forms.Field):
         if isinstance(value, bool):
             return value
         raise ValidationError("Must be true or false.", code="invalid")
+
+
+# A library path as OpenAPI publishes it and the field checks it: no
+# backslash, no ".." segment, something besides slashes and spaces.
+LIBRARY_PATH_PATTERN = r"^(?![\s\S]*\\)(?![\s\S]*(^|/)\s*\.\.\s*(/|$))[\s\S]*[^\s/]"
 
 
 class LibraryPathListField(forms.Field):
@@ -45,10 +81,9 @@ class LibraryPathListField(forms.Field):
             raise ValidationError(f"At most {MAX_SOURCE_PATHS} paths.", code="max_length")
         paths = []
         for raw in value:
-            path = raw.strip().strip("/")
-            if not path or ".." in PurePosixPath(path).parts or "\\" in path:
+            if not re.search(LIBRARY_PATH_PATTERN, raw):
                 raise ValidationError(f"“{raw}” is not a library path such as “papers/2024”.", code="invalid")
-            paths.append(str(PurePosixPath(path)))
+            paths.append(str(PurePosixPath(raw.strip().strip("/"))))
         return list(dict.fromkeys(paths))
 
 
@@ -57,13 +92,23 @@ class SearchForm(forms.Form):
 
     query = JsonStringField(max_length=1000)
     mode = forms.ChoiceField(choices=[(m, m) for m in MODES], required=False)
-    topK = forms.IntegerField(min_value=1, max_value=200, required=False)
-    chunkTopK = forms.IntegerField(min_value=1, max_value=100, required=False)
+    topK = JsonIntegerField(min_value=1, max_value=200, required=False)
+    chunkTopK = JsonIntegerField(min_value=1, max_value=100, required=False)
     sourcePaths = LibraryPathListField(required=False)
     enableRerank = JsonBooleanField(required=False)
 
     def clean_mode(self):
         return self.cleaned_data.get("mode") or "mix"
+
+    def clean_query(self):
+        query = self.cleaned_data["query"]
+        if not re.search(QUERY_PATTERN, query):
+            raise ValidationError(
+                "Too short to search: give at least 3 characters "
+                "(a Chinese, Japanese or Korean character counts as 2).",
+                code="min_length",
+            )
+        return query
 
 
 def citation_token_from_url(url: str) -> str | None:
@@ -87,15 +132,14 @@ class OpenReferenceForm(forms.Form):
         if bool(url) == bool(token):
             raise ValidationError("Give either citationUrl or token (exactly one).", code="required")
         if url:
-            token = citation_token_from_url(url)
-            if token is None:
-                self.add_error("citationUrl", "Not a citation URL (expected /c/<token>).")
-            cleaned["token"] = token
+            # A URL that is no permalink names no citation: the view answers
+            # 404, as for an unknown token (the description allows any string).
+            cleaned["token"] = citation_token_from_url(url)
         return cleaned
 
 
 class ChunkContextForm(forms.Form):
-    chunk_index = forms.IntegerField(min_value=0)
+    chunk_index = forms.IntegerField(min_value=0, max_value=MAX_CHUNK_INDEX)
     context = forms.IntegerField(min_value=0, max_value=MAX_CONTEXT, required=False)
     block_id = forms.CharField(max_length=80, required=False)
 
@@ -105,8 +149,8 @@ class ChunkContextForm(forms.Form):
 
 
 class IngestForm(forms.Form):
-    sourceId = forms.IntegerField(min_value=1, required=False)
-    rootId = forms.IntegerField(min_value=1, required=False)
+    sourceId = JsonIntegerField(min_value=1, max_value=MAX_ID, required=False)
+    rootId = JsonIntegerField(min_value=1, max_value=MAX_ID, required=False)
     force = JsonBooleanField(required=False)
 
     def clean(self):
@@ -122,7 +166,7 @@ class IngestForm(forms.Form):
 
 
 class DeleteSourceForm(forms.Form):
-    sourceId = forms.IntegerField(min_value=1)
+    sourceId = JsonIntegerField(min_value=1, max_value=MAX_ID)
 
 
 class EmptyForm(forms.Form):

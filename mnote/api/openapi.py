@@ -4,6 +4,7 @@ Hand-written so it says exactly what the views do; tests check it lists
 every endpoint. Keep it beside any change to views.py or forms.py.
 """
 
+from mnote.api.forms import LIBRARY_PATH_PATTERN, MAX_CHUNK_INDEX, MAX_ID, MAX_SOURCE_PATHS, QUERY_PATTERN
 from mnote.citations.context import MAX_CONTEXT
 from mnote.citations.search import MODES
 from mnote.kinds import RESOURCE_KINDS
@@ -88,7 +89,14 @@ SCHEMAS = {
         "required": ["query"],
         "additionalProperties": False,
         "properties": {
-            "query": {"type": "string", "minLength": 1, "maxLength": 1000},
+            "query": {
+                "type": "string",
+                "minLength": 2,
+                "maxLength": 1000,
+                "pattern": QUERY_PATTERN,
+                "description": "At least 3 characters after trimming, a Chinese, Japanese or Korean character "
+                "counting as 2 (LightRAG's own minimum).",
+            },
             "mode": {
                 "type": "string",
                 "enum": list(MODES),
@@ -99,8 +107,8 @@ SCHEMAS = {
             "chunkTopK": {"type": "integer", "minimum": 1, "maximum": 100},
             "sourcePaths": {
                 "type": "array",
-                "maxItems": 50,
-                "items": {"type": "string"},
+                "maxItems": MAX_SOURCE_PATHS,
+                "items": {"type": "string", "pattern": LIBRARY_PATH_PATTERN},
                 "description": "Library paths of files or folders (e.g. papers/2024); results are limited to them.",
             },
             "enableRerank": {
@@ -208,7 +216,10 @@ SCHEMAS = {
                     "mode": {"type": "string"},
                     "dropped": {
                         "type": "object",
-                        "description": "References not cited, counted by reason (stale, unmapped, not visible, scope).",
+                        "description": "References not cited, counted by reason (stale, unmapped, outside the "
+                        "search scope). "
+                        "A member gets references to files they may not see and unmapped ones together, as "
+                        "\"not citable\", so the count never tells that hidden documents matched.",
                         "additionalProperties": {"type": "integer"},
                     },
                 },
@@ -333,9 +344,16 @@ SCHEMAS = {
         "additionalProperties": False,
         "description": "Exactly one of citationUrl and token.",
         "properties": {
-            "citationUrl": {"type": "string", "description": "/c/<token>, relative or absolute."},
-            "token": {"type": "string"},
+            "citationUrl": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 2048,
+                "pattern": "\\S",
+                "description": "/c/<token>, relative or absolute.",
+            },
+            "token": {"type": "string", "minLength": 1, "maxLength": 24, "pattern": "\\S"},
         },
+        "oneOf": [{"required": ["citationUrl"]}, {"required": ["token"]}],
     },
     "OpenReferenceResult": {
         "type": "object",
@@ -395,10 +413,14 @@ SCHEMAS = {
         "additionalProperties": False,
         "description": "Exactly one of sourceId and rootId; force only with sourceId.",
         "properties": {
-            "sourceId": {"type": "integer", "minimum": 1},
-            "rootId": {"type": "integer", "minimum": 1},
+            "sourceId": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
+            "rootId": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
             "force": {"type": "boolean", "default": False},
         },
+        "oneOf": [
+            {"required": ["sourceId"], "not": {"required": ["rootId"]}},
+            {"required": ["rootId"], "not": {"required": ["sourceId"]}, "properties": {"force": {"const": False}}},
+        ],
     },
     "IngestResult": {
         "oneOf": [
@@ -424,7 +446,7 @@ SCHEMAS = {
                         "type": "object",
                         "properties": {
                             **{k: {"type": "integer"} for k in ("new", "changed", "missing", "unchanged", "excluded",
-                                                                "queued", "capped")},
+                                                                "queued", "capped", "held")},
                             "refused": _STRINGS,
                             "error": _nullable("string"),
                         },
@@ -438,7 +460,7 @@ SCHEMAS = {
         "type": "object",
         "required": ["sourceId"],
         "additionalProperties": False,
-        "properties": {"sourceId": {"type": "integer", "minimum": 1}},
+        "properties": {"sourceId": {"type": "integer", "minimum": 1, "maximum": MAX_ID}},
     },
     "DeleteSourceResult": {
         "type": "object",
@@ -514,12 +536,17 @@ DESCRIPTION = {
                 "operationId": "sourceChunks",
                 "summary": "A chunk of a source with its neighbours.",
                 "parameters": [
-                    {"name": "sourceId", "in": "path", "required": True, "schema": {"type": "integer"}},
+                    {
+                        "name": "sourceId",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
+                    },
                     {
                         "name": "chunk_index",
                         "in": "query",
                         "required": True,
-                        "schema": {"type": "integer", "minimum": 0},
+                        "schema": {"type": "integer", "minimum": 0, "maximum": MAX_CHUNK_INDEX},
                     },
                     {
                         "name": "context",

@@ -9,7 +9,15 @@ from django.http import JsonResponse
 from mnote.accounts.roles import is_admin
 from mnote.api import openapi as openapi_description
 from mnote.api.endpoint import ApiError, api_endpoint, error_response, read_json, validated
-from mnote.api.forms import ChunkContextForm, DeleteSourceForm, EmptyForm, IngestForm, OpenReferenceForm, SearchForm
+from mnote.api.forms import (
+    MAX_ID,
+    ChunkContextForm,
+    DeleteSourceForm,
+    EmptyForm,
+    IngestForm,
+    OpenReferenceForm,
+    SearchForm,
+)
 from mnote.citations.context import ChunkNotFound, chunk_context
 from mnote.citations.mapper import CitationView
 from mnote.citations.models import Citation
@@ -17,7 +25,8 @@ from mnote.citations.search import answer_question, full_library_search, not_in_
 from mnote.library.ingest import queue_for_ingest
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.provider import HealthReport, health_report, lightrag_client, webui_url
-from mnote.library.sync import delete_index, library_status, prune_registry, sync_root
+from mnote.library.sync import allow_large_text, delete_index, library_status, prune_registry, sync_root
+from mnote.library.text_size import is_held_back
 
 SEARCH_SCHEMA = "mnote.knowledge_rag.search_results.v1"
 QUERY_SCHEMA = "mnote.knowledge_rag.agent_query_result.v1"
@@ -81,13 +90,26 @@ def _search_arguments(params: dict) -> dict:
     }
 
 
+# A member is told no more than "not citable" for a reference to a file
+# they may not see or that no row maps to: the count of hidden matches alone
+# would say that hidden documents are about the query.
+NOT_CITABLE = "not citable"
+
+
+def _told_reason(reason: str, admin: bool) -> str:
+    if not admin and (reason.startswith("unmapped") or reason == "not visible to you"):
+        return NOT_CITABLE
+    return reason
+
+
 @api_endpoint("POST")
 def search(request):
     """Full-library search: LightRAG's references as mapped citations, no answer."""
     params = validated(SearchForm, read_json(request))
     query = params["query"]
     mapped = full_library_search(request.user, query, **_search_arguments(params))
-    diagnostics = {**mapped.diagnostics, "dropped": dict(Counter(d["reason"] for d in mapped.dropped))}
+    dropped = Counter(_told_reason(d["reason"], is_admin(request.user)) for d in mapped.dropped)
+    diagnostics = {**mapped.diagnostics, "dropped": dict(dropped)}
     return JsonResponse(
         {
             "schema": SEARCH_SCHEMA,
@@ -148,6 +170,8 @@ def preview_url(source_id: int, token: str) -> str:
 def open_reference(request):
     """Where a permalink points now, and whether its source changed or is gone."""
     params = validated(OpenReferenceForm, read_json(request))
+    if params["token"] is None:
+        raise ApiError(404, "not_found", "No citation at this URL (expected /c/<token>).")
     cited = Citation.objects.select_related("source__root").filter(token=params["token"]).first()
     visible = cited is not None and (
         Source.objects.visible_to(request.user).filter(pk=cited.source_id).exists()
@@ -178,7 +202,11 @@ def open_reference(request):
 def source_chunks(request, source_id: int):
     """A chunk of a source with its neighbours (the preview's context panel)."""
     params = validated(ChunkContextForm, request.GET, allow_unknown=True)
-    source = Source.objects.visible_to(request.user).select_related("root").filter(pk=source_id).first()
+    source = (
+        Source.objects.visible_to(request.user).select_related("root").filter(pk=source_id).first()
+        if source_id <= MAX_ID
+        else None
+    )
     if source is None:
         raise ApiError(404, "not_found", "No such source.")
     if not Source.objects.citable().filter(pk=source.pk).exists():
@@ -236,6 +264,7 @@ def admin_ingest(request):
                     "excluded": summary.excluded,
                     "queued": summary.queued,
                     "capped": summary.capped,
+                    "held": summary.held,
                     "refused": summary.refused,
                     "error": summary.error or None,
                 },
@@ -245,10 +274,14 @@ def admin_ingest(request):
     source = _source_for_admin(params["sourceId"])
     if not source.root.enabled:
         raise ApiError(409, "root_disabled", f"The root “{source.root.name}” is disabled; enable it first.")
-    if source.status == Source.Status.EXCLUDED:
+    held_back = source.status == Source.Status.EXCLUDED and is_held_back(source.excluded_by)
+    if source.status == Source.Status.EXCLUDED and not held_back:
         raise ApiError(409, "source_excluded", f"{source.library_path} is excluded by “{source.excluded_by}”.")
     try:
-        result = queue_for_ingest(source, force=params["force"])
+        if held_back:
+            # Asking for a file held back for its size is the admin's allowance.
+            allow_large_text(source)
+        result = queue_for_ingest(source, force=params["force"] or held_back)
     except OSError as e:
         raise ApiError(409, "file_unreadable", f"{source.library_path} cannot be read: {e.strerror or e}") from e
     return JsonResponse(

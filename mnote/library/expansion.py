@@ -1,7 +1,10 @@
 """Which files of a root belong in the library.
 
 Paths are resolved and must stay inside the library base directory: ``..``,
-absolute paths and symlinks pointing outside are refused.
+absolute paths and symlinks pointing outside are refused. A file belongs to a
+root only when its real path is inside *that root's* real path: a symlink in
+an open root to a restricted root's file would otherwise show the restricted
+file to everyone who may see the open root.
 """
 
 import fnmatch
@@ -67,8 +70,9 @@ def expand_root(
     exclude_patterns: list[str],
     skip_folders: tuple[Path, ...] = (),
 ) -> tuple[list[Candidate], list[str]]:
-    """Files the root holds, and the paths refused on the way (symlinks
-    escaping the base directory), both sorted.
+    """Files the root holds, and the paths refused on the way (symlinks whose
+    target is outside this root: in another root, elsewhere in the library or
+    outside it), both sorted.
 
     The walk starts from the resolved root and never follows a symlinked
     folder, so only symlinks need resolving: everything else is inside.
@@ -97,10 +101,10 @@ def expand_root(
             rel = f"{rel_dir}{entry.name}"
             if entry.is_symlink():
                 real = Path(entry.path).resolve()
-                if not real.is_relative_to(base):
+                if not real.is_relative_to(top) or not real.is_relative_to(base):
                     refused.append(rel)
                 elif real.is_file() and Path(entry.name).suffix.lower() in SUPPORTED_EXTENSIONS:
-                    # A link to a file inside the library counts; linked folders are not followed.
+                    # A link to a file of this same root counts; linked folders are not followed.
                     found.append(Candidate(rel, real, matches_exclude(rel, exclude_patterns), real.stat()))
             elif entry.is_dir(follow_symlinks=False):
                 if recursive and entry.name not in SKIPPED_DIRS and entry.path not in skipped:

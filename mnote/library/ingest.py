@@ -12,6 +12,7 @@ import os
 import time
 from datetime import timedelta
 from pathlib import Path
+from typing import BinaryIO
 
 from django.conf import settings
 from django.db import transaction
@@ -28,12 +29,29 @@ HASH_BLOCK = 1024 * 1024
 RESCAN_AFTER = timedelta(seconds=20)
 
 
-def file_sha256(path: Path) -> str:
+def file_sha256(path: Path | BinaryIO) -> str:
+    """The sha256 of a file by path, or of an open binary file (from its start)."""
     digest = hashlib.sha256()
+    if hasattr(path, "read"):
+        path.seek(0)
+        while block := path.read(HASH_BLOCK):
+            digest.update(block)
+        path.seek(0)
+        return digest.hexdigest()
     with open(path, "rb") as f:
         while block := f.read(HASH_BLOCK):
             digest.update(block)
     return digest.hexdigest()
+
+
+def opened_sha256(source: Source, handle: BinaryIO) -> str:
+    """The hash of a file opened by ``open_source_file``: the registry's when
+    size and mtime still agree, else read from the very file that was opened
+    (never from a path that may have been swapped since)."""
+    stat = os.fstat(handle.fileno())
+    if source.sha256 and source.size == stat.st_size and source.mtime == stat.st_mtime:
+        return source.sha256
+    return file_sha256(handle)
 
 
 def current_sha256(source: Source, stat: os.stat_result | None = None) -> str:
@@ -189,12 +207,30 @@ def _carry_out_delete(client: LightRAGClient, job: Job) -> bool:
     return True
 
 
+def _unlink_sources_that_left_their_root() -> None:
+    """LightRAG follows our links when it scans, maybe long after the sync
+    that made them: a file swapped meanwhile for a symlink out of its root
+    (another root's file, /etc/passwd) loses its link before the scan. The
+    next sync sees the symlink and refuses it."""
+    from mnote.library.source_files import SourceUnavailable, source_real_path
+
+    for source in Source.objects.filter(status=Source.Status.QUEUED).select_related("root"):
+        try:
+            source_real_path(source)
+        except SourceUnavailable as e:
+            unlink_from_inputs(source)
+            source.status = Source.Status.NOT_INDEXED
+            source.last_error = f"Not sent to LightRAG: {e.message}"
+            source.save(update_fields=["status", "last_error", "updated_at"])
+
+
 def run_due_jobs(client: LightRAGClient) -> int:
     """Carry out the ledger's due jobs once; transient failures wait with backoff."""
     done = 0
     for job in Job.objects.due():
         try:
             if job.kind == Job.Kind.SCAN:
+                _unlink_sources_that_left_their_root()
                 result = client.scan()
                 job.finish(track_id=result.track_id)
                 Source.objects.filter(status=Source.Status.QUEUED).update(

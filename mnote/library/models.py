@@ -122,6 +122,9 @@ class Source(models.Model):
     stale = models.BooleanField(default=False)
     duplicate_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     excluded_by = models.CharField(max_length=255, blank=True)
+    allow_large_text = models.BooleanField(
+        default=False, help_text="An admin sent it to LightRAG although it has more text than MNOTE_MAX_TEXT_MB."
+    )
     generation = models.PositiveIntegerField(
         default=0, help_text="Bumped by a forced reindex so LightRAG sees a new document name."
     )

@@ -8,6 +8,7 @@ from django.db.models.functions import Concat
 from django.utils.translation import gettext_lazy as _
 
 from mnote.library.models import Source
+from mnote.library.text_size import is_held_back
 
 S = Source.Status
 
@@ -114,7 +115,7 @@ def reindex_refusal(source: Source) -> str:
             "path": source.library_path,
             "root": source.root.name,
         }
-    if source.status == S.EXCLUDED:
+    if source.status == S.EXCLUDED and not is_held_back(source.excluded_by):
         return _("“%(path)s” is excluded by “%(pattern)s”; change the root’s exclude patterns first.") % {
             "path": source.library_path,
             "pattern": source.excluded_by,

@@ -24,6 +24,7 @@ from mnote.library.ingest import (
     unlink_from_inputs,
 )
 from mnote.library.models import IndexedRoot, Job, Source
+from mnote.library.text_size import held_back_reason, is_held_back
 from mnote.lightrag import LightRAGClient, LightRAGError
 from mnote.search.workspace import refresh_workspace_index
 
@@ -49,6 +50,7 @@ class SyncSummary:
     excluded: int = 0
     queued: int = 0
     capped: int = 0
+    held: int = 0  # too much text for LightRAG: held back until an admin allows them
     refused: list[str] = field(default_factory=list)
     error: str = ""
     disabled: int | None = None  # set when the root is disabled: files taken out
@@ -78,8 +80,12 @@ class SyncSummary:
                 "n": self.capped,
                 "limit": settings.MNOTE_BATCH_LIMIT,
             }
+        if self.held:
+            line += _(
+                "; %(n)d held back (more text than MNOTE_MAX_TEXT_MB allows; reindex one to send it anyway)"
+            ) % {"n": self.held}
         if self.refused:
-            line += _("; %(n)d refused (outside the base directory): %(paths)s") % {
+            line += _("; %(n)d symlinks refused (their target is outside this root): %(paths)s") % {
                 "n": len(self.refused),
                 "paths": ", ".join(self.refused[:5]),
             }
@@ -134,8 +140,13 @@ def sync_root(root: IndexedRoot, *, batch_limit: int | None = None) -> SyncSumma
                     _exclude(source, candidate.excluded_by)
                 continue
             if source is None:
+                held = held_back_reason(candidate.absolute_path)
                 try:
-                    new.append(_new_source(root, candidate))
+                    if held:
+                        new.append(_new_source(root, candidate, status=Source.Status.EXCLUDED, excluded_by=held))
+                        summary.held += 1
+                    else:
+                        new.append(_new_source(root, candidate))
                 except OSError:
                     continue  # vanished while we walked; the next sync sees it gone
                 summary.new += 1
@@ -150,6 +161,12 @@ def sync_root(root: IndexedRoot, *, batch_limit: int | None = None) -> SyncSumma
                 changed = refresh_fingerprint(source, candidate.stat)
             except OSError:
                 continue
+            if (changed or source.status in _TO_SEND) and not source.allow_large_text:
+                held = held_back_reason(candidate.absolute_path)
+                if held:
+                    summary.held += 1
+                    _hold_back(source, held)
+                    continue
             if changed:
                 summary.changed += 1
                 _content_changed(source, root)
@@ -182,17 +199,36 @@ def sync_root(root: IndexedRoot, *, batch_limit: int | None = None) -> SyncSumma
     return summary
 
 
-def _new_source(root: IndexedRoot, candidate, *, status=Source.Status.NOT_INDEXED) -> Source:
+def _new_source(root: IndexedRoot, candidate, *, status=Source.Status.NOT_INDEXED, excluded_by: str = "") -> Source:
     source = Source(
         root=root,
         relative_path=candidate.relative_path,
         absolute_path=str(candidate.absolute_path),
         status=status,
-        excluded_by=candidate.excluded_by,
+        excluded_by=excluded_by or candidate.excluded_by,
     )
-    if status != Source.Status.EXCLUDED:
+    if status != Source.Status.EXCLUDED or excluded_by:
         refresh_fingerprint(source, candidate.stat)
     return source
+
+
+def _hold_back(source: Source, reason: str) -> None:
+    """Too much text for LightRAG: not sent (its old document, if any, is
+    already on its way out) until an admin reindexes it."""
+    if source.lightrag_doc_id or source.status in Source.IN_PROGRESS:
+        submit_delete(source, missing=False)
+    unlink_from_inputs(source)
+    source.status = Source.Status.EXCLUDED
+    source.excluded_by = reason
+    source.save()
+
+
+def allow_large_text(source: Source) -> None:
+    """An admin's word that a held-back file may go to LightRAG after all."""
+    source.allow_large_text = True
+    source.status = Source.Status.NOT_INDEXED
+    source.excluded_by = ""
+    source.save(update_fields=["allow_large_text", "status", "excluded_by", "updated_at"])
 
 
 def _exclude(source: Source, pattern: str) -> None:
@@ -225,10 +261,13 @@ def sync_library(roots=None) -> list[SyncSummary]:
 
 def reindex_source(source: Source) -> str:
     """Send the file to LightRAG again under a new name, replacing (by delete,
-    never silently) the document it had."""
+    never silently) the document it had. A file held back for its size is
+    sent: an admin asking for it is the allowance."""
     if not os.path.exists(source.absolute_path):
         submit_delete(source, missing=True)
         return "missing"
+    if source.status == Source.Status.EXCLUDED and is_held_back(source.excluded_by):
+        allow_large_text(source)
     return queue_for_ingest(source, force=True)
 
 

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import Count
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -61,7 +62,10 @@ def _partial_wanted(request) -> bool:
 
 def _lightrag_side(request, *, full_page: bool, health_ok: bool, unmapped_wanted: bool):
     """LightRAG's counts and unmapped documents, or None when this response
-    does not need them (a member's table refresh asks LightRAG nothing)."""
+    does not need them. Members never get them: LightRAG counts every root's
+    documents, so its total would tell a member that hidden files exist."""
+    if not is_admin(request.user):
+        return None
     if full_page and not health_ok:
         return library_status(None)
     if not full_page and not unmapped_wanted:
@@ -160,8 +164,18 @@ def _back_to_table(request):
     return redirect(reverse("home") + (f"?{query}" if query else ""))
 
 
+# No database key is larger; SQLite cannot even compare a larger number (a 500).
+MAX_ID = 2**63 - 1
+
+
+def _root_or_404(root_id: int) -> IndexedRoot:
+    if root_id > MAX_ID:
+        raise Http404("No such root.")
+    return get_object_or_404(IndexedRoot, pk=root_id)
+
+
 def _source_or_message(request, source_id):
-    source = Source.objects.select_related("root").filter(pk=source_id).first()
+    source = Source.objects.select_related("root").filter(pk=source_id).first() if source_id <= MAX_ID else None
     if source is None:
         messages.error(request, _("That file is no longer in the registry; the table below is up to date."))
     return source
@@ -281,13 +295,13 @@ def root_add(request):
 @require_http_methods(["GET", "POST"])
 @admin_only
 def root_edit(request, root_id):
-    return _root_form_page(request, get_object_or_404(IndexedRoot, pk=root_id))
+    return _root_form_page(request, _root_or_404(root_id))
 
 
 @require_http_methods(["GET", "POST"])
 @admin_only
 def root_disable(request, root_id):
-    root = get_object_or_404(IndexedRoot, pk=root_id)
+    root = _root_or_404(root_id)
     if request.method == "POST":
         root.enabled = False
         root.save(update_fields=["enabled", "updated_at"])
@@ -300,7 +314,7 @@ def root_disable(request, root_id):
 @require_POST
 @admin_only
 def root_enable(request, root_id):
-    root = get_object_or_404(IndexedRoot, pk=root_id)
+    root = _root_or_404(root_id)
     root.enabled = True
     root.save(update_fields=["enabled", "updated_at"])
     messages.success(request, _("Enabled the root “%(root)s”.") % {"root": root.name})
@@ -311,7 +325,7 @@ def root_enable(request, root_id):
 @require_http_methods(["GET", "POST"])
 @admin_only
 def root_remove(request, root_id):
-    root = get_object_or_404(IndexedRoot, pk=root_id)
+    root = _root_or_404(root_id)
     if request.method == "POST":
         messages.success(request, remove_root(root).line())
         return redirect("library:roots")

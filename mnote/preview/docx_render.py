@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import lxml.html
 
@@ -77,7 +78,7 @@ class RenderedDocx:
 
 
 def render_docx(
-    path: Path | str,
+    path: Path | str | BinaryIO,
     image_url: Callable[[str], str] | None = None,
     *,
     limits: Limits = DEFAULT_LIMITS,
@@ -129,8 +130,12 @@ def load_docx_image(path, part: str, *, limits: Limits = DEFAULT_LIMITS) -> Imag
 
 
 def preview_docx(fp, ctx: PreviewContext) -> dict:
-    rendered = render_docx(fp, image_url=ctx.asset_url)
-    return {"html": rendered.html, "blocks": rendered.block_count, "title": rendered.title, "warnings": rendered.warnings}
+    """Rendered in a child process with a memory limit (``docx_child``): a
+    document that passes every size check yet needs hundreds of MB to render
+    costs the child, not the web worker."""
+    from mnote.preview.docx_child import render_docx_isolated
+
+    return render_docx_isolated(fp, image_base=ctx.asset_base)
 
 
 def load_asset(fp, part: str) -> Image:

@@ -19,7 +19,6 @@ import logging
 import math
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -29,8 +28,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from rapidfuzz import fuzz
+
+if __name__ == "__main__":  # the child process (see sandbox.py): find the mnote package
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from mnote.preview import sandbox  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -48,13 +52,12 @@ MAX_SPAN_CHARS = 5000  # boxes are read for a matched span up to this long
 # Hard limits on each child process.
 TIMEOUTS_S = {"info": 15.0, "render": 20.0, "text": TEXT_TIME_BUDGET_S + 10.0, "boxes": 15.0}
 CHILD_MEMORY_BYTES = 1024 * 1024 * 1024
-MAX_WORKERS = 4
+MAX_WORKERS = sandbox.MAX_WORKERS
 
 MIN_SCORE = 0.6
 MIN_NEEDLE_CHARS = 6  # evidence shorter than this (letters and digits) is not searched
 MIN_FUZZY_CHARS = 20  # nor fuzzily below this: short strings match anything a little
 
-_REJECTED_EXIT = 3
 
 
 class PdfRejected(Exception):
@@ -63,6 +66,8 @@ class PdfRejected(Exception):
 
 class PdfBusy(PdfRejected):
     """Every PDF reader slot stayed busy; trying again later may work."""
+
+    transient = True  # never cached as the file's refusal
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,7 @@ class PageText:
 # --- public functions -----------------------------------------------------------
 
 
-def pdf_info(path: Path | str) -> PdfInfo:
+def pdf_info(path: Path | str | BinaryIO) -> PdfInfo:
     """Page count, page sizes and title of the PDF at ``path``."""
     path, key = _checked(path)
     with _cache_lock:
@@ -114,7 +119,7 @@ def pdf_info(path: Path | str) -> PdfInfo:
     return info
 
 
-def render_page_png(path: Path | str, page_number: int, *, width_px: int = 1000) -> bytes:
+def render_page_png(path: Path | str | BinaryIO, page_number: int, *, width_px: int = 1000) -> bytes:
     """Page ``page_number`` (1-based) as a PNG ``width_px`` wide (clamped to
     50..2000), white background, annotations drawn. A page so tall that it
     would pass 8000 px or 8 megapixels is drawn narrower instead."""
@@ -138,7 +143,7 @@ def render_page_png(path: Path | str, page_number: int, *, width_px: int = 1000)
 
 
 def find_text(
-    path: Path | str,
+    path: Path | str | BinaryIO,
     evidence_text: str,
     *,
     query: str = "",
@@ -209,8 +214,14 @@ def _trim_bytes(cache: OrderedDict, budget: int) -> None:
         total -= len(cache.popitem(last=False)[1])
 
 
-def _checked(path: Path | str) -> tuple[str, tuple]:
-    """The absolute path and a cache key that changes when the file does."""
+def _checked(path: Path | str | BinaryIO) -> tuple[str, tuple]:
+    """The absolute path and a cache key that changes when the file does.
+
+    An open file (from ``open_source_file``) is handed to the child as that
+    very file descriptor (``/dev/fd/N``), never by a name that could be
+    swapped for another file in between."""
+    if hasattr(path, "fileno"):
+        return _checked_open_file(path.fileno())
     path = os.path.abspath(path)
     try:
         stat = os.stat(path)
@@ -234,6 +245,23 @@ def _checked(path: Path | str) -> tuple[str, tuple]:
     if b"%PDF-" not in head:
         raise PdfRejected("This file is not a PDF (it has no PDF header).")
     return path, (path, stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+def _checked_open_file(fd: int) -> tuple[str, tuple]:
+    stat = os.fstat(fd)
+    if stat.st_size == 0:
+        raise PdfRejected("The file is empty.")
+    if stat.st_size > MAX_FILE_BYTES:
+        raise PdfRejected(
+            f"The PDF is too large to preview ({stat.st_size // 2**20} MB; the limit is {MAX_FILE_BYTES // 2**20} MB)."
+        )
+    try:
+        head = os.pread(fd, 1024, 0)
+    except OSError as e:
+        raise PdfRejected(f"The file cannot be read: {e.strerror or e}.") from e
+    if b"%PDF-" not in head:
+        raise PdfRejected("This file is not a PDF (it has no PDF header).")
+    return f"{_FD_PATH}{fd}", ("fd", stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
 def _text_index(path: str, key: tuple) -> "_TextIndex":
@@ -267,53 +295,33 @@ def _span_boxes(path: str, page: int, first: int, end: int) -> list[float] | Non
 
 # --- the child process ----------------------------------------------------------
 
-_worker_slots = threading.BoundedSemaphore(MAX_WORKERS)
+_worker_slots = sandbox.render_slots
+_FD_PATH = sandbox.FD_PATH
 
 
 def _run_child(op: str, path: str, params: dict) -> bytes:
     timeout = TIMEOUTS_S[op]
     too_slow = f"Reading this PDF took too long (more than {timeout:g} s); it may be damaged or too complex."
-    if not _worker_slots.acquire(timeout=timeout):
-        raise PdfBusy("The PDF reader is busy; try again in a moment.")
     try:
-        # -I: no user site, no PYTHON* variables, no script folder on sys.path
-        # (the child imports pypdfium2 and the standard library only).
-        limits = [str(CHILD_MEMORY_BYTES), str(math.ceil(timeout) + 1)]  # address space, CPU seconds
-        command = [sys.executable, "-I", "-B", __file__, op, path, json.dumps(params), *limits]
-        done = subprocess.run(
-            command,
-            check=False,
-            capture_output=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-            env={"LC_ALL": "C.UTF-8"},
-            cwd="/",
+        return sandbox.run_child(
+            __file__, op, path, params, timeout=timeout, memory=CHILD_MEMORY_BYTES, slots=_worker_slots, log=log
         )
-    except subprocess.TimeoutExpired as e:
-        raise PdfRejected(too_slow) from e
-    except OSError as e:
-        log.error("cannot start the PDF reader: %s", e)
-        raise PdfRejected("The PDF reader could not be started.") from e
-    finally:
-        _worker_slots.release()
-    if done.returncode == 0:
-        return done.stdout
-    if done.returncode == _REJECTED_EXIT:
-        raise PdfRejected(json.loads(done.stdout)["rejected"])
-    log.warning(
-        "PDF reader failed on %s (%s, exit %s): %s",
-        path,
-        op,
-        done.returncode,
-        done.stderr[-2000:].decode(errors="replace"),
-    )
-    if done.returncode == -signal.SIGABRT:  # how PDFium ends when an allocation fails
-        raise PdfRejected("This PDF needs more memory than the preview allows, or it is damaged.")
-    if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
-        raise PdfRejected(too_slow)
-    if done.returncode < 0:
-        raise PdfRejected("The PDF reader crashed on this file; it may be damaged or too complex.")
-    raise PdfRejected("The PDF reader failed on this file.")
+    except sandbox.ChildRejected as e:
+        raise PdfRejected(str(e)) from e
+    except sandbox.ChildFailed as e:
+        message = {
+            "busy": None,
+            "timeout": too_slow,
+            "start": "The PDF reader could not be started.",
+            "memory": "This PDF needs more memory than the preview allows, or it is damaged.",
+            "crash": "The PDF reader crashed on this file; it may be damaged or too complex.",
+        }.get(e.reason, "The PDF reader failed on this file.")
+        if message is None:
+            raise PdfBusy("The PDF reader is busy; try again in a moment.") from e
+        refusal = PdfRejected(message)
+        if e.reason == "timeout":
+            refusal.remember_s = 600  # maybe the file, maybe a busy machine: remembered for a while only
+        raise refusal from e
 
 
 class _Rejected(Exception):
@@ -485,25 +493,8 @@ def _page_chars(textpage, limit: int) -> tuple[list[str], Sequence[int]]:
 
 
 def _child_main(argv: list[str]) -> int:
-    import resource
-
-    op, path, params, memory, cpu = argv[1], argv[2], json.loads(argv[3]), int(argv[4]), int(argv[5])
-    # PDFium aborts when an allocation fails; the parent tells the user it needs more memory.
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-    work = {"info": _child_info, "render": _child_render, "text": _child_text, "boxes": _child_boxes}[op]
-    try:
-        out, status = work(path, **params), 0
-    except _Rejected as e:
-        out, status = json.dumps({"rejected": str(e)}).encode(), _REJECTED_EXIT
-    except MemoryError:
-        out, status = (
-            json.dumps({"rejected": "This PDF needs more memory than the preview allows."}).encode(),
-            _REJECTED_EXIT,
-        )
-    sys.stdout.buffer.write(out)
-    sys.stdout.flush()
-    return status
+    work = {"info": _child_info, "render": _child_render, "text": _child_text, "boxes": _child_boxes}
+    return sandbox.child_main(argv, work, _Rejected, "This PDF needs more memory than the preview allows.")
 
 
 # --- matching on the text layer -------------------------------------------------
@@ -748,6 +739,6 @@ if __name__ == "__main__":
 
 def preview_pdf(fp, ctx) -> dict:
     """Page sizes for the preview's page images; the PDF itself is read by
-    the limited subprocess, which opens it by path (``ctx.path``)."""
-    info = pdf_info(ctx.path)
+    the limited subprocess, from the file the preview opened."""
+    info = pdf_info(fp)
     return {"pages": [{"number": i + 1, "width": w, "height": h} for i, (w, h) in enumerate(info.pages)], "title": info.title or "", "html": ""}

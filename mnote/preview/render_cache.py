@@ -3,6 +3,7 @@ version), so a big document is rendered once per content, not per click."""
 
 import json
 import logging
+import time
 from collections.abc import Callable
 
 from django.conf import settings
@@ -15,14 +16,41 @@ log = logging.getLogger(__name__)
 RENDERER_VERSION = "2"  # 2: one renderer per kind; DOCX headings, drop caps, headers and footers
 
 
-def cached(kind: str, sha256: str, render: Callable[[], dict]) -> dict:
+class RenderRefused(Exception):
+    """A refusal remembered from an earlier render of the same content; ``str(e)`` is for users."""
+
+
+def cached(
+    kind: str, sha256: str, render: Callable[[], dict], *, refusals: tuple[type[Exception], ...] = ()
+) -> dict:
+    """The render of this content, from the cache or made now. A refusal
+    (one of ``refusals``: the file is too large, damaged, too slow) is cached
+    too, so a hostile file costs one render per version, not one per request;
+    one with ``remember_s`` (too slow: perhaps only a busy machine) holds that
+    long; one marked ``transient`` (the reader is busy) is not cached."""
     folder = settings.DATA_DIR / "cache" / "preview"
     path = folder / f"{kind}-{RENDERER_VERSION}-{sha256}.json"
     try:
-        return json.loads(path.read_text())
+        hit = json.loads(path.read_text())
     except (OSError, ValueError):
         pass
-    result = render()
+    else:
+        if not (isinstance(hit, dict) and "refused" in hit):
+            return hit
+        if hit.get("until") is None or time.time() < hit["until"]:
+            raise RenderRefused(hit["refused"])
+    try:
+        result = render()
+    except refusals as e:
+        if not getattr(e, "transient", False):
+            remember_s = getattr(e, "remember_s", None)
+            _store(path, {"refused": str(e), "until": time.time() + remember_s if remember_s else None})
+        raise
+    _store(path, result)
+    return result
+
+
+def _store(path, result: dict) -> None:
     try:
         write_private_file(path, json.dumps(result))
     except OSError as e:

@@ -34,6 +34,7 @@ class Image(NamedTuple):
 @dataclass(frozen=True)
 class PreviewContext:
     asset_url: Callable[[str], str] = lambda part: ""
+    asset_base: str = ""  # what asset_url puts before a part name (for a renderer in a child process)
     path: Path | None = None  # for renderers that hand the file to a subprocess (PDF)
     page: int = 1  # of a paged sheet
     options: dict = field(default_factory=dict)

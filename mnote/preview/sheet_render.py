@@ -45,6 +45,7 @@ class XlsxPackage(ZipPackage):
     label = "Excel workbook"
     suffix = ".xlsx"
     writer = "Excel"
+    streamed_parts = ("xl/worksheets/", "xl/sharedstrings.xml")
 
 
 def column_name(index: int) -> str:

@@ -2,6 +2,7 @@
 locator script scores (``data-block-index``, ``data-heading-level``)."""
 
 from pathlib import Path
+from typing import BinaryIO
 
 from django.utils.translation import gettext as _
 from lxml import html as lxml_html
@@ -18,11 +19,12 @@ class TextRejected(ValueError):
     """A text file we cannot show; the message says why."""
 
 
-def read_text(path, limit: int = MAX_TEXT_BYTES) -> tuple[str, bool]:
-    """The file's text (UTF-8, else the best guess) and whether it was cut;
-    ``path`` may be an open binary file (read from where it stands)."""
+def read_text(path: Path | BinaryIO, limit: int = MAX_TEXT_BYTES) -> tuple[str, bool]:
+    """The file's text (UTF-8, else the best guess) and whether it was cut.
+    ``path`` may be an open binary file (read from its start, left open)."""
     try:
         if hasattr(path, "read"):
+            path.seek(0)
             data = path.read(limit + 1)
         else:
             with open(path, "rb") as f:

@@ -1,6 +1,5 @@
 import hashlib
 import json
-from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
@@ -14,10 +13,12 @@ from django.views.decorators.http import require_GET
 
 from mnote.citations.models import Citation
 from mnote.kinds import kind_of
-from mnote.library.ingest import current_sha256
+from mnote.library.ingest import opened_sha256
 from mnote.library.models import Source
+from mnote.library.source_files import SourceUnavailable, open_source_file
 from mnote.preview.docx.safe_package import PreviewRejected
-from mnote.preview.render_cache import cached
+from mnote.preview.render_cache import RenderRefused, cached
+from mnote.preview.render_rate import RenderRateLimited, charge_render
 from mnote.preview.renderers import PreviewContext, asset_loader_for, page_finder_for, render_cache_key, renderer_for
 from mnote.preview.text_render import TextRejected
 
@@ -26,6 +27,7 @@ _LOCATOR_KEYS = {
     "headingPath", "evidenceText", "searchQuery", "displayQuote", "chunkId", "chunkIndex",
 }  # fmt: skip
 MAX_LOCATOR_CHARS = 20_000
+MAX_ID = 2**63 - 1
 PDF_PAGE_WIDTHS = (600, 1000, 1600)
 
 
@@ -38,14 +40,9 @@ def resource_kind(name: str) -> str:
     return kind_of(name).name
 
 
-@contextmanager
-def open_source(source: Source):
-    """The user's file, opened read-only: the one place the preview opens it."""
-    with open(source.absolute_path, "rb") as fp:
-        yield fp
-
-
 def _visible_source(request, source_id: int) -> Source:
+    if source_id > MAX_ID:
+        raise Http404("No such source.")  # no database key is that large (SQLite cannot even compare it)
     return get_object_or_404(Source.objects.visible_to(request.user).select_related("root"), pk=source_id)
 
 
@@ -61,11 +58,18 @@ def _initial_locator(request, source: Source) -> tuple[dict | None, Citation | N
         return None, None
     try:
         locator = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None, None
     if not isinstance(locator, dict):
         return None, None
-    return {k: v for k, v in locator.items() if k in _LOCATOR_KEYS}, None
+    return {k: v for k, v in locator.items() if k in _LOCATOR_KEYS and _flat(v)}, None
+
+
+def _flat(value) -> bool:
+    """A locator holds scalars and flat lists of them (bbox, paraIds,
+    headingPath); anything nested is dropped before it reaches a template."""
+    scalar = (str, int, float, bool, type(None))
+    return isinstance(value, scalar) or (isinstance(value, list) and all(isinstance(v, scalar) for v in value))
 
 
 def _rejections():
@@ -74,7 +78,7 @@ def _rejections():
     return (PreviewRejected, PdfRejected, TextRejected)
 
 
-def _page_of_passage(source: Source, kind, path: Path, evidence: str) -> int | None:
+def _page_of_passage(source: Source, kind, path: Path, sha256: str, evidence: str) -> int | None:
     """A cited passage past the first page of a big sheet: open that page
     (found once per file content and passage, then cached)."""
     find = page_finder_for(kind)
@@ -83,13 +87,13 @@ def _page_of_passage(source: Source, kind, path: Path, evidence: str) -> int | N
     evidence = evidence[:4000]
 
     def find_now() -> dict:
-        with open_source(source) as fp:
+        with open_source_file(source) as fp:
             return {"page": find(fp, PreviewContext(path=path), evidence)}
 
     key = f"{kind.name}-page-{hashlib.sha256(evidence.encode()).hexdigest()[:16]}"
     try:
-        return cached(key, current_sha256(source), find_now)["page"]
-    except (PreviewRejected, TextRejected, OSError):
+        return cached(key, sha256, find_now)["page"]
+    except (PreviewRejected, TextRejected, OSError, SourceUnavailable, RenderRefused):
         return None  # the render below says what is wrong
 
 
@@ -113,45 +117,67 @@ def document(request, source_id: int):
         "problem": "",
         "rendered": None,
     }
-    if source.deleted_at is not None or not path.is_file():
-        context["problem"] = _("This file is no longer in the library (it was moved, renamed or deleted).")
-        return render(request, "preview/document.html", context)
+    try:
+        handle = open_source_file(source)
+    except SourceUnavailable as e:
+        context["problem"] = e.message
+        return render(request, "preview/document.html", context, status=e.status)
     if render_file is None:
+        handle.close()
         context["problem"] = _("There is no preview for this kind of file; open the original instead.")
         return render(request, "preview/document.html", context)
     base = reverse("preview-asset", args=[source.pk, "x"]).removesuffix("x")
-    if rows_page == 1 and not request.GET.get("rows_page") and locator and locator.get("evidenceText"):
-        rows_page = _page_of_passage(source, kind, path, str(locator["evidenceText"])) or 1
-    ctx = PreviewContext(
-        # Part names may hold spaces, "#", "?" or any script (an EPUB's 夏目漱石.jpg).
-        asset_url=lambda part: base + quote(part.lstrip("/"), safe="/"),
-        path=path,
-        page=rows_page,
-        options={"page_url": reverse("preview", args=[source.pk]) + "?rows_page="},
-    )
     try:
-        sha256 = current_sha256(source)
+        with handle:
+            sha256 = opened_sha256(source, handle)
+            if rows_page == 1 and not request.GET.get("rows_page") and locator and locator.get("evidenceText"):
+                rows_page = _page_of_passage(source, kind, path, sha256, str(locator["evidenceText"])) or 1
+            ctx = PreviewContext(
+                # Part names may hold spaces, "#", "?" or any script (an EPUB's 夏目漱石.jpg).
+                asset_url=lambda part: base + quote(part.lstrip("/"), safe="/"),
+                asset_base=base,
+                path=path,
+                page=rows_page,
+                options={"page_url": reverse("preview", args=[source.pk]) + "?rows_page="},
+            )
 
-        def render_now() -> dict:
-            with open_source(source) as fp:
-                return render_file(fp, ctx)
+            def render_now() -> dict:
+                # Only a render the cache does not hold counts against the user's budget.
+                charge_render(request.user)
+                handle.seek(0)
+                return render_file(handle, ctx)
 
-        context["rendered"] = cached(render_cache_key(kind, ctx, get_language() or ""), sha256, render_now)
-    except _rejections() as e:
+            key = render_cache_key(kind, ctx, get_language() or "")
+            context["rendered"] = cached(key, sha256, render_now, refusals=_rejections())
+    except (*_rejections(), RenderRefused) as e:
         context["problem"] = str(e)
+    except RenderRateLimited as e:
+        context["problem"] = _(
+            "You have opened many previews in a short time; this one will be ready in about %(seconds)d seconds."
+        ) % {"seconds": e.retry_after}
+        response = render(request, "preview/document.html", context, status=429)
+        response["Retry-After"] = str(e.retry_after)
+        return response
     except OSError as e:
         context["problem"] = _("This file cannot be read: %(error)s") % {"error": e.strerror or e}
     return render(request, "preview/document.html", context)
 
 
+def _gone_page(request, source: Source, error: SourceUnavailable):
+    return render(
+        request, "preview/document.html", {"source": source, "kind": "other", "problem": error.message}, status=error.status
+    )
+
+
 @require_GET
 def original(request, source_id: int):
-    """The user's file itself, read only, as a download."""
+    """The user's file itself, read only, as a download — the very file the
+    checks passed on, or a 404/410 page."""
     source = _visible_source(request, source_id)
     try:
-        handle = open(source.absolute_path, "rb")
-    except OSError as e:
-        raise Http404("This file is no longer in the library.") from e
+        handle = open_source_file(source)
+    except SourceUnavailable as e:
+        return _gone_page(request, source, e)
     return FileResponse(handle, as_attachment=True, filename=source.file_name)
 
 
@@ -164,9 +190,9 @@ def asset(request, source_id: int, part: str):
     if load is None:
         raise Http404("This kind of file has no pictures to show.")
     try:
-        with open_source(source) as fp:
-            content_type, data = load(fp, part)
-    except (PreviewRejected, KeyError, OSError) as e:
+        with open_source_file(source) as handle:
+            content_type, data = load(handle, part)
+    except (PreviewRejected, KeyError, OSError, SourceUnavailable) as e:
         raise Http404("No such image in this document.") from e
     response = HttpResponse(data, content_type=content_type)
     response["Cache-Control"] = "private, max-age=3600"
@@ -188,8 +214,9 @@ def pdf_page(request, source_id: int, page: int):
         width = 1000
     width = min(PDF_PAGE_WIDTHS, key=lambda w: abs(w - width))
     try:
-        png = render_page_png(Path(source.absolute_path), page, width_px=width)
-    except (PdfRejected, OSError) as e:
+        with open_source_file(source) as handle:
+            png = render_page_png(handle, page, width_px=width)
+    except (PdfRejected, OSError, SourceUnavailable) as e:
         raise Http404(str(e)) from e
     response = HttpResponse(png, content_type="image/png")
     response["Cache-Control"] = "private, max-age=3600"
@@ -208,7 +235,10 @@ def pdf_find(request, source_id: int):
         return JsonResponse({"error": {"code": "bad_request", "message": "Give the evidence text of a PDF citation."}}, status=400)
     try:
         page_hint = int(request.GET["page"]) if request.GET.get("page", "").isdigit() else None
-        match = find_text(Path(source.absolute_path), evidence, query=request.GET.get("query", "")[:500], page_hint=page_hint)
+        with open_source_file(source) as handle:
+            match = find_text(handle, evidence, query=request.GET.get("query", "")[:500], page_hint=page_hint)
+    except SourceUnavailable as e:
+        return JsonResponse({"error": {"code": "gone", "message": e.message}}, status=e.status)
     except (PdfRejected, OSError) as e:
         return JsonResponse({"error": {"code": "unreadable", "message": str(e)}}, status=422)
     if match is None:

@@ -4,13 +4,14 @@ keeps working when LightRAG is down."""
 
 import json
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from django.db.models import Q
 
 from mnote.citations.citation_text import evidence_window, mark_terms, query_terms
 from mnote.kinds import kind_of
 from mnote.library.models import IndexedRoot, Source
+from mnote.library.source_files import SourceUnavailable, open_source_file
 from mnote.preview.text_render import TextRejected, read_text
 from mnote.search.models import WorkspaceText
 
@@ -30,16 +31,19 @@ def refresh_workspace_index(root: IndexedRoot) -> int:
         root.sources.exclude(status__in=_GONE)
         .filter(deleted_at__isnull=True)
         .exclude(sha256="")
-        .values_list("pk", "relative_path", "absolute_path", "sha256")
+        .only("pk", "root", "relative_path", "absolute_path", "sha256", "status", "deleted_at")
     )
     fresh, changed = [], []
-    for pk, relative_path, absolute_path, sha256 in rows:
-        name = PurePosixPath(relative_path or absolute_path).name
+    for source in rows:
+        pk, sha256 = source.pk, source.sha256
+        name = PurePosixPath(source.relative_path or source.absolute_path).name
         if not kind_of(name).workspace_text or known.get(pk) == sha256:
             continue
+        source.root = root
         try:
-            text, _ = read_text(Path(absolute_path))
-        except TextRejected:
+            with open_source_file(source) as handle:
+                text, _ = read_text(handle)
+        except (TextRejected, SourceUnavailable, OSError):
             continue
         entry = WorkspaceText(source_id=pk, sha256=sha256, body=text[:MAX_INDEXED_CHARS])
         (changed if pk in known else fresh).append(entry)

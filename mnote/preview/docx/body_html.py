@@ -43,7 +43,7 @@ from .namespaces import (
 )
 from .numbering import Numbering, lower_roman
 from .omml import omml_to_text
-from .safe_package import Deadline, DocxPackage, Limits, Relationship, invalid
+from .safe_package import Deadline, DocxPackage, DocxRejected, Limits, Relationship, invalid
 from .styles import PLAIN, RunFormat, Styles, is_on
 from .symbols import symbol_char, symbol_text
 
@@ -194,6 +194,7 @@ class BodyRenderer:
         self._notes: dict[str, dict[str, int]] = {"footnote": {}, "endnote": {}}
         self._note_refs_placed: set[str] = set()
         self._runs = 0
+        self._paragraphs = 0
         self._has_deletions = True
 
     # -- entry point ---------------------------------------------------------
@@ -302,6 +303,12 @@ class BodyRenderer:
 
     def paragraph(self, paragraphs, out: etree._Element) -> None:
         self.deadline.check()
+        self._paragraphs += 1
+        if self._paragraphs > self.limits.max_blocks:
+            # The byte count before parsing knows only the "w:" prefix; this holds for any.
+            raise DocxRejected(
+                f"This document is too large to preview (more than {self.limits.max_blocks:,} paragraphs)."
+            )
         el = etree.Element("p")
         saved_boxes, self._pending_boxes = self._pending_boxes, []
         self._content = False

@@ -15,6 +15,7 @@ what is wrong with the file in plain words.
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 import struct
@@ -23,6 +24,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import unquote
 
 from lxml import etree
@@ -53,6 +55,12 @@ class Limits:
     ratio_floor_bytes: int = 1 * MB  # ... once it is larger than this
     time_budget_s: float = 10.0  # wall time for one render
     max_render_depth: int = 60  # nested tables / text boxes / notes
+    # An XML part is parsed whole, at ~10-15× its size in memory, and every
+    # paragraph costs render time: a 45 MB part that compresses only 2.3×
+    # passes the limits above yet takes seconds and hundreds of MB. These two
+    # budgets refuse it before a byte is parsed.
+    max_xml_part_bytes: int = 20 * MB  # any one XML part, declared and actual
+    max_blocks: int = 100_000  # paragraphs + table cells in one part
 
 
 DEFAULT_LIMITS = Limits()
@@ -71,6 +79,13 @@ def _mb(n: int) -> str:
     return f"{n / MB:,.0f} MB" if n >= MB else f"{n / 1024:,.0f} KB"
 
 
+class DocxTooSlow(DocxRejected):
+    """Over the time budget: maybe the file, maybe a busy machine, so the
+    refusal is remembered for a while rather than for the file's version."""
+
+    remember_s = 600
+
+
 class Deadline:
     def __init__(self, seconds: float):
         self.seconds = seconds
@@ -78,7 +93,7 @@ class Deadline:
 
     def check(self) -> None:
         if time.monotonic() > self._end:
-            raise DocxRejected(f"This document takes too long to preview (more than {self.seconds:g} s).")
+            raise DocxTooSlow(f"This document takes too long to preview (more than {self.seconds:g} s).")
 
 
 @dataclass(frozen=True)
@@ -183,6 +198,9 @@ class ZipPackage:
     label = "package"  # "This file is not a valid <label>: ..."
     suffix = ".zip"
     writer = "an office application"  # "... which <writer> never writes"
+    # Parts only ever read by ``iterparse`` (streamed), exempt from the
+    # one-XML-part size limit that guards parts parsed whole.
+    streamed_parts: tuple[str, ...] = ()
 
     def __init__(self, source, limits: Limits = DEFAULT_LIMITS):
         self.limits = limits
@@ -205,7 +223,10 @@ class ZipPackage:
             except OSError as e:
                 raise PreviewRejected(f"This file cannot be read ({e.strerror or e}).") from e
         else:
-            self.path = Path(getattr(source, "name", "") or "")
+            # An open file (from ``open_source_file``) is read from its start
+            # and left open for its owner.
+            name = getattr(source, "name", "")
+            self.path = Path(name if isinstance(name, str) else "")
             self._fp = source
         try:
             self._zip = self._open_zip()
@@ -304,6 +325,15 @@ class ZipPackage:
                     f'{name[:80]} would expand {ratio:,.0f} times when decompressed, like a "zip bomb" '
                     f"(the limit is {limits.max_ratio} times)"
                 )
+            if (
+                info.file_size > limits.max_xml_part_bytes
+                and name.lower().endswith((".xml", ".rels"))
+                and not name.lower().startswith(self.streamed_parts)
+            ):
+                raise PreviewRejected(
+                    f"This document is too large to preview ({name[:80]} is {_mb(info.file_size)} of XML; "
+                    f"the limit is {_mb(limits.max_xml_part_bytes)})."
+                )
             total += info.file_size
         if total > limits.max_total_bytes:
             raise PreviewRejected(
@@ -322,6 +352,8 @@ class ZipPackage:
         if info is None:
             return None
         limit = min(info.file_size, self.limits.max_member_bytes)
+        if part.lower().endswith((".xml", ".rels")):
+            limit = min(limit, self.limits.max_xml_part_bytes)
         chunks: list[bytes] = []
         size = 0
         try:
@@ -384,6 +416,12 @@ class ZipPackage:
         return self.parse_xml(data, part)
 
     def parse_xml(self, data: bytes, part: str) -> etree._Element:
+        blocks = len(_BLOCK_TAGS.findall(data))
+        if blocks > self.limits.max_blocks:
+            raise PreviewRejected(
+                f"This document is too large to preview ({part[:80]} has {blocks:,} paragraphs and table cells; "
+                f"the limit is {self.limits.max_blocks:,})."
+            )
         if _has_doctype(data):
             raise self.invalid(f"{part[:80]} contains a document type declaration (DTD), which {self.writer} never writes")
         strict = b"purl.oclc.org/ooxml" in data
@@ -443,6 +481,10 @@ class ZipPackage:
             return "word/document.xml"
         raise self.invalid("it has no main document part")
 
+
+# Counted on the bytes, before parsing: a regex scan costs milliseconds where
+# building the tree would cost seconds. Word always writes the "w:" prefix.
+_BLOCK_TAGS = re.compile(rb"<w:(?:p|tc)[\s>/]")
 
 _DOCTYPE_MARKS = tuple("<!DOCTYPE".encode(codec) for codec in ("utf-8", "utf-16-le", "utf-16-be"))
 

@@ -1,0 +1,55 @@
+"""How much text a file would hand LightRAG, estimated without reading it,
+so a file that would flood LightRAG (tens of thousands of chunks, hours of
+ingest) is held back at sync until an admin allows it.
+
+The estimate is an upper bound that costs no more than a ZIP directory: the
+uncompressed size of an Office or EPUB package's XML/HTML parts (markup
+included), the size of any other text file. PDFs are not estimated: their
+text cannot be measured without parsing them.
+"""
+
+import zipfile
+from pathlib import Path
+
+from django.conf import settings
+
+PACKAGES = frozenset({".docx", ".pptx", ".xlsx", ".odt", ".epub"})
+NOT_ESTIMATED = frozenset({".pdf"})
+_TEXT_PARTS = (".xml", ".html", ".xhtml", ".htm")
+# Stored in Source.excluded_by; the dashboard shows it after "Excluded by".
+HELD_BACK = "the text-size limit"
+
+
+def estimated_text_bytes(path: Path) -> int | None:
+    """An upper bound of the file's text in bytes, or None when unknown."""
+    suffix = path.suffix.lower()
+    if suffix in NOT_ESTIMATED:
+        return None
+    if suffix not in PACKAGES:
+        return path.stat().st_size
+    try:
+        with zipfile.ZipFile(path) as package:
+            return sum(i.file_size for i in package.infolist() if i.filename.lower().endswith(_TEXT_PARTS))
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError):
+        return None  # LightRAG will say what is wrong with it
+
+
+def held_back_reason(path: Path) -> str:
+    """Why this file is held back from LightRAG, or "" when it may go."""
+    limit = settings.MNOTE_MAX_TEXT_MB * 1024 * 1024
+    if not limit:
+        return ""
+    try:
+        size = estimated_text_bytes(path)
+    except OSError:
+        return ""
+    if size is None or size <= limit:
+        return ""
+    return (
+        f"{HELD_BACK} (about {size / 2**20:,.0f} MB of text, more than MNOTE_MAX_TEXT_MB={settings.MNOTE_MAX_TEXT_MB}); "
+        "reindex it to send it to LightRAG anyway"
+    )
+
+
+def is_held_back(excluded_by: str) -> bool:
+    return excluded_by.startswith(HELD_BACK)

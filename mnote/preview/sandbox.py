@@ -1,0 +1,116 @@
+"""Reading untrusted files in a child process: a time limit, an address-space
+and CPU limit, and at most ``MAX_WORKERS`` children at a time per web process.
+A file that makes a reader hang, balloon or crash costs a child, never a web
+worker. The PDF reader and the DOCX renderer both run through here.
+
+No Django in here: the child imports this module under ``python -I``.
+"""
+
+import json
+import math
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+
+MAX_WORKERS = 4
+# Shared by every reader, so a burst of previews of any kind waits its turn.
+render_slots = threading.BoundedSemaphore(MAX_WORKERS)
+FD_PATH = "/dev/fd/"
+REJECTED_EXIT = 3
+
+
+class ChildFailed(Exception):
+    """The child gave no answer; ``reason`` is busy, timeout, start, memory, crash or failed."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ChildRejected(Exception):
+    """The child refused the file; ``str(e)`` is its message for users.
+    ``remember_s``: how long the refusal holds (None: for this version of the file)."""
+
+    def __init__(self, message: str, remember_s: float | None = None):
+        super().__init__(message)
+        self.remember_s = remember_s
+
+
+def run_child(
+    script: str,
+    op: str,
+    path: str,
+    params: dict,
+    *,
+    timeout: float,
+    memory: int,
+    slots: threading.Semaphore = render_slots,
+    log=None,
+) -> bytes:
+    """Run ``python -I script op path params memory cpu`` and return its
+    stdout. ``path`` may be ``/dev/fd/N``: that descriptor is handed to the
+    child (the file already opened and checked by the parent)."""
+    if not slots.acquire(timeout=timeout):
+        raise ChildFailed("busy")
+    try:
+        # -I: no user site, no PYTHON* variables, no script folder on sys.path.
+        limits = [str(memory), str(math.ceil(timeout) + 1)]  # address space, CPU seconds
+        command = [sys.executable, "-I", "-B", script, op, path, json.dumps(params), *limits]
+        done = subprocess.run(
+            command,
+            pass_fds=(int(path.removeprefix(FD_PATH)),) if path.startswith(FD_PATH) else (),
+            check=False,
+            capture_output=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            env={"LC_ALL": "C.UTF-8"},
+            cwd="/",
+        )
+    except subprocess.TimeoutExpired as e:
+        raise ChildFailed("timeout") from e
+    except OSError as e:
+        if log:
+            log.error("cannot start a reader: %s", e)
+        raise ChildFailed("start") from e
+    finally:
+        slots.release()
+    if done.returncode == 0:
+        return done.stdout
+    if done.returncode == REJECTED_EXIT:
+        answer = json.loads(done.stdout)
+        raise ChildRejected(answer["rejected"], answer.get("remember_s"))
+    if log:
+        log.warning(
+            "reader failed on %s (%s, exit %s): %s", path, op, done.returncode, done.stderr[-2000:].decode(errors="replace")
+        )
+    if done.returncode == -signal.SIGABRT:  # how PDFium ends when an allocation fails
+        raise ChildFailed("memory")
+    if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        raise ChildFailed("timeout")
+    if done.returncode < 0:
+        raise ChildFailed("crash")
+    raise ChildFailed("failed")
+
+
+def child_main(
+    argv: list[str], work: dict[str, Callable[..., bytes]], rejected: type[Exception], memory_message: str
+) -> int:
+    """The child's side: limits first, then ``work[op](path, **params)``;
+    ``rejected`` exceptions and MemoryError become a refusal message."""
+    import resource
+
+    op, path, params, memory, cpu = argv[1], argv[2], json.loads(argv[3]), int(argv[4]), int(argv[5])
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+    try:
+        out, status = work[op](path, **params), 0
+    except rejected as e:
+        out = json.dumps({"rejected": str(e), "remember_s": getattr(e, "remember_s", None)}).encode()
+        status = REJECTED_EXIT
+    except MemoryError:
+        out, status = json.dumps({"rejected": memory_message}).encode(), REJECTED_EXIT
+    sys.stdout.buffer.write(out)
+    sys.stdout.flush()
+    return status
