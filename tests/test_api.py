@@ -579,3 +579,21 @@ def test_it_answers_unknown_api_paths_and_wrong_methods_with_json(member_client)
     response = member_client.get("/api/search")
     assert response.status_code == 405 and response["Allow"] == "POST"
     assert response.json()["error"]["code"] == "method_not_allowed"
+
+
+def test_it_streams_an_answer_as_ndjson_citations_first(member_client, lightrag_answers, gamma):
+    lightrag_answers.on("POST", "/query/stream", (200, query_stream_lines()))
+    history = [{"role": "user", "content": "Tell me about the mirror"}, {"role": "assistant", "content": "It is Zerodur."}]
+    response = post(member_client, "/api/query", {"query": QUERY, "stream": True, "conversationHistory": history})
+    assert response.status_code == 200 and response["Content-Type"] == "application/x-ndjson"
+    lines = [json.loads(line) for line in b"".join(response.streaming_content).decode().splitlines()]
+    assert lines[0]["event"] == "context" and [c["fileName"] for c in lines[0]["citations"]] == ["gamma.docx"]
+    assert lines[-1]["event"] == "done" and lines[-1]["schema"] == "mnote.knowledge_rag.agent_query_result.v1"
+    assert any(line["event"] == "sentences" for line in lines)
+    [sent] = sent_to_lightrag(lightrag_answers, "/query/stream")
+    assert sent["conversation_history"] == history
+
+
+def test_it_refuses_a_malformed_conversation_history(member_client, fake_lightrag):
+    body = post(member_client, "/api/query", {"query": QUERY, "conversationHistory": [{"role": "system", "content": "x"}]})
+    assert body.status_code == 400 and "conversationHistory" in body.json()["error"]["fields"]

@@ -1,20 +1,22 @@
 """The JSON API's views: thin, calling the same functions as the pages and
 the management commands (search, answers, permalinks, chunk context, sync)."""
 
+import json
 from collections import Counter
 from urllib.parse import urlencode
 
-from django.http import JsonResponse
+from django.http import JsonResponse, StreamingHttpResponse
 
 from mnote.accounts.roles import is_admin
 from mnote.api import openapi as openapi_description
 from mnote.api.endpoint import ApiError, api_endpoint, error_response, read_json, validated
-from mnote.api.forms import ChunkContextForm, DeleteSourceForm, EmptyForm, IngestForm, OpenReferenceForm, SearchForm
+from mnote.api.forms import ChunkContextForm, DeleteSourceForm, EmptyForm, IngestForm, OpenReferenceForm, QueryForm, SearchForm
 from mnote.citations.context import ChunkNotFound, chunk_context
 from mnote.citations.mapper import CitationView
 from mnote.citations.models import Citation
-from mnote.citations.search import answer_question, full_library_search, not_in_lightrag
+from mnote.citations.search import answer_question, answer_stream, full_library_search, not_in_lightrag
 from mnote.library.ingest import queue_for_ingest
+from mnote.lightrag import LightRAGError
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.provider import HealthReport, health_report, lightrag_client, webui_url
 from mnote.library.sync import delete_index, library_status, prune_registry, sync_root
@@ -116,28 +118,62 @@ def _compact_citation(c: CitationView) -> dict:
     return item
 
 
+def query_result(answer, mode: str) -> dict:
+    """An answer in the ``agent_query_result.v1`` schema (the JSON API and MCP)."""
+    citations = [_compact_citation(c) for c in answer.mapped.citations]
+    return {
+        "schema": QUERY_SCHEMA,
+        "query": answer.query,
+        "mode": mode,
+        "answer": {
+            "kind": answer.kind,
+            "text": answer.text,
+            "sentences": [{"text": s.text, "citationIds": list(s.citation_ids)} for s in answer.sentences],
+            "notes": list(answer.notes),
+        },
+        "citations": citations,
+        "contextUsed": len(citations),
+    }
+
+
+def _ndjson(item: dict) -> bytes:
+    return (json.dumps(item, ensure_ascii=False) + "\n").encode()
+
+
+def _answer_lines(events, first, mode: str):
+    """NDJSON of a streamed answer: its citations before any word, sentences
+    with their citation ids as they complete, then the whole result."""
+    try:
+        answer = first.answer
+        citations = [_compact_citation(c) for c in answer.mapped.citations]
+        yield _ndjson({"event": "context", "schema": QUERY_SCHEMA, "kind": answer.kind, "citations": citations})
+        for event in events:
+            if event.kind == "text":
+                sentences = [{"text": s.text, "citationIds": list(s.citation_ids)} for s in event.sentences]
+                yield _ndjson({"event": "sentences", "sentences": sentences, "pending": event.pending})
+            elif event.kind == "done":
+                yield _ndjson({"event": "done", **query_result(event.answer, mode)})
+    except LightRAGError as e:
+        yield _ndjson({"event": "error", "error": {"code": "lightrag_unavailable", "message": str(e)}})
+    finally:
+        events.close()
+
+
 @api_endpoint("POST")
 def query(request):
-    """An answer whose sentences carry this query's citation ids, and those citations."""
-    params = validated(SearchForm, read_json(request))
-    answer = answer_question(request.user, params["query"], **_search_arguments(params))
-    notes = list(answer.notes)
-    citations = [_compact_citation(c) for c in answer.mapped.citations]
-    return JsonResponse(
-        {
-            "schema": QUERY_SCHEMA,
-            "query": answer.query,
-            "mode": params["mode"],
-            "answer": {
-                "kind": answer.kind,
-                "text": answer.text,
-                "sentences": [{"text": s.text, "citationIds": list(s.citation_ids)} for s in answer.sentences],
-                "notes": notes,
-            },
-            "citations": citations,
-            "contextUsed": len(citations),
-        }
-    )
+    """An answer whose sentences carry this query's citation ids, and those
+    citations; with ``stream`` as NDJSON while it is written."""
+    params = validated(QueryForm, read_json(request))
+    arguments = {**_search_arguments(params), "history": params["conversationHistory"] or None}
+    if params["stream"]:
+        events = answer_stream(request.user, params["query"], **arguments)
+        # The first event (citations) is read here, so LightRAG being down is still a 503.
+        first = next(events)
+        response = StreamingHttpResponse(_answer_lines(events, first, params["mode"]), content_type="application/x-ndjson")
+        response["Cache-Control"] = "no-cache"
+        return response
+    answer = answer_question(request.user, params["query"], **arguments)
+    return JsonResponse(query_result(answer, params["mode"]))
 
 
 def preview_url(source_id: int, token: str) -> str:
