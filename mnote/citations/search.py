@@ -153,8 +153,11 @@ def _as_query_data(references: list[dict]) -> dict:
 
 
 def _outside_view(user, references: list[dict]) -> bool:
-    """Whether any file in the context is one the asker may not see (or no
-    registry row names): then the LLM's words may repeat it."""
+    """Whether any file in the context is one the asker may not see (or, for
+    a member, one no registry row names): then the LLM's words may repeat it.
+    Admins see every root, and LightRAG's own documents in its WebUI."""
+    if user.is_staff and user.is_active:
+        return False
     names = {str(r.get("file_path") or "") for r in references}
     visible = set(Source.objects.visible_to(user).filter(lightrag_name__in=names).values_list("lightrag_name", flat=True))
     return bool(names - visible)
