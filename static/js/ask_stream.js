@@ -61,6 +61,7 @@
       if (conversationInput) conversationInput.value = data.conversation;
       if (window.location.pathname !== data.url) window.history.pushState({}, "", data.url);
     } else if (name === "problem") {
+      if (turn) turn.classList.remove("streaming");
       turns.insertAdjacentHTML("beforeend", data.html);
     }
   }
