@@ -125,11 +125,37 @@ def summary(values: list[float]) -> dict:
     }
 
 
+def profile_first_card(env: dict[str, str]) -> None:
+    """Where the app's time to the first card goes: answer_stream up to its
+    context event, in this process, against the same DB and LightRAG."""
+    import cProfile
+    import pstats
+
+    os.environ.update(env)
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+
+    from mnote.citations.search import answer_stream
+
+    user = get_user_model().objects.get(username="bench-member")
+    profiler = cProfile.Profile()
+    for question in QUESTIONS * 2:
+        profiler.enable()
+        events = answer_stream(user, question, mode="naive")
+        next(events)
+        profiler.disable()
+        events.close()
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(35)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=8, help="rounds over the questions (default 8)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary dir")
     parser.add_argument("--no-json", action="store_true", help="do not write bench/results/answer_bench.json")
+    parser.add_argument("--profile", action="store_true", help="also cProfile the app's path to the first card, in-process")
     args = parser.parse_args(argv)
     clean_environ()
     from mnote.stack.answering_model import TEST_ANSWER_MODEL
@@ -196,6 +222,8 @@ def main(argv=None) -> int:
         print(f"first card / references line: {card_ratio:.2f}x (target <= 1.15x)")
         if word_ratio is not None:
             print(f"first word / bare first word:  {word_ratio:.2f}x")
+        if args.profile:
+            profile_first_card(env)
         if not args.no_json:
             RESULTS_FILE.parent.mkdir(parents=True, exist_ok=True)
             RESULTS_FILE.write_text(
