@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import anyio
@@ -36,6 +37,25 @@ async def _session_calls(open_transport, calls):
             return names, results
 
 
+def run_client(transport, calls):
+    """The client's own event loop in a thread of its own: Playwright's sync
+    API may keep one running in the test thread."""
+    outcome = {}
+
+    def run():
+        try:
+            outcome["result"] = anyio.run(_session_calls, transport, list(calls))
+        except BaseException as e:  # re-raised in the test thread
+            outcome["error"] = e
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(300)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
+
+
 def over_http(url: str, key: str, *calls):
     @asynccontextmanager
     async def transport():
@@ -43,7 +63,7 @@ def over_http(url: str, key: str, *calls):
             async with streamable_http_client(url, http_client=http) as streams:
                 yield streams
 
-    return anyio.run(_session_calls, transport, list(calls))
+    return run_client(transport, calls)
 
 
 def payload(result) -> dict:
@@ -145,7 +165,7 @@ def test_the_tools_answer_over_stdio_as_the_tokens_user(tmp_path):
         parameters = StdioServerParameters(
             command=sys.executable, args=["manage.py", "mcp_stdio"], env={**env, "MNOTE_API_TOKEN": key}, cwd=str(REPO_DIR)
         )
-        return anyio.run(_session_calls, lambda: stdio_client(parameters), list(calls))
+        return run_client(lambda: stdio_client(parameters), calls)
 
     names, (status, refused) = over_stdio(member_key, ("status", {}), ("open_reference", {"token": citation}))
     assert names == TOOLS
