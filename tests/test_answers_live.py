@@ -4,6 +4,7 @@ stopped on request, followed up with the earlier turn, and never drawing on a
 root the asker may not see."""
 
 import json
+import re
 import time
 
 import httpx
@@ -105,7 +106,9 @@ def test_an_answer_streams_from_one_retrieval_badged_from_its_own_context(manual
     assert answering_model()["streamed"] == 1
 
 
-def test_the_page_streams_cards_first_then_badged_sentences(manuals, member, answering_model):
+def test_the_page_streams_cards_first_then_badged_sentences(manuals, library_dir, member, answering_model):
+    (library_dir / "manuals" / "dome.md").write_text("# Dome\n\nThe Gamma dome is painted white to keep it cool at dusk.\n")
+    index(manuals)
     client = Client()
     client.force_login(member)
     response = client.post("/ask/", {"q": "When does the Gamma dome open?"}, HTTP_ACCEPT="text/event-stream")
@@ -118,6 +121,10 @@ def test_the_page_streams_cards_first_then_badged_sentences(manuals, member, ans
     names = [name for name, _ in events]
     assert names[0] == "context" and names[-1] == "done" and "text" in names
     assert "source-card" in events[0][1]["html"] and "badge-link" not in events[0][1]["html"]
+    # The first file's cards come first, the other file's cards before any word.
+    assert names[1] == "cards" and names.index("cards") < names.index("text")
+    early = set(re.findall(r'id="cite-(\w+)"', events[0][1]["html"] + events[1][1]["html"]))
+    assert early == set(re.findall(r'id="cite-(\w+)"', events[-1][1]["html"]))
     sentences = "".join(data["html"] for name, data in events if name == "text")
     assert "thirty minutes after sunset" in sentences and "badge-link" in sentences
     done = events[-1][1]

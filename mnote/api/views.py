@@ -178,8 +178,8 @@ def query(request):
     arguments = {**_search_arguments(params), "history": params["conversationHistory"] or None}
     if params["stream"]:
         events = answer_stream(request.user, params["query"], **arguments)
-        # The first event (citations) is read here, so LightRAG being down is still a 503.
-        first = next(events)
+        # The citations are read here, so LightRAG being down is still a 503.
+        first = next(event for event in events if event.kind != "cards")
         response = StreamingHttpResponse(_answer_lines(events, first, params["mode"]), content_type="application/x-ndjson")
         response["Cache-Control"] = "no-cache"
         return response

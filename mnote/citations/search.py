@@ -111,9 +111,10 @@ class Answer:
 
 @dataclass
 class AnswerEvent:
-    """One step of an answer as it is made: ``context`` (citations known,
-    before any word), ``text`` (sentences completed since the last event and
-    the text still being written), ``done``."""
+    """One step of an answer as it is made: ``cards`` (optional: the first
+    file's citations, early), ``context`` (all citations known, before any
+    word), ``text`` (sentences completed since the last event and the text
+    still being written), ``done``."""
 
     kind: str
     answer: Answer
@@ -150,6 +151,12 @@ def _as_query_data(references: list[dict]) -> dict:
                 chunk_id = ids.get(content) or f"{name}#sha1-{hashlib.sha1(content.encode()).hexdigest()[:16]}"
                 chunks.append({"reference_id": ref_id, "file_path": name, "content": content, "chunk_id": chunk_id[:120]})
     return {"status": "success", "data": {"chunks": chunks, "references": listed}}
+
+
+def _first_reference(data: dict) -> dict:
+    first = data["data"]["references"][0]
+    chunks = [c for c in data["data"]["chunks"] if c["file_path"] == first["file_path"]]
+    return {**data, "data": {"chunks": chunks, "references": [first]}}
 
 
 def _outside_view(user, references: list[dict]) -> bool:
@@ -204,16 +211,24 @@ def answer_stream(
             query, mode=mode, top_k=top_k, chunk_top_k=chunk_top_k, enable_rerank=enable_rerank, conversation_history=history
         ) as stream:
             references = stream.read_references()
-            mapped = map_query_data(
-                _as_query_data(references),
-                query=query,
-                sources=Source.objects.visible_to(user),
-                scope=scope,
-                rerank_requested=enable_rerank,
-                rerank_available=health.rerank_enabled,
-            )
+            withheld = _outside_view(user, references)
+            data = _as_query_data(references)
+            mapping = {
+                "query": query,
+                "sources": Source.objects.visible_to(user),
+                "scope": scope,
+                "rerank_requested": enable_rerank,
+                "rerank_available": health.rerank_enabled,
+            }
+            if len(references) > 1:
+                # The first file's cards while the rest are mapped: the same
+                # ids and permalinks as in the full result (ids follow LightRAG's order).
+                early = map_query_data(_first_reference(data), **mapping)
+                if early.citations:
+                    yield AnswerEvent("cards", Answer(query, "extractive" if withheld else "llm", [], early))
+            mapped = map_query_data(data, **mapping)
             mapped.diagnostics.update(llmAvailable=True, mode="mix" if mode == "hybrid" else mode)
-            if _outside_view(user, references):
+            if withheld:
                 answer = Answer(
                     query, "extractive", extractive_answer(query, mapped.citations), mapped, notes=[WITHHELD_NOTE], withheld=True
                 )

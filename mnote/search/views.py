@@ -186,11 +186,17 @@ def _streamed_answer(request, question: str, arguments: dict, conversation: Conv
     Stop button, a closed tab) closes the answer stream to LightRAG."""
     history = conversation.history() if conversation else None
     events = answer_stream(request.user, question, history=history, **arguments)
+    shown = None  # ids of the cards already on the page
     try:
         for event in events:
-            if event.kind == "context":
+            if event.kind in ("cards", "context") and shown is None:
                 turn = _turn(question, event.answer, streaming=True)
+                shown = {c.citation_id for c in event.answer.mapped.citations}
                 yield _sse("context", {"html": render_to_string("search/ask.html#turn", {"turn": turn}, request)})
+            elif event.kind == "context":
+                rest = [c for c in event.answer.mapped.citations if c.citation_id not in shown]
+                html = render_to_string("search/ask.html#more_cards", {"cards": _cards(rest, question)}, request)
+                yield _sse("cards", {"html": html})
             elif event.kind == "text":
                 html = render_to_string("search/ask.html#sentences", {"sentences": event.sentences}, request)
                 yield _sse("text", {"html": html, "pending": event.pending})

@@ -46,6 +46,8 @@
       turns.insertAdjacentHTML("beforeend", data.html);
       turn = turns.lastElementChild;
       textarea.value = "";
+    } else if (name === "cards" && turn) {
+      turn.querySelector(".turn-cards").insertAdjacentHTML("beforeend", data.html);
     } else if (name === "text" && turn) {
       const pending = turn.querySelector(".pending");
       if (!pending) return;
