@@ -33,7 +33,8 @@ class RecordedLightRAG:
         self.requests: list[httpx.Request] = []
 
     def on(self, method: str, path: str, response):
-        """``response``: a recording's file name, an (status, body) pair, or an exception to raise."""
+        """``response``: a recording's file name, an (status, body) pair, or an exception to raise.
+        A body that is a list is sent as NDJSON, one line per item (``/query/stream``)."""
         self.routes[(method, path)] = response
         return self
 
@@ -46,6 +47,9 @@ class RecordedLightRAG:
         if isinstance(response, Exception):
             raise response
         status, body = recorded(response) if isinstance(response, str) else response
+        if isinstance(body, list):
+            lines = "".join(json.dumps(line) + "\n" for line in body)
+            return httpx.Response(status, content=lines.encode(), headers={"Content-Type": "application/x-ndjson"})
         return httpx.Response(status, json=body)
 
     @property
@@ -153,10 +157,44 @@ def embedded_stack(tmp_path_factory):
     cache = REPO_DIR / "data" / "tiktoken"
     if cache.is_dir():
         shutil.copytree(cache, data_dir / "tiktoken")
-    stack = EmbeddedStack(StackConfig(data_dir=data_dir, lightrag_port=free_port(), model_port=free_port()))
+    stack = EmbeddedStack(
+        StackConfig(data_dir=data_dir, lightrag_port=free_port(), model_port=free_port(), test_answers=True)
+    )
     stack.start()
     yield stack
     stack.stop()
+
+
+@pytest.fixture(scope="session")
+def answering_stack(embedded_stack, tmp_path_factory):
+    """A second real lightrag-server whose LLM is the deterministic test
+    answering model, served by the session's model endpoint: LightRAG's own
+    answer pipeline and /query/stream run for real. Its answer cache is off,
+    so an answer always comes from the context of this test's documents."""
+    from mnote.stack.answering_model import TEST_ANSWER_MODEL
+    from mnote.stack.processes import EMBEDDING_DIM, EMBEDDING_MODEL, ExternalModel
+
+    data_dir = tmp_path_factory.mktemp("answering-stack")
+    shutil.copytree(embedded_stack.config.tiktoken_dir, data_dir / "tiktoken")
+    model_url = embedded_stack.config.model_url
+    stack = EmbeddedStack(
+        StackConfig(
+            data_dir=data_dir,
+            lightrag_port=free_port(),
+            llm=ExternalModel("openai", model_url, TEST_ANSWER_MODEL, "none"),
+            embedding=ExternalModel("openai", model_url, EMBEDDING_MODEL, "none", EMBEDDING_DIM),
+            llm_cache=False,
+        )
+    )
+    stack.start()
+    yield stack
+    stack.stop()
+
+
+@pytest.fixture
+def live_answering(answering_stack, settings, library_dir):
+    """The app pointed at the answering LightRAG (see ``live_lightrag``)."""
+    yield from _point_app_at(answering_stack, settings)
 
 
 @pytest.fixture
@@ -180,9 +218,13 @@ def demo_library(live_lightrag, library_dir):
 def live_lightrag(embedded_stack, settings, library_dir):
     """Point the app at the session's real LightRAG, reading its key and
     folders from LightRAG's own .env as a deployment would."""
-    config = embedded_stack.config
-    if not embedded_stack.lightrag.alive():
-        embedded_stack.restart_lightrag()
+    yield from _point_app_at(embedded_stack, settings)
+
+
+def _point_app_at(stack, settings):
+    config = stack.config
+    if not stack.lightrag.alive():
+        stack.restart_lightrag()
     settings.MNOTE_LIGHTRAG = load_config(
         {"MNOTE_LIGHTRAG_ENV_FILE": str(config.env_file)},
         default_url="http://127.0.0.1:1",
@@ -190,7 +232,7 @@ def live_lightrag(embedded_stack, settings, library_dir):
         default_working_dir=config.working_dir,
     )
     settings.MNOTE_LIGHTRAG_TRANSPORT = None
-    yield embedded_stack
+    yield stack
     # Each test starts from an empty LightRAG: the database is per test, and
     # LightRAG would otherwise call a later test's files duplicates.
     empty_lightrag(settings.MNOTE_LIGHTRAG)

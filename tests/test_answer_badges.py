@@ -235,3 +235,53 @@ def test_it_never_answers_with_a_question_or_a_flattened_table():
     ]
     answer = extractive_answer("What is the primary mirror made of?", quotes)
     assert [s.citation_ids[0] for s in answer] == ["z5c6"]
+
+
+# --- streaming: badges placed while the answer arrives ----------------------
+
+from mnote.citations.answer_badges import BadgePlacer  # noqa: E402
+
+
+@dataclass
+class _Quote:
+    citation_id: str
+    chunk_id: str
+    display_quote: str
+
+
+STREAM_QUOTES = [
+    _Quote("aaaa", "doc-1-chunk-000", "The Gamma telescope has a 4.2 metre primary mirror made of Zerodur glass."),
+    _Quote("bbbb", "doc-1-chunk-001", "The mirror is re-aluminised every three years in the on-site coating chamber."),
+    _Quote("cccc", "doc-2-chunk-000", "The Beta dome opens at dusk and closes at dawn."),
+]
+STREAMED_ANSWER = (
+    "The mirror is re-aluminised every three years [1]. The Beta dome opens at dusk [2].\n\n"
+    "### References\n\n- [1] gamma.docx\n- [2] beta.md"
+)
+
+
+def test_a_sentence_is_badged_once_the_next_one_begins_and_the_reference_list_never_shows():
+    placer = BadgePlacer(STREAM_QUOTES, query="mirror dome", ids_by_reference={"1": ["aaaa", "bbbb"], "2": ["cccc"]})
+    arrivals = []
+    for i in range(0, len(STREAMED_ANSWER), 7):
+        arrivals.append((i, placer.feed(STREAMED_ANSWER[i : i + 7]), placer.pending))
+    first = next(i for i, new, _ in arrivals if new)
+    assert first > STREAMED_ANSWER.index("[1].")  # not before its marker arrived
+    assert all("References" not in pending and "[1]" not in pending for _, _, pending in arrivals)
+    placer.finish()
+    assert [(s.text, s.citation_ids) for s in placer.sentences] == [
+        ("The mirror is re-aluminised every three years.", ["bbbb"]),
+        ("The Beta dome opens at dusk.", ["cccc"]),
+    ]
+
+
+def test_lightrags_marker_badges_its_files_passage_that_backs_the_sentence_best():
+    # Too loosely worded to be badged on its words alone; the marker names
+    # file 1, and its passage sharing the sentence's terms is badged.
+    text = "The primary mirror is inspected by visiting engineers each month"
+    assert place_badges(text + ".", STREAM_QUOTES)[0].citation_ids == []
+    [sentence] = place_badges(text + " [1].", STREAM_QUOTES, ids_by_reference={"1": ["aaaa", "bbbb"], "2": ["cccc"]})
+    assert sentence.citation_ids == ["aaaa"]
+    # A marker never badges a passage that shares nothing with the sentence.
+    [unrelated] = place_badges("Visiting hours end at noon [2].", STREAM_QUOTES, ids_by_reference={"2": ["cccc"]})
+    assert unrelated.citation_ids == []

@@ -268,8 +268,24 @@ def test_it_tells_why_a_matching_file_is_not_in_lightrag(member_client, lightrag
 # --- query ------------------------------------------------------------------
 
 
+def query_stream_lines() -> list[dict]:
+    """/query/stream's NDJSON for the recorded gamma query: the references
+    line (with chunk content, as LightRAG 1.5.7's stream generator builds it
+    from the same retrieval) then the recorded answer in pieces."""
+    from tests.conftest import recorded
+
+    _, data = recorded("query_data_naive.json")
+    _, answer = recorded("query.json")
+    references = [
+        {**r, "content": [c["content"] for c in data["data"]["chunks"] if c["reference_id"] == r["reference_id"]]}
+        for r in data["data"]["references"]
+    ]
+    text = answer["response"]
+    return [{"references": references}] + [{"response": text[i : i + 9]} for i in range(0, len(text), 9)]
+
+
 def test_it_answers_with_badges_from_this_querys_citations(member_client, lightrag_answers, gamma):
-    lightrag_answers.on("POST", "/query", "query.json")
+    lightrag_answers.on("POST", "/query/stream", (200, query_stream_lines()))
     response = post(member_client, "/api/query", {"query": QUERY, "mode": "hybrid"})
     assert response.status_code == 200
     body = response.json()
@@ -282,15 +298,27 @@ def test_it_answers_with_badges_from_this_querys_citations(member_client, lightr
     ids = {c["citationId"] for c in body["citations"]}
     assert all(set(s["citationIds"]) <= ids and len(s["citationIds"]) <= 3 for s in body["answer"]["sentences"])
     assert body["contextUsed"] == 1
-    assert sent_to_lightrag(lightrag_answers, "/query")[0]["mode"] == "mix"
+    [sent] = sent_to_lightrag(lightrag_answers, "/query/stream")
+    assert sent["mode"] == "mix" and sent["include_chunk_content"] is True
+    # One retrieval: the badges come from the stream's own references.
+    assert not sent_to_lightrag(lightrag_answers, "/query/data") and not sent_to_lightrag(lightrag_answers, "/query")
     assert "rawQuote" not in response.content.decode()
 
 
 def test_it_passes_topk_to_lightrag_for_answers_too(member_client, lightrag_answers, gamma):
-    lightrag_answers.on("POST", "/query", "query.json")
+    lightrag_answers.on("POST", "/query/stream", (200, query_stream_lines()))
     post(member_client, "/api/query", {"query": QUERY, "topK": 5, "chunkTopK": 7})
-    [sent] = sent_to_lightrag(lightrag_answers, "/query/data")
+    [sent] = sent_to_lightrag(lightrag_answers, "/query/stream")
     assert (sent["top_k"], sent["chunk_top_k"]) == (5, 7)
+
+
+def test_it_withholds_the_llms_words_when_its_context_holds_a_hidden_source(
+    member_client, lightrag_answers, hidden_gamma
+):
+    lightrag_answers.on("POST", "/query/stream", (200, query_stream_lines()))
+    body = post(member_client, "/api/query", {"query": QUERY}).json()
+    assert body["answer"]["kind"] == "extractive" and body["citations"] == []
+    assert "Stub answer" not in json.dumps(body)
 
 
 def test_it_answers_extractively_without_an_llm(member_client, fake_lightrag, gamma):
@@ -563,3 +591,21 @@ def test_it_answers_unknown_api_paths_and_wrong_methods_with_json(member_client)
     response = member_client.get("/api/search")
     assert response.status_code == 405 and response["Allow"] == "POST"
     assert response.json()["error"]["code"] == "method_not_allowed"
+
+
+def test_it_streams_an_answer_as_ndjson_citations_first(member_client, lightrag_answers, gamma):
+    lightrag_answers.on("POST", "/query/stream", (200, query_stream_lines()))
+    history = [{"role": "user", "content": "Tell me about the mirror"}, {"role": "assistant", "content": "It is Zerodur."}]
+    response = post(member_client, "/api/query", {"query": QUERY, "stream": True, "conversationHistory": history})
+    assert response.status_code == 200 and response["Content-Type"] == "application/x-ndjson"
+    lines = [json.loads(line) for line in b"".join(response.streaming_content).decode().splitlines()]
+    assert lines[0]["event"] == "context" and [c["fileName"] for c in lines[0]["citations"]] == ["gamma.docx"]
+    assert lines[-1]["event"] == "done" and lines[-1]["schema"] == "mnote.knowledge_rag.agent_query_result.v1"
+    assert any(line["event"] == "sentences" for line in lines)
+    [sent] = sent_to_lightrag(lightrag_answers, "/query/stream")
+    assert sent["conversation_history"] == history
+
+
+def test_it_refuses_a_malformed_conversation_history(member_client, fake_lightrag):
+    body = post(member_client, "/api/query", {"query": QUERY, "conversationHistory": [{"role": "system", "content": "x"}]})
+    assert body.status_code == 400 and "conversationHistory" in body.json()["error"]["fields"]

@@ -7,6 +7,8 @@ content type, body schema) — 0 server errors, 0 schema violations.
     nice .venv/bin/python -m pytest tests/test_api_fuzz.py -q
 """
 
+import json
+
 import httpx
 import pytest
 import schemathesis
@@ -18,6 +20,7 @@ from mnote.citations.models import Citation
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.sync import sync_root
 from tests.conftest import recorded
+from tests.test_api import query_stream_lines
 
 pytestmark = pytest.mark.django_db
 
@@ -28,6 +31,7 @@ LIGHTRAG_ROUTES = {
     ("GET", "/health"): "health.json",
     ("POST", "/query/data"): "query_data_mix.json",
     ("POST", "/query"): "query.json",
+    ("POST", "/query/stream"): "query/stream NDJSON",
     ("POST", "/documents/paginated"): "documents_paginated_after_delete.json",
     ("POST", "/documents/scan"): "scan.json",
     ("DELETE", "/documents/delete_document"): "delete_document.json",
@@ -40,6 +44,9 @@ def lightrag_transport(unexpected: list) -> httpx.MockTransport:
         if name is None:
             unexpected.append(f"{request.method} {request.url.path}")
             return httpx.Response(404, json={"detail": "Not Found"})
+        if name == "query/stream NDJSON":
+            lines = "".join(json.dumps(line) + "\n" for line in query_stream_lines())
+            return httpx.Response(200, content=lines.encode(), headers={"Content-Type": "application/x-ndjson"})
         status, body = recorded(name)
         return httpx.Response(status, json=body)
 

@@ -19,9 +19,12 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from mnote.api.models import ApiToken
 from mnote.citations.models import Citation
 from mnote.library.models import IndexedRoot, Source
+from mnote.search.models import Conversation
 from tests.pdf_factory import make_pdf
+from tests.test_api import query_stream_lines
 from tests.test_docx_render import PNG, drawing, make_docx, p
 
 pytestmark = pytest.mark.django_db
@@ -76,6 +79,13 @@ MATRIX = {
     "api/openapi.json": ("GET", None, PUBLIC),
     "api/^.*$": ("GET", None, expect(404, 404, 404, 404)),
     "i18n/setlang/": ("POST", {"language": "en"}, expect(302, 302, 302, 302)),
+    # A conversation and a token are their owner's (the group member's) alone, even to admins.
+    "ask/c/<int:pk>/": ("GET", None, expect(LOGIN, 404, 200, 404)),
+    "ask/c/<int:pk>/delete": ("POST", None, expect(LOGIN, 404, 302, 404)),
+    "tokens/": ("GET", None, PAGE),
+    "tokens/<int:pk>/revoke": ("POST", None, expect(LOGIN, 404, 302, 404)),
+    # MCP is for agents with an API token; a browser session opens nothing there.
+    "mcp": ("POST", None, expect(401, 401, 401, 401)),
 }
 # Django's own admin site: staff only, whatever the page.
 ADMIN_SITE = "admin/"
@@ -120,6 +130,7 @@ def world(library_dir, lightrag_dirs, fake_lightrag, django_user_model, tmp_path
         ("GET", "/health", "health.json"),
         ("POST", "/query/data", "query_data_mix.json"),
         ("POST", "/query", "query.json"),
+        ("POST", "/query/stream", (200, query_stream_lines())),
         ("POST", "/documents/paginated", "documents_paginated_after_delete.json"),
         ("POST", "/documents/scan", "scan.json"),
         ("DELETE", "/documents/delete_document", "delete_document.json"),
@@ -135,10 +146,14 @@ def world(library_dir, lightrag_dirs, fake_lightrag, django_user_model, tmp_path
         "source_id": notes.pk, "root_id": root.pk, "token": cited.token, "part": "word/media/logo.png", "page": 1,
         "content_type_id": 1, "object_id": notes.pk, "id": users["member"].pk, "app_label": "library", "url": "x/",
     }  # fmt: skip
+    conversation = Conversation.objects.create(user=users["group_member"], title="Lab yields")
+    token, _key = ApiToken.objects.create_token(users["group_member"], "lab laptop")
+    per_pattern_values = {"ask/c/<int:pk>/": {"pk": conversation.pk}, "ask/c/<int:pk>/delete": {"pk": conversation.pk},
+                          "tokens/<int:pk>/revoke": {"pk": token.pk}}  # fmt: skip
     per_pattern_source = {"preview/<int:source_id>/image/<path:part>": figure.pk,
                           "preview/<int:source_id>/page/<int:page>.png": scan.pk,
                           "preview/<int:source_id>/find": scan.pk}  # fmt: skip
-    return users, values, per_pattern_source
+    return users, values, per_pattern_source, per_pattern_values
 
 
 def test_every_url_pattern_has_an_entry():
@@ -164,7 +179,7 @@ def outcome(response) -> int | str:
 
 @pytest.mark.parametrize("role", ROLES)
 def test_each_role_gets_what_the_matrix_says_on_every_pattern(world, client, role):
-    users, values, per_pattern_source = world
+    users, values, per_pattern_source, per_pattern_values = world
     if role != "anonymous":
         client.force_login(users[role])
     got, wanted = {}, {}
@@ -172,7 +187,11 @@ def test_each_role_gets_what_the_matrix_says_on_every_pattern(world, client, rol
         if pattern.startswith(ADMIN_SITE):
             continue
         method, data, expected = MATRIX[pattern]
-        pattern_values = {**values, "source_id": per_pattern_source.get(pattern, values["source_id"])}
+        pattern_values = {
+            **values,
+            "source_id": per_pattern_source.get(pattern, values["source_id"]),
+            **per_pattern_values.get(pattern, {}),
+        }
         if isinstance(data, dict):
             data = {k: (pattern_values[v[1:-1]] if isinstance(v, str) and v.startswith("<") else v) for k, v in data.items()}
         # Each request sees the same world: an admin's delete or prune is rolled back after it.
@@ -189,7 +208,7 @@ def test_each_role_gets_what_the_matrix_says_on_every_pattern(world, client, rol
 
 @pytest.mark.parametrize("role", ROLES)
 def test_the_admin_site_is_for_staff_only(world, client, role):
-    users, values, _ = world
+    users, values, *_ = world
     if role != "anonymous":
         client.force_login(users[role])
     for pattern, entry in url_patterns():

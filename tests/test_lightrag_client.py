@@ -421,3 +421,47 @@ def test_it_fails_the_test_on_an_unexpected_request():
         client.scan()
 
     assert fake.unexpected == ["POST /documents/scan"]
+
+
+def _ndjson(*lines) -> Callable[[httpx.Request], httpx.Response]:
+    body = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    return lambda request: httpx.Response(200, content=body, headers={"Content-Type": "application/x-ndjson"})
+
+
+def test_it_streams_the_references_before_the_answer(lightrag):
+    references = [{"reference_id": "1", "file_path": "gamma.docx", "content": ["The mirror is re-aluminised."]}]
+    fake, client = lightrag(
+        {("POST", "/query/stream"): _ndjson({"references": references}, {"response": "The mirror "}, {"response": "is re-aluminised [1]."})}
+    )
+    history = [{"role": "user", "content": "Tell me about the mirror"}]
+    with client.query_stream("How often is the mirror re-aluminised?", mode="naive", conversation_history=history) as stream:
+        assert stream.read_references() == references
+        assert "".join(stream.pieces()) == "The mirror is re-aluminised [1]."
+    sent = fake.sent_json()
+    assert sent["include_chunk_content"] is True and sent["conversation_history"] == history
+
+
+def test_it_reads_a_cached_answer_sent_as_one_line_and_skips_progress(lightrag):
+    _, client = lightrag(
+        {
+            ("POST", "/query/stream"): _ndjson(
+                {"progress": "retrieving_chunks"},
+                {"response": "Cached [1].", "llm_generated": True, "references": [{"reference_id": "1", "file_path": "a.md"}]},
+                {"response_time": 0.1},
+            )
+        }
+    )
+    with client.query_stream("cached question", mode="naive") as stream:
+        assert stream.read_references() == [{"reference_id": "1", "file_path": "a.md"}]
+        assert list(stream.pieces()) == ["Cached [1]."]
+
+
+def test_it_raises_when_the_answer_stream_reports_an_error_or_is_refused(lightrag):
+    _, client = lightrag({("POST", "/query/stream"): _ndjson({"references": []}, {"error": "LLM down"})})
+    with pytest.raises(LightRAGUnavailable, match="LLM down"):
+        with client.query_stream("a question", mode="naive") as stream:
+            list(stream.pieces())
+    _, client = lightrag({("POST", "/query/stream"): lambda request: httpx.Response(400, json={"detail": "query too short"})})
+    with pytest.raises(LightRAGRejected, match="query too short"):
+        with client.query_stream("ab", mode="naive"):
+            pass

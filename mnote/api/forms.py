@@ -111,6 +111,37 @@ class SearchForm(forms.Form):
         return query
 
 
+class ConversationHistoryField(forms.Field):
+    """Earlier turns of a conversation: ``[{"role": "user"|"assistant", "content": "…"}]``."""
+
+    MAX_TURNS, MAX_CHARS = 20, 8000
+
+    def to_python(self, value):
+        if value in (None, ""):
+            return []
+        if not isinstance(value, list) or len(value) > self.MAX_TURNS:
+            raise forms.ValidationError(f"Give a list of at most {self.MAX_TURNS} messages.")
+        history = []
+        for item in value:
+            if (
+                not isinstance(item, dict)
+                or set(item) != {"role", "content"}
+                or item["role"] not in ("user", "assistant")
+                or not isinstance(item["content"], str)
+                or len(item["content"]) > self.MAX_CHARS
+            ):
+                raise forms.ValidationError(
+                    f'Each message is {{"role": "user" or "assistant", "content": text of at most {self.MAX_CHARS} characters}}.'
+                )
+            history.append({"role": item["role"], "content": item["content"]})
+        return history
+
+
+class QueryForm(SearchForm):
+    stream = JsonBooleanField(required=False)
+    conversationHistory = ConversationHistoryField(required=False)
+
+
 def citation_token_from_url(url: str) -> str | None:
     """The token of a permalink (``/c/<token>``, relative or absolute), by the URLconf."""
     try:

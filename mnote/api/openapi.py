@@ -469,6 +469,30 @@ SCHEMAS = {
     "PruneResult": {"type": "object", "properties": {"pruned": {"type": "integer"}}},
 }
 
+SCHEMAS["QueryRequest"] = {
+    **SCHEMAS["SearchRequest"],
+    "properties": {
+        **SCHEMAS["SearchRequest"]["properties"],
+        "stream": {
+            "type": "boolean",
+            "description": "Answer as NDJSON while it is written: a context line with the citations, "
+            "sentences lines as each sentence completes (with its citation ids), then a done line "
+            "holding the whole agent_query_result.v1 (or an error line).",
+        },
+        "conversationHistory": {
+            "type": "array",
+            "maxItems": 20,
+            "description": "Earlier turns, passed to LightRAG's LLM (not used for retrieval).",
+            "items": {
+                "type": "object",
+                "required": ["role", "content"],
+                "additionalProperties": False,
+                "properties": {"role": {"type": "string", "enum": ["user", "assistant"]}, "content": {"type": "string", "maxLength": 8000}},
+            },
+        },
+    },
+}
+
 DESCRIPTION = {
     "openapi": "3.1.0",
     "info": {
@@ -508,10 +532,17 @@ DESCRIPTION = {
             "post": {
                 "operationId": "query",
                 "summary": "An answer with citation badges, and its citations.",
-                "description": "Same parameters as search; topK and chunkTopK are accepted but not applied (noted).",
-                "requestBody": _json_body("SearchRequest"),
+                "description": "Same parameters as search, from one LightRAG /query/stream retrieval. "
+                "With stream: application/x-ndjson lines (see QueryRequest.stream).",
+                "requestBody": _json_body("QueryRequest"),
                 "responses": {
-                    "200": _ok("AgentQueryResult", "mnote.knowledge_rag.agent_query_result.v1"),
+                    "200": {
+                        "description": "mnote.knowledge_rag.agent_query_result.v1",
+                        "content": {
+                            "application/json": {"schema": _ref("AgentQueryResult")},
+                            "application/x-ndjson": {"schema": {"type": "string"}},
+                        },
+                    },
                     **_ERROR_400,
                     **_ERRORS_AUTH,
                     **_ERRORS_LIGHTRAG,

@@ -1,14 +1,18 @@
 """The JSON API's views: thin, calling the same functions as the pages and
 the management commands (search, answers, permalinks, chunk context, sync)."""
 
+import json
 from collections import Counter
 from urllib.parse import urlencode
 
-from django.http import JsonResponse
+from asgiref.sync import async_to_sync
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
 
 from mnote.accounts.roles import is_admin
 from mnote.api import openapi as openapi_description
-from mnote.api.endpoint import ApiError, api_endpoint, error_response, read_json, validated
+from mnote.api.endpoint import ApiError, api_endpoint, authenticate, error_response, read_json, validated
 from mnote.api.forms import (
     MAX_ID,
     ChunkContextForm,
@@ -16,13 +20,15 @@ from mnote.api.forms import (
     EmptyForm,
     IngestForm,
     OpenReferenceForm,
+    QueryForm,
     SearchForm,
 )
 from mnote.citations.context import ChunkNotFound, chunk_context
 from mnote.citations.mapper import CitationView
 from mnote.citations.models import Citation
-from mnote.citations.search import answer_question, full_library_search, not_in_lightrag
+from mnote.citations.search import answer_question, answer_stream, full_library_search, not_in_lightrag
 from mnote.library.ingest import queue_for_ingest
+from mnote.lightrag import LightRAGError
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.provider import HealthReport, health_report, lightrag_client, webui_url
 from mnote.library.sync import allow_large_text, delete_index, library_status, prune_registry, sync_root
@@ -57,9 +63,14 @@ def _health_json(report: HealthReport) -> dict:
 @api_endpoint("GET")
 def status(request):
     """LightRAG's health and the registry's counts; LightRAG's own counts for admins."""
+    return JsonResponse(status_result(request.user, request))
+
+
+def status_result(user, request=None) -> dict:
+    """``mnote.library.status.v1`` as ``user`` may see it (the JSON API and MCP)."""
     report = health_report()
     body = {"schema": STATUS_SCHEMA, "lightrag": _health_json(report)}
-    if is_admin(request.user):
+    if is_admin(user):
         if report.ok:
             with lightrag_client() as client:
                 library = library_status(client)
@@ -73,11 +84,12 @@ def status(request):
             "unmapped": len(library.unmapped) if library.lightrag_counts is not None else None,
             "error": library.lightrag_error or report.error or None,
         }
-        body["lightrag"]["webuiUrl"] = webui_url(request)
+        if request is not None:
+            body["lightrag"]["webuiUrl"] = webui_url(request)
     else:
-        library = library_status(None, sources=Source.objects.visible_to(request.user))
+        library = library_status(None, sources=Source.objects.visible_to(user))
         body["registry"] = {"total": library.registry_total, "counts": library.registry_counts}
-    return JsonResponse(body)
+    return body
 
 
 def _search_arguments(params: dict) -> dict:
@@ -105,21 +117,23 @@ def _told_reason(reason: str, admin: bool) -> str:
 @api_endpoint("POST")
 def search(request):
     """Full-library search: LightRAG's references as mapped citations, no answer."""
-    params = validated(SearchForm, read_json(request))
+    return JsonResponse(search_result(request.user, validated(SearchForm, read_json(request))))
+
+
+def search_result(user, params: dict) -> dict:
+    """``search_results.v1`` for validated ``SearchForm`` parameters (the JSON API and MCP)."""
     query = params["query"]
-    mapped = full_library_search(request.user, query, **_search_arguments(params))
-    dropped = Counter(_told_reason(d["reason"], is_admin(request.user)) for d in mapped.dropped)
+    mapped = full_library_search(user, query, **_search_arguments(params))
+    dropped = Counter(_told_reason(d["reason"], is_admin(user)) for d in mapped.dropped)
     diagnostics = {**mapped.diagnostics, "dropped": dict(dropped)}
-    return JsonResponse(
-        {
-            "schema": SEARCH_SCHEMA,
-            "query": query,
-            "mode": params["mode"],
-            "results": [c.as_json() for c in mapped.citations],
-            "notInLightRAG": not_in_lightrag(request.user, query),
-            "diagnostics": diagnostics,
-        }
-    )
+    return {
+        "schema": SEARCH_SCHEMA,
+        "query": query,
+        "mode": params["mode"],
+        "results": [c.as_json() for c in mapped.citations],
+        "notInLightRAG": not_in_lightrag(user, query),
+        "diagnostics": diagnostics,
+    }
 
 
 def _compact_citation(c: CitationView) -> dict:
@@ -138,28 +152,62 @@ def _compact_citation(c: CitationView) -> dict:
     return item
 
 
+def query_result(answer, mode: str) -> dict:
+    """An answer in the ``agent_query_result.v1`` schema (the JSON API and MCP)."""
+    citations = [_compact_citation(c) for c in answer.mapped.citations]
+    return {
+        "schema": QUERY_SCHEMA,
+        "query": answer.query,
+        "mode": mode,
+        "answer": {
+            "kind": answer.kind,
+            "text": answer.text,
+            "sentences": [{"text": s.text, "citationIds": list(s.citation_ids)} for s in answer.sentences],
+            "notes": list(answer.notes),
+        },
+        "citations": citations,
+        "contextUsed": len(citations),
+    }
+
+
+def _ndjson(item: dict) -> bytes:
+    return (json.dumps(item, ensure_ascii=False) + "\n").encode()
+
+
+def _answer_lines(events, first, mode: str):
+    """NDJSON of a streamed answer: its citations before any word, sentences
+    with their citation ids as they complete, then the whole result."""
+    try:
+        answer = first.answer
+        citations = [_compact_citation(c) for c in answer.mapped.citations]
+        yield _ndjson({"event": "context", "schema": QUERY_SCHEMA, "kind": answer.kind, "citations": citations})
+        for event in events:
+            if event.kind == "text":
+                sentences = [{"text": s.text, "citationIds": list(s.citation_ids)} for s in event.sentences]
+                yield _ndjson({"event": "sentences", "sentences": sentences, "pending": event.pending})
+            elif event.kind == "done":
+                yield _ndjson({"event": "done", **query_result(event.answer, mode)})
+    except LightRAGError as e:
+        yield _ndjson({"event": "error", "error": {"code": "lightrag_unavailable", "message": str(e)}})
+    finally:
+        events.close()
+
+
 @api_endpoint("POST")
 def query(request):
-    """An answer whose sentences carry this query's citation ids, and those citations."""
-    params = validated(SearchForm, read_json(request))
-    answer = answer_question(request.user, params["query"], **_search_arguments(params))
-    notes = list(answer.notes)
-    citations = [_compact_citation(c) for c in answer.mapped.citations]
-    return JsonResponse(
-        {
-            "schema": QUERY_SCHEMA,
-            "query": answer.query,
-            "mode": params["mode"],
-            "answer": {
-                "kind": answer.kind,
-                "text": answer.text,
-                "sentences": [{"text": s.text, "citationIds": list(s.citation_ids)} for s in answer.sentences],
-                "notes": notes,
-            },
-            "citations": citations,
-            "contextUsed": len(citations),
-        }
-    )
+    """An answer whose sentences carry this query's citation ids, and those
+    citations; with ``stream`` as NDJSON while it is written."""
+    params = validated(QueryForm, read_json(request))
+    arguments = {**_search_arguments(params), "history": params["conversationHistory"] or None}
+    if params["stream"]:
+        events = answer_stream(request.user, params["query"], **arguments)
+        # The citations are read here, so LightRAG being down is still a 503.
+        first = next(event for event in events if event.kind != "cards")
+        response = StreamingHttpResponse(_answer_lines(events, first, params["mode"]), content_type="application/x-ndjson")
+        response["Cache-Control"] = "no-cache"
+        return response
+    answer = answer_question(request.user, params["query"], **arguments)
+    return JsonResponse(query_result(answer, params["mode"]))
 
 
 def preview_url(source_id: int, token: str) -> str:
@@ -169,20 +217,24 @@ def preview_url(source_id: int, token: str) -> str:
 @api_endpoint("POST")
 def open_reference(request):
     """Where a permalink points now, and whether its source changed or is gone."""
-    params = validated(OpenReferenceForm, read_json(request))
+    return JsonResponse(reference_result(request.user, validated(OpenReferenceForm, read_json(request))))
+
+
+def reference_result(user, params: dict) -> dict:
+    """Where a permalink points now, for validated ``OpenReferenceForm`` parameters; ApiError 404 if ``user`` may not see it."""
     if params["token"] is None:
         raise ApiError(404, "not_found", "No citation at this URL (expected /c/<token>).")
     cited = Citation.objects.select_related("source__root").filter(token=params["token"]).first()
     visible = cited is not None and (
-        Source.objects.visible_to(request.user).filter(pk=cited.source_id).exists()
+        Source.objects.visible_to(user).filter(pk=cited.source_id).exists()
         if cited.source_id is not None
         # A pruned source has no root left to check against: admins only.
-        else is_admin(request.user)
+        else is_admin(user)
     )
     if not visible:
         raise ApiError(404, "not_found", "No such citation.")
     source = cited.source
-    return JsonResponse(
+    return (
         {
             "token": cited.token,
             "sourceId": cited.source_id,
@@ -312,3 +364,29 @@ def openapi(request):
 
 def not_found(request, *args, **kwargs):
     return error_response(404, "not_found", f"No API endpoint at {request.path}; see /api/openapi.json.")
+
+
+@login_not_required
+@csrf_exempt
+def mcp(request):
+    """MCP over streamable HTTP (stateless, JSON responses) for agents with an
+    API token; the SDK answers, the tools are those of ``mnote.api.mcp_server``."""
+    from mnote.api.mcp_server import serve_http
+
+    if request.method != "POST":
+        # No server-initiated stream and no sessions to end: the spec's answer is 405.
+        return error_response(405, "method_not_allowed", "Use POST for /mcp.", headers={"Allow": "POST"})
+    scheme, _, _key = request.headers.get("Authorization", "").partition(" ")
+    try:
+        if scheme.lower() != "bearer":
+            raise ApiError(401, "unauthorized", "Send “Authorization: Bearer <token>”.", headers={"WWW-Authenticate": 'Bearer realm="mnote"'})
+        authenticate(request)
+    except ApiError as e:
+        return e.response()
+    headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in request.headers.items()]
+    status, response_headers, body = async_to_sync(serve_http)(request.user, "POST", headers, request.body)
+    response = HttpResponse(body, status=status)
+    for name, value in response_headers:
+        if name.lower() not in (b"content-length", b"transfer-encoding"):
+            response[name.decode("latin-1")] = value.decode("latin-1")
+    return response

@@ -18,6 +18,7 @@ from rapidfuzz import fuzz
 __all__ = [
     "MIN_SUPPORT",
     "AnsweredSentence",
+    "BadgePlacer",
     "extractive_answer",
     "map_ref_markers",
     "place_badges",
@@ -422,37 +423,131 @@ def place_badges(
     query: str = "",
     max_per_sentence: int = 3,
     min_support: float = MIN_SUPPORT,
+    ids_by_reference: dict[str, list[str]] | None = None,
 ) -> list[AnsweredSentence]:
     """Split an LLM answer into sentences badged with the citations that support them.
 
-    A `[ref:<chunk_id>]` marker badges the sentence it sits in first; the
-    remaining places go to quotes whose support score reaches
+    A `[ref:<chunk_id>]` marker badges the sentence it sits in first; a
+    LightRAG `[n]` marker, given ``ids_by_reference`` (reference id → ids of
+    its citations), badges the citation of reference n that best supports the
+    sentence. The remaining places go to quotes whose support score reaches
     ``min_support``. Only ids of ``citations`` are used.
     """
-    citation_by_chunk: dict[str, str] = {}
-    for citation in citations:
-        if citation.chunk_id and citation.citation_id:
-            citation_by_chunk.setdefault(citation.chunk_id, citation.citation_id)
-    text, refs = map_ref_markers(strip_llm_markers(answer), citation_by_chunk)
-    pool = _evidence_pool(citations)
-    query_units = _query_units(query) if query else set()
+    placer = BadgePlacer(
+        citations, query=query, max_per_sentence=max_per_sentence, min_support=min_support, ids_by_reference=ids_by_reference
+    )
+    placer.feed(answer)
+    placer.finish()
+    return placer.sentences
 
-    spans = _sentence_spans(text)
-    starts = [start for start, _ in spans]
-    explicit: dict[int, list[str]] = {}
-    for offset, ids in sorted(refs.items()):
-        # A marker belongs to the sentence it follows, even when written after its full stop.
-        explicit.setdefault(max(bisect_left(starts, offset) - 1, 0), []).extend(ids)
 
-    sentences = []
-    previous_end = None
-    for index, (start, end) in enumerate(spans):
-        sentence = text[start:end]
-        supported = _supporting_ids(sentence, pool, query_units, min_support)
-        chosen = list(dict.fromkeys(explicit.get(index, []) + supported))[:max_per_sentence]
-        sentences.append(AnsweredSentence(sentence, chosen, _space_between(text, previous_end, start)))
-        previous_end = end
-    return sentences
+def _numbers(marker: str) -> list[str]:
+    found: list[str] = []
+    for first, last in re.findall(r"(\d+)(?:\s*[-–—]\s*(\d+))?", marker):
+        if last and 0 < int(last) - int(first) < 10:
+            found.extend(str(n) for n in range(int(first), int(last) + 1))
+        else:
+            found.extend(n for n in (first, last) if n)
+    return found
+
+
+def _numeric_to_ref(prose: str) -> str:
+    """`[1, 2]` → `[ref:#1 #2]`, so LightRAG's reference markers survive
+    cleaning with their place; `#n` is resolved per sentence later."""
+    prose = _FOOTNOTE_DEFINITION.sub("", prose)
+    return _NUMERIC_MARKER.sub(lambda m: "[ref:" + " ".join("#" + n for n in _numbers(m.group())) + "]", prose)
+
+
+class BadgePlacer:
+    """Badges placed while an answer streams in: ``feed`` the pieces as they
+    come and get back each sentence once it is complete (another sentence has
+    begun after it); ``finish`` gives the rest. A trailing reference list is
+    held back until it is known to be one. ``pending`` is the cleaned text
+    not yet returned."""
+
+    def __init__(
+        self,
+        citations: Sequence[CitationLike],
+        *,
+        query: str = "",
+        max_per_sentence: int = 3,
+        min_support: float = MIN_SUPPORT,
+        ids_by_reference: dict[str, list[str]] | None = None,
+    ):
+        self._by_chunk: dict[str, str] = {}
+        for citation in citations:
+            if citation.chunk_id and citation.citation_id:
+                self._by_chunk.setdefault(citation.chunk_id, citation.citation_id)
+        self._references = {f"#{ref}": ids for ref, ids in (ids_by_reference or {}).items()}
+        for ref in self._references:
+            self._by_chunk[ref] = ref
+        self._pool = _evidence_pool(citations)
+        self._evidence = dict(self._pool)
+        self._query_units = _query_units(query) if query else set()
+        self._max = max_per_sentence
+        self._min_support = min_support
+        self._raw = ""
+        self.pending = ""
+        self.sentences: list[AnsweredSentence] = []
+
+    @property
+    def raw_text(self) -> str:
+        return self._raw
+
+    def feed(self, piece: str) -> list[AnsweredSentence]:
+        self._raw += piece
+        return self._emit(final=False)
+
+    def finish(self) -> list[AnsweredSentence]:
+        return self._emit(final=True)
+
+    def _emit(self, *, final: bool) -> list[AnsweredSentence]:
+        converted = _outside_code(_without_reference_section(self._raw), _numeric_to_ref)
+        text, refs = map_ref_markers(strip_llm_markers(converted), self._by_chunk)
+        spans = _sentence_spans(text)
+        ready = len(spans) if final else max(len(spans) - 1, 0)
+        held = len(text)
+        if not final:
+            for index in range(len(self.sentences), len(spans)):
+                if _REFERENCE_HEADING.fullmatch(text[spans[index][0] : spans[index][1]]):
+                    # Perhaps the start of the reference list: wait and see.
+                    ready, held = min(ready, index), spans[index][0]
+                    break
+        starts = [start for start, _ in spans]
+        explicit: dict[int, list[str]] = {}
+        for offset, ids in sorted(refs.items()):
+            # A marker belongs to the sentence it follows, even when written after its full stop.
+            explicit.setdefault(max(bisect_left(starts, offset) - 1, 0), []).extend(ids)
+        new = []
+        for index in range(len(self.sentences), ready):
+            start, end = spans[index]
+            sentence = text[start:end]
+            chosen = self._explicit(sentence, explicit.get(index, []))
+            chosen += _supporting_ids(sentence, self._pool, self._query_units, self._min_support)
+            previous_end = spans[index - 1][1] if index else None
+            new.append(AnsweredSentence(sentence, list(dict.fromkeys(chosen))[: self._max], _space_between(text, previous_end, start)))
+        self.sentences.extend(new)
+        first = len(self.sentences)
+        self.pending = "" if final or first >= len(spans) else text[spans[first][0] : held].rstrip()
+        return new
+
+    def _explicit(self, sentence: str, ids: list[str]) -> list[str]:
+        chosen = []
+        units = _units(sentence)
+        for cid in ids:
+            if cid not in self._references:
+                chosen.append(cid)
+                continue
+            # LightRAG names a file, not a passage: its citation that best backs the sentence.
+            scored = [
+                (_support(sentence, units, self._evidence[c], self._query_units), -i, c)
+                for i, c in enumerate(self._references[cid])
+                if c in self._evidence
+            ]
+            best = max(scored, default=None)
+            if best and best[0] >= self._min_support / 2:
+                chosen.append(best[2])
+        return chosen
 
 
 @dataclass

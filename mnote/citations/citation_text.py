@@ -632,6 +632,8 @@ def _markup_text(m: re.Match) -> str:
     return " "
 
 
+# Blocks and chunks come back query after query; their cleaned text does not change.
+@lru_cache(maxsize=4096)
 def clean_display_text(raw: str) -> str:
     """The display quote from raw chunk or block text.
 

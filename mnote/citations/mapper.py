@@ -239,6 +239,34 @@ def _precision_label(precision: str, page: int | None) -> str:
     return "paragraph" if precision == Citation.Precision.PARAGRAPH else "file only"
 
 
+def _attach_permalinks(citations: list[CitationView], pending: list[tuple[int, tuple, dict]]) -> None:
+    """Each citation's permalink: found or made for all of them at once (a
+    query per citation cost more than the rest of the mapping)."""
+    keys = {key for _, key, _ in pending}
+
+    def existing() -> dict[tuple, Citation]:
+        rows = Citation.objects.filter(
+            source_id__in={k[0] for k in keys}, chunk_id__in={k[2] for k in keys}, block_id__in={k[3] for k in keys}
+        )
+        found = {(c.source_id, c.source_sha256, c.chunk_id, c.block_id): c for c in rows}
+        return {key: row for key, row in found.items() if key in keys}
+
+    found = existing()
+    missing = {}
+    for _, key, defaults in pending:
+        if key not in found and key not in missing:
+            source_id, sha256, chunk_id, block_id = key
+            missing[key] = Citation(source_id=source_id, source_sha256=sha256, chunk_id=chunk_id, block_id=block_id, **defaults)
+    if missing:
+        # Another request may make the same permalink meanwhile: keep whichever was stored.
+        Citation.objects.bulk_create(missing.values(), ignore_conflicts=True)
+        found = existing()
+    for index, key, _ in pending:
+        citation = citations[index]
+        citation.citation_url = found[key].get_absolute_url()
+        citation.citation_markdown = f"[{citation.file_name}, {_precision_label(citation.precision, citation.page)}]({citation.citation_url})"
+
+
 def map_query_data(
     result: dict,
     *,
@@ -269,6 +297,7 @@ def map_query_data(
     seen: set[tuple] = set()
     taken_ids: set[str] = set()
     rank = 0
+    pending: list[tuple[int, tuple, dict]] = []  # permalinks to find or make, in one go
     for reference in references:
         if reference.file_path in hidden:
             # Visible to someone else: say nothing that names it.
@@ -326,25 +355,24 @@ def map_query_data(
                 del locator["chunkId"]
             prefix = "IMG-" if kind_of(source.file_name).image else ""
             citation_id = prefix + _citation_id((PROVIDER, source.pk, block.block_id if block else chunk_id, rank), taken_ids)
-            url = ""
             if persist:
-                permalink, _ = Citation.objects.get_or_create(
-                    source=source,
-                    source_sha256=source.sha256,
-                    chunk_id=chunk_id,
-                    block_id=block.block_id if block else "",
-                    defaults={
-                        "source_path": source.library_path,
-                        "lightrag_doc_id": source.lightrag_doc_id,
-                        "precision": precision,
-                        "locator": locator,
-                        "heading_path": heading_path,
-                        "display_quote": short_display,
-                        "evidence_text": evidence,
-                        "search_query": query[:1000],
-                    },
+                pending.append(
+                    (
+                        len(citations),
+                        (source.pk, source.sha256, chunk_id, block.block_id if block else ""),
+                        {
+                            "source_path": source.library_path,
+                            "lightrag_doc_id": source.lightrag_doc_id,
+                            "precision": precision,
+                            "locator": locator,
+                            "heading_path": heading_path,
+                            "display_quote": short_display,
+                            "evidence_text": evidence,
+                            "search_query": query[:1000],
+                        },
+                    )
                 )
-                url = permalink.get_absolute_url()
+            url = ""
             label = _precision_label(precision, page)
             citations.append(
                 CitationView(
@@ -382,6 +410,8 @@ def map_query_data(
                     },
                 )
             )
+    if pending:
+        _attach_permalinks(citations, pending)
     return MappedResult(
         query=query,
         citations=citations,

@@ -2,14 +2,18 @@
 citations, and answers are badged by MNote. Used by the pages and the JSON
 API alike."""
 
+import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.db.models import Q
 from django.utils.translation import gettext_noop
 
-from mnote.citations.answer_badges import AnsweredSentence, extractive_answer, place_badges, render_badged_text
+from mnote.citations.answer_badges import AnsweredSentence, BadgePlacer, extractive_answer, render_badged_text
 from mnote.citations.citation_text import query_terms
 from mnote.citations.mapper import MappedResult, map_query_data
+from mnote.citations.sidecar import load_chunk_store
 from mnote.library.models import Source
 from mnote.library.provider import lightrag_client, recent_health
 
@@ -77,6 +81,14 @@ def not_in_lightrag(user, query: str, *, limit: int = 10) -> list[dict]:
     ]
 
 
+NO_LLM_NOTE = gettext_noop("Extractive answer: no LLM is configured, so these are the cited sentences that best match.")
+# Said without naming or counting what was hidden.
+WITHHELD_NOTE = gettext_noop(
+    "Extractive answer: the LLM's context could not be limited to documents you may open, "
+    "so these are the cited sentences that best match instead."
+)
+
+
 @dataclass
 class Answer:
     query: str
@@ -84,10 +96,162 @@ class Answer:
     sentences: list[AnsweredSentence]
     mapped: MappedResult
     notes: list[str] = field(default_factory=list)
+    withheld: bool = False
+    """True when an LLM answer was not read because its context held passages the asker may not see."""
 
     @property
     def text(self) -> str:
         return render_badged_text(self.sentences)
+
+    @property
+    def plain_text(self) -> str:
+        """The answer without badges, as a conversation's earlier turn."""
+        return "".join(s.space_before + s.text for s in self.sentences)
+
+
+@dataclass
+class AnswerEvent:
+    """One step of an answer as it is made: ``cards`` (optional: the first
+    file's citations, early), ``context`` (all citations known, before any
+    word), ``text`` (sentences completed since the last event and the text
+    still being written), ``done``."""
+
+    kind: str
+    answer: Answer
+    sentences: list[AnsweredSentence] = field(default_factory=list)
+    pending: str = ""
+
+
+_chunk_ids_for: tuple[object, dict[str, str]] | None = None
+
+
+def _chunk_ids_by_content() -> dict[str, str]:
+    """Chunk text → chunk id, from LightRAG's chunk store when it is readable
+    (``/query/stream`` references carry the text of their chunks, not their ids)."""
+    global _chunk_ids_for
+    store = load_chunk_store(settings.MNOTE_LIGHTRAG.working_dir)
+    if not store:
+        return {}
+    if _chunk_ids_for is None or _chunk_ids_for[0] is not store:
+        _chunk_ids_for = (store, {chunk.content: chunk_id for chunk_id, chunk in store.items()})
+    return _chunk_ids_for[1]
+
+
+def _as_query_data(references: list[dict]) -> dict:
+    """``/query/stream``'s references line in ``/query/data``'s shape, for the one mapper."""
+    ids = _chunk_ids_by_content()
+    chunks, listed = [], []
+    for reference in references:
+        name = str(reference.get("file_path") or "")
+        ref_id = str(reference.get("reference_id") or "")
+        listed.append({"reference_id": ref_id, "file_path": name})
+        for content in reference.get("content") or []:
+            if isinstance(content, str):
+                # Without the store, a stable stand-in keeps permalinks of different chunks apart.
+                chunk_id = ids.get(content) or f"{name}#sha1-{hashlib.sha1(content.encode()).hexdigest()[:16]}"
+                chunks.append({"reference_id": ref_id, "file_path": name, "content": content, "chunk_id": chunk_id[:120]})
+    return {"status": "success", "data": {"chunks": chunks, "references": listed}}
+
+
+def _first_reference(data: dict) -> dict:
+    first = data["data"]["references"][0]
+    chunks = [c for c in data["data"]["chunks"] if c["file_path"] == first["file_path"]]
+    return {**data, "data": {"chunks": chunks, "references": [first]}}
+
+
+def _outside_view(user, references: list[dict]) -> bool:
+    """Whether any file in the context is one the asker may not see (or, for
+    a member, one no registry row names): then the LLM's words may repeat it.
+    Admins see every root, and LightRAG's own documents in its WebUI."""
+    if user.is_staff and user.is_active:
+        return False
+    names = {str(r.get("file_path") or "") for r in references}
+    visible = set(Source.objects.visible_to(user).filter(lightrag_name__in=names).values_list("lightrag_name", flat=True))
+    return bool(names - visible)
+
+
+def default_mode(health) -> str:
+    """Graph retrieval needs the entities an LLM extracts at ingest; without
+    one there is no graph, and vectors alone (naive) are all there is."""
+    return "mix" if health is not None and health.has_llm else "naive"
+
+
+def answer_stream(
+    user,
+    query: str,
+    *,
+    mode: str = "mix",
+    top_k: int | None = None,
+    chunk_top_k: int | None = None,
+    scope: list[str] | None = None,
+    enable_rerank: bool | None = None,
+    history: list[dict[str, str]] | None = None,
+) -> Iterator[AnswerEvent]:
+    """An answer as it is written, from ONE retrieval: ``/query/stream``'s
+    references are mapped to citations before the first word is read, and
+    badges come only from them.
+
+    The LLM's words are read only when every file in its context is one the
+    asker may see; otherwise the stream is closed at once and the answer is
+    extractive from the visible citations (README, "Answers and restricted
+    roots"). Without an LLM the answer is extractive. Closing the generator
+    closes the connection, and LightRAG stops the answer.
+    """
+    with lightrag_client() as client:
+        health = recent_health(client)
+        if not health.has_llm:
+            mapped = full_library_search(
+                user, query, mode=mode, top_k=top_k, chunk_top_k=chunk_top_k, scope=scope, enable_rerank=enable_rerank
+            )
+            answer = Answer(query, "extractive", extractive_answer(query, mapped.citations), mapped, notes=[NO_LLM_NOTE])
+            yield AnswerEvent("context", answer)
+            yield AnswerEvent("done", answer)
+            return
+        with client.query_stream(
+            query, mode=mode, top_k=top_k, chunk_top_k=chunk_top_k, enable_rerank=enable_rerank, conversation_history=history
+        ) as stream:
+            references = stream.read_references()
+            withheld = _outside_view(user, references)
+            data = _as_query_data(references)
+            mapping = {
+                "query": query,
+                "sources": Source.objects.visible_to(user),
+                "scope": scope,
+                "rerank_requested": enable_rerank,
+                "rerank_available": health.rerank_enabled,
+            }
+            if len(references) > 1:
+                # The first file's cards while the rest are mapped: the same
+                # ids and permalinks as in the full result (ids follow LightRAG's order).
+                early = map_query_data(_first_reference(data), **mapping)
+                if early.citations:
+                    yield AnswerEvent("cards", Answer(query, "extractive" if withheld else "llm", [], early))
+            mapped = map_query_data(data, **mapping)
+            mapped.diagnostics.update(llmAvailable=True, mode="mix" if mode == "hybrid" else mode)
+            if withheld:
+                answer = Answer(
+                    query, "extractive", extractive_answer(query, mapped.citations), mapped, notes=[WITHHELD_NOTE], withheld=True
+                )
+                yield AnswerEvent("context", answer)
+                yield AnswerEvent("done", answer)
+                return
+            answer = Answer(query, "llm", [], mapped)
+            yield AnswerEvent("context", answer)
+            names = {c.lightrag_file_path for c in mapped.citations}
+            ids_by_reference = {
+                str(r.get("reference_id")): [c.citation_id for c in mapped.citations if c.lightrag_file_path == r.get("file_path")]
+                for r in references
+                if r.get("file_path") in names
+            }
+            placer = BadgePlacer(mapped.citations, query=query, ids_by_reference=ids_by_reference)
+            for piece in stream.pieces():
+                new = placer.feed(piece)
+                answer.sentences.extend(new)
+                yield AnswerEvent("text", answer, new, placer.pending)
+            new = placer.finish()
+            answer.sentences.extend(new)
+            yield AnswerEvent("text", answer, new, "")
+            yield AnswerEvent("done", answer)
 
 
 def answer_question(
@@ -99,25 +263,21 @@ def answer_question(
     chunk_top_k: int | None = None,
     scope: list[str] | None = None,
     enable_rerank: bool | None = None,
+    history: list[dict[str, str]] | None = None,
 ) -> Answer:
-    """An answer whose sentences carry badges of this query's citations only.
-
-    With an LLM behind LightRAG the text is LightRAG's; without one (the
-    embedded stack) it is extractive: the cited sentences that best match.
-    """
-    mapped = full_library_search(
-        user, query, mode=mode, top_k=top_k, chunk_top_k=chunk_top_k, scope=scope, enable_rerank=enable_rerank
-    )
-    if mapped.diagnostics.get("llmAvailable"):
-        with lightrag_client() as client:
-            response = client.query(query, mode=mode, top_k=top_k, chunk_top_k=chunk_top_k, enable_rerank=enable_rerank)
-        text = str(response.get("response") or "")
-        return Answer(query, "llm", place_badges(text, mapped.citations, query=query), mapped)
-    sentences = extractive_answer(query, mapped.citations)
-    return Answer(
+    """An answer whose sentences carry badges of this query's citations only,
+    read to its end (:func:`answer_stream`, for pages without JavaScript and
+    the JSON API)."""
+    answer = None
+    for event in answer_stream(
+        user,
         query,
-        "extractive",
-        sentences,
-        mapped,
-        notes=["Extractive answer: no LLM is configured, so these are the cited sentences that best match."],
-    )
+        mode=mode,
+        top_k=top_k,
+        chunk_top_k=chunk_top_k,
+        scope=scope,
+        enable_rerank=enable_rerank,
+        history=history,
+    ):
+        answer = event.answer
+    return answer

@@ -7,9 +7,11 @@ here retries (the job ledger does).
 from __future__ import annotations
 
 import functools
+import json as jsonlib
 import math
 import ssl
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -336,6 +338,38 @@ class LightRAGClient:
         request = _query_request(query, mode, top_k, chunk_top_k, enable_rerank)
         return self._json_object("POST", "/query", json=request, timeout=ANSWER_TIMEOUT)
 
+    @contextmanager
+    def query_stream(
+        self,
+        query: str,
+        *,
+        mode: str = "mix",
+        top_k: int | None = None,
+        chunk_top_k: int | None = None,
+        enable_rerank: bool | None = None,
+        conversation_history: list[dict[str, str]] | None = None,
+    ) -> Iterator[AnswerStream]:
+        """One retrieval and its answer: ``/query/stream``'s references (with
+        chunk content) first, then the LLM's words as they are written.
+
+        Leaving the ``with`` block closes the connection, which makes LightRAG
+        stop the answer (a Stop button, a client gone away).
+        """
+        request = _query_request(query, mode, top_k, chunk_top_k, enable_rerank)
+        if conversation_history:
+            request["conversation_history"] = conversation_history
+        request_name = "POST /query/stream"
+        try:
+            with self._http.stream("POST", "/query/stream", json=request, timeout=ANSWER_TIMEOUT) as response:
+                if response.status_code >= 300:
+                    response.read()
+                    self._raise_for_status(response, request_name)
+                yield AnswerStream(response, self.base_url)
+        except httpx.TimeoutException as e:
+            raise LightRAGUnavailable(f"LightRAG at {self.base_url} did not answer {request_name} in time.") from e
+        except httpx.TransportError as e:
+            raise LightRAGUnavailable(f"Cannot reach LightRAG at {self.base_url} ({request_name}): {e}") from e
+
     def track_status(self, track_id: str) -> dict[str, Any]:
         if not track_id.strip():
             raise ValueError("track_status needs a track id.")
@@ -362,6 +396,22 @@ class LightRAGClient:
         except httpx.TransportError as e:
             raise LightRAGUnavailable(f"Cannot reach LightRAG at {self.base_url} ({request_name}): {e}") from e
 
+        body, decode_error = self._raise_for_status(response, request_name)
+        status = response.status_code
+        if decode_error is not None:
+            raise LightRAGUnavailable(
+                f"LightRAG answered {request_name} with something that is not JSON "
+                f"({response.headers.get('content-type', 'no content type')}): {_snippet(response)}",
+                status_code=status,
+            ) from decode_error
+        if not isinstance(body, dict):
+            raise LightRAGUnavailable(
+                f"LightRAG answered {request_name} with JSON that is not an object.", status_code=status
+            )
+        return body
+
+    def _raise_for_status(self, response: httpx.Response, request_name: str) -> tuple[Any, ValueError | None]:
+        """The response's JSON body (or the error decoding it); a typed error for a non-2xx status."""
         try:
             body = response.json()
             decode_error = None
@@ -390,17 +440,57 @@ class LightRAGClient:
                 status_code=status,
                 detail=detail,
             )
-        if decode_error is not None:
-            raise LightRAGUnavailable(
-                f"LightRAG answered {request_name} with something that is not JSON "
-                f"({response.headers.get('content-type', 'no content type')}): {_snippet(response)}",
-                status_code=status,
-            ) from decode_error
-        if not isinstance(body, dict):
-            raise LightRAGUnavailable(
-                f"LightRAG answered {request_name} with JSON that is not an object.", status_code=status
-            )
-        return body
+        return body, decode_error
+
+
+class AnswerStream:
+    """``/query/stream``'s NDJSON lines: a references line, then response
+    pieces. With LightRAG's answer cache the whole answer comes as one line
+    holding both; progress and timing lines are skipped."""
+
+    def __init__(self, response: httpx.Response, base_url: str):
+        self._lines = response.iter_lines()
+        self._base_url = base_url
+        self._first_text: str | None = None
+        self.references: list[dict[str, Any]] | None = None
+
+    def _next(self) -> dict[str, Any] | None:
+        for line in self._lines:
+            if not line.strip():
+                continue
+            try:
+                item = jsonlib.loads(line)
+            except ValueError as e:
+                raise LightRAGUnavailable(f"LightRAG's answer stream has a line that is not JSON: {line[:120]!r}") from e
+            if not isinstance(item, dict):
+                continue
+            if "error" in item:
+                raise LightRAGUnavailable(f"LightRAG could not finish the answer: {item['error']}", detail=str(item["error"]))
+            return item
+        return None
+
+    def read_references(self) -> list[dict[str, Any]]:
+        """The context's references, each with its chunks' ``content`` (read before any word)."""
+        while self.references is None:
+            item = self._next()
+            if item is None:
+                self.references = []
+                break
+            if "references" in item:
+                self.references = [r for r in item.get("references") or [] if isinstance(r, dict)]
+            if isinstance(item.get("response"), str):
+                self.references = self.references or []
+                self._first_text = item["response"]
+        return self.references
+
+    def pieces(self) -> Iterator[str]:
+        """The answer's text as LightRAG streams it."""
+        self.read_references()
+        if self._first_text:
+            yield self._first_text
+        while (item := self._next()) is not None:
+            if isinstance(item.get("response"), str) and item["response"]:
+                yield item["response"]
 
 
 def _query_request(

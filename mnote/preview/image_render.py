@@ -8,7 +8,7 @@ from lxml import etree
 from lxml import html as lxml_html
 
 from .docx.safe_package import PreviewRejected
-from .renderers import checked_image
+from .renderers import IMAGE_TYPES, checked_image
 
 MAX_IMAGE_BYTES = 50 * 1024 * 1024
 
@@ -33,5 +33,10 @@ def preview_image(fp, ctx) -> dict:
 def load_asset(fp, part: str):
     if part != "file":
         raise KeyError(part)
-    name = getattr(fp, "name", "") or ""
-    return checked_image(str(name), _read(fp))
+    # The preview opens files by descriptor, so the name is the source's, not
+    # the handle's: take the type the bytes declare, if it is one browsers show.
+    data = _read(fp)
+    for extension, (_content_type, magics) in IMAGE_TYPES.items():
+        if data.startswith(magics):
+            return checked_image(f"file.{extension}", data)
+    return checked_image(str(getattr(fp, "name", "")), data)

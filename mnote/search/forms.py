@@ -37,3 +37,8 @@ class SearchForm(forms.Form):
 
 class AskForm(SearchForm):
     q = forms.CharField(label=_("Question"), max_length=1000, strip=True, widget=forms.Textarea(attrs={"rows": 2}))
+    conversation = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+
+    def clean_retrieval(self):
+        # Blank: the view picks the mode that fits the provider (no graph → naive).
+        return self.cleaned_data.get("retrieval") or ""

@@ -1,12 +1,22 @@
-from django.shortcuts import render
+import json
+from types import SimpleNamespace
+
+from django.contrib import messages
+from django.http import StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from mnote.citations.answer_badges import AnsweredSentence
 from mnote.citations.citation_text import mark_terms
-from mnote.citations.search import answer_question, full_library_search, not_in_lightrag
+from mnote.citations.search import WITHHELD_NOTE, answer_question, answer_stream, default_mode, full_library_search, not_in_lightrag
+from mnote.library.models import Source
+from mnote.library.provider import lightrag_client, recent_health
 from mnote.lightrag import LightRAGBusy, LightRAGError, LightRAGRejected, LightRAGUnavailable
 from mnote.search.forms import AskForm, SearchForm
+from mnote.search.models import Conversation, Turn
 from mnote.search.workspace import workspace_search
 
 
@@ -48,20 +58,217 @@ def search(request):
     return render(request, template, context)
 
 
-@require_GET
-@vary_on_headers("HX-Request")
+# --- ask: answers, streamed, in conversations ------------------------------
+
+
+def _provider_health():
+    try:
+        with lightrag_client() as client:
+            return recent_health(client)
+    except LightRAGError:
+        return None
+
+
+def _stored_card(item: dict) -> SimpleNamespace:
+    """A card saved with a turn, with the attributes the card template reads."""
+    locator = item.get("locator") or {}
+    relevance = item.get("relevance") or {}
+    return SimpleNamespace(
+        citation_id=item["citationId"],
+        source_id=item["sourceId"],
+        source_path=item["sourcePath"],
+        file_name=item["fileName"],
+        precision=item["locatorPrecision"],
+        page=locator.get("page"),
+        heading_path=item.get("headingPath") or [],
+        display_quote=item.get("displayQuote") or "",
+        locator_json=json.dumps(locator, ensure_ascii=False),
+        relevance_score=relevance.get("score") or 0,
+        provider_rank=relevance.get("providerRank"),
+        citation_url=item.get("citationUrl") or "",
+    )
+
+
+def _cited_first(citations, sentences, query) -> tuple[list, list]:
+    """Cards of the passages the answer cites, in citing order, then the rest
+    of the context (shown folded)."""
+    order = list(dict.fromkeys(cid for s in sentences for cid in s.citation_ids))
+    by_id = {c.citation_id: c for c in citations}
+    cited = [by_id[cid] for cid in order if cid in by_id]
+    rest = [c for c in citations if c.citation_id not in set(order)]
+    return _cards(cited, query), _cards(rest, query)
+
+
+def _turn(question, answer=None, *, kind="", sentences=(), citations=(), notes=(), problem="", streaming=False) -> dict:
+    if answer is not None:
+        kind, sentences, citations, notes = answer.kind, answer.sentences, answer.mapped.citations, answer.notes
+    cited, rest = _cited_first(list(citations), list(sentences), question)
+    if streaming:
+        cited, rest = _cards(list(citations), question), []
+    return {
+        "question": question,
+        "kind": kind,
+        "sentences": list(sentences),
+        "cited_cards": cited,
+        "other_cards": rest,
+        "notes": [_(n) for n in notes],
+        "problem": problem,
+        "streaming": streaming,
+        "withheld": WITHHELD_NOTE in notes,
+    }
+
+
+def _stored_turn(turn: Turn, visible_ids: set[int]) -> dict:
+    # Visibility can change after a turn was saved: a card whose root the
+    # user may no longer see is not shown again.
+    citations = [_stored_card(c) for c in turn.citations if c.get("sourceId") in visible_ids]
+    shown = {c.citation_id for c in citations}
+    sentences = [
+        AnsweredSentence(s["text"], [cid for cid in s.get("citationIds", []) if cid in shown], s.get("spaceBefore", ""))
+        for s in turn.sentences
+    ]
+    return _turn(turn.question, kind=turn.kind, sentences=sentences, citations=citations, notes=turn.notes)
+
+
+def _save_turn(user, conversation: Conversation | None, question: str, answer) -> Conversation:
+    if conversation is None:
+        conversation = Conversation.objects.create(user=user, title=question[:200])
+    citations = []
+    for c in answer.mapped.citations:
+        item = c.as_json()
+        item.pop("diagnostics", None)
+        citations.append(item)
+    Turn.objects.create(
+        conversation=conversation,
+        question=question,
+        kind=answer.kind,
+        sentences=[{"text": s.text, "citationIds": list(s.citation_ids), "spaceBefore": s.space_before} for s in answer.sentences],
+        citations=citations,
+        notes=list(answer.notes),
+    )
+    conversation.save(update_fields=["updated_at"])
+    return conversation
+
+
+def _ask_arguments(form, health) -> dict:
+    return {
+        "mode": form.cleaned_data["retrieval"] or default_mode(health),
+        "scope": form.cleaned_data["scope"],
+    }
+
+
+def _page(request, form, *, conversation=None, turns=(), problem="") -> dict:
+    health = _provider_health()
+    mode = default_mode(health)
+    form.fields["retrieval"].initial = mode
+    return {
+        "provider_note": (
+            _("This LightRAG has a knowledge graph (an LLM extracts entities at ingest): retrieval defaults to mix.")
+            if mode == "mix"
+            else _("This LightRAG has no LLM, so no knowledge graph: retrieval defaults to naive (vectors only).")
+        ),
+        "form": form,
+        "turns": list(turns),
+        "problem": problem,
+        "conversation": conversation,
+        "conversations": Conversation.objects.of(request.user)[:30],
+    }
+
+
+def _sse(event: str, data: dict) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+def _streamed_answer(request, question: str, arguments: dict, conversation: Conversation | None):
+    """Server-sent events of one answer: the turn with its cards before any
+    word, then completed sentences with their badges and the text still being
+    written, then the cards re-ordered cited first. Closing the response (the
+    Stop button, a closed tab) closes the answer stream to LightRAG."""
+    history = conversation.history() if conversation else None
+    events = answer_stream(request.user, question, history=history, **arguments)
+    shown = None  # ids of the cards already on the page
+    try:
+        for event in events:
+            if event.kind in ("cards", "context") and shown is None:
+                turn = _turn(question, event.answer, streaming=True)
+                shown = {c.citation_id for c in event.answer.mapped.citations}
+                yield _sse("context", {"html": render_to_string("search/ask.html#turn", {"turn": turn}, request)})
+            elif event.kind == "context":
+                rest = [c for c in event.answer.mapped.citations if c.citation_id not in shown]
+                html = render_to_string("search/ask.html#more_cards", {"cards": _cards(rest, question)}, request)
+                yield _sse("cards", {"html": html})
+            elif event.kind == "text":
+                html = render_to_string("search/ask.html#sentences", {"sentences": event.sentences}, request)
+                yield _sse("text", {"html": html, "pending": event.pending})
+            else:
+                conversation = _save_turn(request.user, conversation, question, event.answer)
+                turn = _turn(question, event.answer)
+                yield _sse(
+                    "done",
+                    {
+                        "html": render_to_string("search/ask.html#turn", {"turn": turn}, request),
+                        "conversation": conversation.pk,
+                        "url": conversation.get_absolute_url(),
+                    },
+                )
+    except LightRAGError as e:
+        yield _sse("problem", {"html": render_to_string("search/ask.html#problem", {"problem": _lightrag_problem(e)}, request)})
+    finally:
+        events.close()
+
+
+@require_http_methods(["GET", "POST"])
+@vary_on_headers("HX-Request", "Accept")
 def ask(request):
     """A question answered from the library, its sentences badged with the
-    citations that support them; the context used is listed beside it."""
-    form = AskForm(request.GET if "q" in request.GET else None)
-    context = {"form": form, "answer": None, "cards": [], "problem": ""}
-    if form.is_bound and form.is_valid():
-        query = form.cleaned_data["q"]
-        try:
-            answer = answer_question(request.user, query, mode=form.cleaned_data["retrieval"], scope=form.cleaned_data["scope"])
-            context["answer"] = answer
-            context["cards"] = _cards(answer.mapped.citations, query)
-        except LightRAGError as e:
-            context["problem"] = _lightrag_problem(e)
+    citations that support them. GET with ``q`` answers once (a link); POST
+    asks in a conversation — streamed as server-sent events to the page's
+    script, or answered whole and redirected to the conversation without it."""
+    data = request.POST if request.method == "POST" else (request.GET if "q" in request.GET else None)
+    form = AskForm(data)
+    if not form.is_bound or not form.is_valid():
+        return render(request, "search/ask.html", _page(request, form), status=400 if form.is_bound else 200)
+    question = form.cleaned_data["q"]
+    arguments = _ask_arguments(form, _provider_health())
+    conversation = None
+    if form.cleaned_data["conversation"]:
+        conversation = get_object_or_404(Conversation.objects.of(request.user), pk=form.cleaned_data["conversation"])
+    if request.method == "POST" and "text/event-stream" in request.headers.get("Accept", ""):
+        response = StreamingHttpResponse(
+            _streamed_answer(request, question, arguments, conversation), content_type="text/event-stream"
+        )
+        response["Cache-Control"] = "no-cache"
+        response["X-Accel-Buffering"] = "no"  # a proxy must not hold the stream back
+        return response
+    try:
+        answer = answer_question(request.user, question, history=conversation.history() if conversation else None, **arguments)
+    except LightRAGError as e:
+        return render(request, "search/ask.html", _page(request, form, conversation=conversation, problem=_lightrag_problem(e)))
+    if request.method == "POST":
+        conversation = _save_turn(request.user, conversation, question, answer)
+        return redirect(conversation)
+    context = _page(request, form, turns=[_turn(question, answer)])
     template = "search/ask.html#answer" if request.htmx else "search/ask.html"
     return render(request, template, context)
+
+
+def _visible_source_ids(user) -> set[int]:
+    return set(Source.objects.visible_to(user).values_list("pk", flat=True))
+
+
+@require_GET
+def conversation(request, pk: int):
+    """A saved conversation, reopened: its turns, and the box for a follow-up."""
+    convo = get_object_or_404(Conversation.objects.of(request.user), pk=pk)
+    visible = _visible_source_ids(request.user)
+    turns = [_stored_turn(t, visible) for t in convo.turns.all()]
+    form = AskForm(initial={"conversation": convo.pk})
+    return render(request, "search/ask.html", _page(request, form, conversation=convo, turns=turns))
+
+
+@require_POST
+def conversation_delete(request, pk: int):
+    convo = get_object_or_404(Conversation.objects.of(request.user), pk=pk)
+    convo.delete()
+    messages.success(request, _("Conversation deleted."))
+    return redirect("ask")

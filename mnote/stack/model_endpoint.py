@@ -355,6 +355,9 @@ class Handler(BaseHTTPRequestHandler):
             ("POST", "/embeddings"): self._embeddings,
             ("POST", "/chat/completions"): self._chat,
         }
+        if self.server.test_answers is not None:  # tests only: see answering_model.py
+            routes[("GET", "/test/answers")] = lambda route: self._ok(self.server.test_answers.stats())
+            routes[("POST", "/test/answers")] = lambda route: self._ok(self.server.test_answers.configure(self._read_json()))
         handler = routes.get((self.command, route))
         if handler is None and self.command == "GET" and route.startswith("/models/"):
             handler = self._model_one
@@ -442,6 +445,8 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(messages, list) or not messages:
             raise HTTPError(400, "'messages' must be a non-empty list")
         kind, text = chat_reply(messages, body.get("response_format"))
+        if kind == "answer" and self.server.test_answers is not None and self.server.test_answers.wants(body):
+            return self.server.test_answers.serve(self, body)
         prompt_tokens = sum(_rough_tokens(_message_text(m)) for m in messages)
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": _rough_tokens(text),
                  "total_tokens": prompt_tokens + _rough_tokens(text)}
@@ -487,17 +492,24 @@ class ModelServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], embedder: Embedder, quiet: bool = False):
+    def __init__(self, address: tuple[str, int], embedder: Embedder, quiet: bool = False, test_answers=None):
         self.embedder = embedder
         self.quiet = quiet
+        self.test_answers = test_answers
         super().__init__(address, Handler)
 
 
 def make_server(host: str = "127.0.0.1", port: int = 0, quiet: bool = False,
-                default_type: str = "passage", threads: int | None = None) -> ModelServer:
+                default_type: str = "passage", threads: int | None = None,
+                test_answers: bool = False) -> ModelServer:
     """Load the model, then bind (so a listening server is a ready one)."""
     embedder = Embedder(default_query=(default_type == "query"), num_threads=threads)
-    return ModelServer((host, port), embedder, quiet=quiet)
+    answering = None
+    if test_answers:
+        from mnote.stack.answering_model import TestAnswers
+
+        answering = TestAnswers()
+    return ModelServer((host, port), embedder, quiet=quiet, test_answers=answering)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -509,9 +521,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--default-type", choices=("passage", "query"), default="passage",
                     help="e5 prefix for texts that carry no 'query: '/'passage: ' prefix and no input_type")
     ap.add_argument("--threads", type=int, default=None, help="cap the engine's OpenMP threads")
+    ap.add_argument("--test-answers", action="store_true",
+                    help="tests only: answer RAG prompts for model %r from their context" % "mnote-test-answers")
     args = ap.parse_args(argv)
 
-    httpd = make_server(args.host, args.port, args.quiet, args.default_type, args.threads)
+    httpd = make_server(args.host, args.port, args.quiet, args.default_type, args.threads, test_answers=args.test_answers)
     stop = threading.Event()
 
     def _on_signal(signum: int, frame: Any) -> None:

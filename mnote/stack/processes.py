@@ -61,6 +61,10 @@ class StackConfig:
     llm: ExternalModel | None = None
     embedding: ExternalModel | None = None
     api_key: str | None = None
+    # Tests only: the model endpoint may answer as the deterministic test model
+    # (mnote/stack/answering_model.py), and LightRAG may skip its answer cache.
+    test_answers: bool = False
+    llm_cache: bool = True
 
     @property
     def lightrag_dir(self) -> Path:
@@ -180,6 +184,7 @@ def lightrag_server_env(config: StackConfig) -> dict[str, str]:
         "EMBEDDING_BINDING_API_KEY": embedding.api_key,
         # Two cores: parallel inserts only queue on the embedder.
         "MAX_PARALLEL_INSERT": "2",
+        **({} if config.llm_cache else {"ENABLE_LLM_CACHE": "false"}),
     }
 
 
@@ -312,6 +317,7 @@ class EmbeddedStack:
                     "--port",
                     str(self.config.model_port),
                     "--quiet",
+                    *(["--test-answers"] if self.config.test_answers else []),
                 ],
                 health_url=f"http://{self.config.host}:{self.config.model_port}/health",
                 log_path=logs / "model-endpoint.log",

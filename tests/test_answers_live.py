@@ -1,0 +1,179 @@
+"""Answers through the real LightRAG with the deterministic test answering
+model: one /query/stream per answer, streamed, badged from its own context,
+stopped on request, followed up with the earlier turn, and never drawing on a
+root the asker may not see."""
+
+import json
+import re
+import time
+
+import httpx
+import pytest
+from django.contrib.auth.models import Group
+from django.test import Client
+
+from mnote.citations.search import answer_stream
+from mnote.library.ingest import wait_until_settled
+from mnote.library.models import IndexedRoot
+from mnote.library.provider import lightrag_client
+from mnote.library.sync import sync_root
+from mnote.search.models import Conversation
+
+pytestmark = [pytest.mark.django_db, pytest.mark.integration]
+
+GAMMA = """# Gamma Telescope
+
+The Gamma telescope has a 4.2 metre primary mirror made of Zerodur glass. The mirror is re-aluminised every three years in the on-site coating chamber.
+
+## Dome
+
+The dome opens thirty minutes after sunset when the humidity is below 85 percent.
+"""
+SECRET = """# Gamma vault
+
+The Gamma vault combination is 4471-ZETA and the facilities team changes it every spring.
+"""
+
+
+class RecordingTransport(httpx.HTTPTransport):
+    """The real network, with the path of every request MNote sent to LightRAG."""
+
+    def __init__(self):
+        super().__init__()
+        self.paths: list[str] = []
+
+    def handle_request(self, request):
+        self.paths.append(request.url.path)
+        return super().handle_request(request)
+
+
+def index(root):
+    sync_root(root)
+    with lightrag_client() as client:
+        assert wait_until_settled(client, timeout=240, interval=0.5)
+    assert set(root.sources.values_list("status", flat=True)) == {"indexed"}
+
+
+@pytest.fixture
+def manuals(live_answering, library_dir):
+    (library_dir / "manuals").mkdir()
+    (library_dir / "manuals" / "gamma.md").write_text(GAMMA)
+    root = IndexedRoot.objects.create(name="Manuals", path="manuals")
+    index(root)
+    return root
+
+
+@pytest.fixture
+def vault(manuals, library_dir):
+    (library_dir / "vault").mkdir()
+    (library_dir / "vault" / "secret.md").write_text(SECRET)
+    root = IndexedRoot.objects.create(name="Vault", path="vault", visible_to_all=False)
+    root.visible_to_groups.add(Group.objects.create(name="facilities"))
+    index(root)
+    return root
+
+
+def model_endpoint(stack, method="GET", body=None) -> dict:
+    base = stack.config.model_url.removesuffix("/v1")
+    return httpx.request(method, f"{base}/test/answers", json=body, timeout=10).json()
+
+
+@pytest.fixture
+def answering_model(embedded_stack):
+    model_endpoint(embedded_stack, "POST", {"reset": True})
+    yield lambda method="GET", body=None: model_endpoint(embedded_stack, method, body)
+    model_endpoint(embedded_stack, "POST", {"pace": 0.02})
+
+
+def test_an_answer_streams_from_one_retrieval_badged_from_its_own_context(manuals, member, settings, answering_model):
+    recording = RecordingTransport()
+    settings.MNOTE_LIGHTRAG_TRANSPORT = recording
+    events = list(answer_stream(member, "How often is the Gamma mirror re-aluminised?", mode="naive"))
+
+    assert events[0].kind == "context" and events[-1].kind == "done"
+    context = {c.citation_id for c in events[0].answer.mapped.citations}
+    assert context, events[0].answer.mapped.dropped
+    answer = events[-1].answer
+    assert answer.kind == "llm"
+    assert "three years" in answer.text and "[1]" not in answer.text and "References" not in answer.text
+    badged = [s for s in answer.sentences if s.citation_ids]
+    assert badged and all(set(s.citation_ids) <= context for s in answer.sentences)
+    # Streamed: sentences arrive over several events, with text pending between them.
+    texts = [e for e in events if e.kind == "text"]
+    assert len(texts) >= 3 and any(e.pending for e in texts)
+    assert "/query/data" not in recording.paths and "/query" not in recording.paths
+    assert recording.paths.count("/query/stream") == 1
+    assert answering_model()["streamed"] == 1
+
+
+def test_the_page_streams_cards_first_then_badged_sentences(manuals, library_dir, member, answering_model):
+    (library_dir / "manuals" / "dome.md").write_text("# Dome\n\nThe Gamma dome is painted white to keep it cool at dusk.\n")
+    index(manuals)
+    client = Client()
+    client.force_login(member)
+    response = client.post("/ask/", {"q": "When does the Gamma dome open?"}, HTTP_ACCEPT="text/event-stream")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/event-stream")
+    events = []
+    for block in b"".join(response.streaming_content).decode().split("\n\n"):
+        if block.strip():
+            name, data = block.split("\n", 1)
+            events.append((name.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
+    names = [name for name, _ in events]
+    assert names[0] == "context" and names[-1] == "done" and "text" in names
+    assert "source-card" in events[0][1]["html"] and "badge-link" not in events[0][1]["html"]
+    # The first file's cards come first, the other file's cards before any word.
+    assert names[1] == "cards" and names.index("cards") < names.index("text")
+    early = set(re.findall(r'id="cite-(\w+)"', events[0][1]["html"] + events[1][1]["html"]))
+    assert early == set(re.findall(r'id="cite-(\w+)"', events[-1][1]["html"]))
+    sentences = "".join(data["html"] for name, data in events if name == "text")
+    assert "thirty minutes after sunset" in sentences and "badge-link" in sentences
+    done = events[-1][1]
+    conversation = Conversation.objects.get(user=member)
+    assert done["url"] == f"/ask/c/{conversation.pk}/"
+    assert "context-rest" in done["html"] or "Cited" in done["html"]
+
+
+def test_stop_closes_the_answer_at_lightrag(manuals, member, answering_model):
+    answering_model("POST", {"pace": 0.4})
+    events = answer_stream(member, "How often is the Gamma mirror re-aluminised?", mode="naive")
+    assert next(events).kind == "context"
+    assert next(events).kind == "text"
+    events.close()  # what the Stop button does to the page's request
+    deadline = time.monotonic() + 30
+    while answering_model()["cancelled"] < 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    stats = answering_model()
+    assert stats["cancelled"] == 1 and stats["streamed"] == 0
+
+
+def test_a_follow_up_is_answered_with_the_earlier_turn(manuals, member, answering_model):
+    client = Client()
+    client.force_login(member)
+    first = client.post("/ask/", {"q": "Tell me about the Gamma dome", "retrieval": "naive"})
+    conversation = Conversation.objects.get(user=member)
+    assert first.status_code == 302 and first["Location"] == f"/ask/c/{conversation.pk}/"
+    follow_up = client.post("/ask/", {"q": "And what humidity is required?", "conversation": conversation.pk})
+    assert follow_up.status_code == 302
+    assert answering_model()["histories"] == [0, 2]  # the second request carried the first turn
+    page = client.get(f"/ask/c/{conversation.pk}/").content.decode()
+    assert page.count('<article class="turn') == 2 and "below 85 percent" in page
+
+
+def test_a_members_answer_never_repeats_a_restricted_root(vault, member, admin_user, answering_model):
+    question = "What is the Gamma vault combination?"
+    events = list(answer_stream(member, question, mode="naive"))
+    answer = events[-1].answer
+    assert answer.kind == "extractive" and answer.withheld
+    assert "4471" not in answer.text
+    assert all("4471" not in c.display_quote for c in answer.mapped.citations)
+
+    client = Client()
+    client.force_login(member)
+    streamed = b"".join(client.post("/ask/", {"q": question}, HTTP_ACCEPT="text/event-stream").streaming_content)
+    assert b"4471" not in streamed and b"secret.md" not in streamed
+    api = client.post("/api/query", json.dumps({"query": question, "mode": "naive"}), content_type="application/json")
+    assert api.status_code == 200 and "4471" not in api.content.decode()
+
+    # The same question from someone who may see the vault gets the LLM's answer.
+    admitted = list(answer_stream(admin_user, question, mode="naive"))[-1].answer
+    assert admitted.kind == "llm" and "4471-ZETA" in admitted.text

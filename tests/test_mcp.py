@@ -1,0 +1,176 @@
+"""The MCP server, called by the official MCP client (the ``mcp`` SDK) over
+streamable HTTP at /mcp and over stdio (``manage.py mcp_stdio``): the JSON
+API's tools and schemas, bearer tokens, and a restricted root that stays
+invisible to a member's token."""
+
+import json
+from contextlib import asynccontextmanager
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+from django.contrib.auth.models import Group
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from mnote.api.models import ApiToken
+from mnote.library.models import IndexedRoot
+from tests.test_api import QUERY, add_gamma, query_stream_lines
+
+REPO_DIR = Path(__file__).resolve().parent.parent
+TOOLS = {"status", "search", "query", "open_reference"}
+
+
+async def _session_calls(open_transport, calls):
+    async with open_transport() as streams:
+        read, write = streams[0], streams[1]
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            names = {tool.name for tool in (await session.list_tools()).tools}
+            results = [await session.call_tool(name, arguments) for name, arguments in calls]
+            return names, results
+
+
+def run_client(transport, calls):
+    """The client's own event loop in a thread of its own: Playwright's sync
+    API may keep one running in the test thread."""
+    outcome = {}
+
+    def run():
+        try:
+            outcome["result"] = anyio.run(_session_calls, transport, list(calls))
+        except BaseException as e:  # re-raised in the test thread
+            outcome["error"] = e
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(300)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
+
+
+def over_http(url: str, key: str, *calls):
+    @asynccontextmanager
+    async def transport():
+        async with httpx.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
+            async with streamable_http_client(url, http_client=http) as streams:
+                yield streams
+
+    return run_client(transport, calls)
+
+
+def payload(result) -> dict:
+    assert not result.isError, result.content
+    return json.loads(result.content[0].text)
+
+
+@pytest.fixture
+def vault(transactional_db, lightrag_dirs):
+    root = IndexedRoot.objects.create(name="Vault", path="vault", visible_to_all=False)
+    root.visible_to_groups.add(Group.objects.create(name="facilities"))
+    return add_gamma(root, lightrag_dirs)
+
+
+@pytest.fixture
+def answers(fake_lightrag):
+    fake_lightrag.on("GET", "/health", "health.json")
+    fake_lightrag.on("POST", "/query/data", "query_data_naive.json")
+    fake_lightrag.on("POST", "/query/stream", (200, query_stream_lines()))
+    return fake_lightrag
+
+
+def test_the_tools_answer_over_http_with_the_json_apis_schemas_and_hide_a_restricted_root(
+    live_server, answers, vault, member, admin_user
+):
+    url = f"{live_server.url}/mcp"
+    _, member_key = ApiToken.objects.create_token(member, "agent")
+    _, admin_key = ApiToken.objects.create_token(admin_user, "agent")
+
+    names, (status, found, answered) = over_http(
+        url, member_key, ("status", {}), ("search", {"query": QUERY, "mode": "naive"}), ("query", {"query": QUERY})
+    )
+    assert names == TOOLS
+    assert payload(status)["schema"] == "mnote.library.status.v1" and payload(status)["registry"]["total"] == 0
+    assert payload(found)["schema"] == "mnote.knowledge_rag.search_results.v1" and payload(found)["results"] == []
+    answer = payload(answered)
+    assert answer["schema"] == "mnote.knowledge_rag.agent_query_result.v1" and answer["citations"] == []
+    assert "gamma" not in json.dumps([payload(found), answer]).lower()
+
+    _, (found, answered) = over_http(url, admin_key, ("search", {"query": QUERY}), ("query", {"query": QUERY}))
+    [citation] = payload(found)["results"]
+    assert citation["fileName"] == "gamma.docx" and "rawQuote" not in citation
+    assert payload(answered)["answer"]["kind"] == "llm"
+    _, (opened,) = over_http(url, admin_key, ("open_reference", {"citationUrl": citation["citationUrl"]}))
+    assert payload(opened)["sourcePath"] == "vault/gamma.docx"
+    _, (refused,) = over_http(url, member_key, ("open_reference", {"citationUrl": citation["citationUrl"]}))
+    assert refused.isError and "not_found" in refused.content[0].text
+
+
+def test_http_refuses_a_missing_or_revoked_token(live_server, transactional_db, member, client):
+    token, key = ApiToken.objects.create_token(member)
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    assert client.post("/mcp", body, content_type="application/json").status_code == 401
+    token.delete()
+    refused = client.post("/mcp", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert refused.status_code == 401
+    assert client.get("/mcp", HTTP_AUTHORIZATION=f"Bearer {key}").status_code == 405
+
+
+def _manage(env, *args, stdin: str | None = None):
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=REPO_DIR, env=env, input=stdin, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+SETUP = """
+from django.contrib.auth.models import Group, User
+from mnote.api.models import ApiToken
+from mnote.citations.models import Citation
+from mnote.library.models import IndexedRoot, Source
+
+member = User.objects.create_user("mia")
+admin = User.objects.create_user("ada", is_staff=True)
+root = IndexedRoot.objects.create(name="Vault", path="vault", visible_to_all=False)
+root.visible_to_groups.add(Group.objects.create(name="facilities"))
+source = Source.objects.create(root=root, relative_path="secret.md", absolute_path="/x/vault/secret.md", sha256="a" * 64,
+                               lightrag_name="secret.md", lightrag_doc_id="doc-1", status="indexed")
+cited = Citation.objects.create(source=source, source_sha256="a" * 64, chunk_id="doc-1-chunk-000", source_path="vault/secret.md",
+                                precision="file", locator={}, display_quote="The vault combination is 4471.")
+print(ApiToken.objects.create_token(member)[1], ApiToken.objects.create_token(admin)[1], cited.token)
+"""
+
+
+def test_the_tools_answer_over_stdio_as_the_tokens_user(tmp_path):
+    env = {
+        **os.environ,
+        "MNOTE_DATA_DIR": str(tmp_path),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'mnote.sqlite3'}",
+        "MNOTE_LIGHTRAG_URL": "http://127.0.0.1:9",  # nothing listens: status says so
+        "MNOTE_LIGHTRAG_ENV_FILE": "",
+    }
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # the command must not need it
+    _manage(env, "migrate", "--no-input")
+    member_key, admin_key, citation = _manage(env, "shell", stdin=SETUP).split()[-3:]
+
+    def over_stdio(key, *calls):
+        parameters = StdioServerParameters(
+            command=sys.executable, args=["manage.py", "mcp_stdio"], env={**env, "MNOTE_API_TOKEN": key}, cwd=str(REPO_DIR)
+        )
+        return run_client(lambda: stdio_client(parameters), calls)
+
+    names, (status, refused) = over_stdio(member_key, ("status", {}), ("open_reference", {"token": citation}))
+    assert names == TOOLS
+    assert payload(status)["registry"]["total"] == 0 and payload(status)["lightrag"]["healthy"] is False
+    assert refused.isError and "4471" not in refused.content[0].text
+    _, (status, opened) = over_stdio(admin_key, ("status", {}), ("open_reference", {"token": citation}))
+    assert payload(status)["registry"]["total"] == 1
+    assert payload(opened)["displayQuote"] == "The vault combination is 4471."
