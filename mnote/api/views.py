@@ -13,7 +13,7 @@ from mnote.api.forms import ChunkContextForm, DeleteSourceForm, EmptyForm, Inges
 from mnote.citations.context import ChunkNotFound, chunk_context
 from mnote.citations.mapper import CitationView
 from mnote.citations.models import Citation
-from mnote.citations.search import answer_question, full_library_search, not_in_lightrag
+from mnote.citations.search import UnknownScope, answer_question, check_scope, full_library_search, not_in_lightrag
 from mnote.library.ingest import queue_for_ingest
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.provider import HealthReport, health_report, lightrag_client, webui_url
@@ -71,6 +71,13 @@ def status(request):
     return JsonResponse(body)
 
 
+def _refuse_unknown_scope(user, params: dict) -> None:
+    try:
+        check_scope(user, params["sourcePaths"] or None)
+    except UnknownScope as e:
+        raise ApiError(400, "unknown_scope", str(e), unknownPaths=e.paths) from e
+
+
 def _search_arguments(params: dict) -> dict:
     return {
         "mode": params["mode"],
@@ -86,6 +93,7 @@ def search(request):
     """Full-library search: LightRAG's references as mapped citations, no answer."""
     params = validated(SearchForm, read_json(request))
     query = params["query"]
+    _refuse_unknown_scope(request.user, params)
     mapped = full_library_search(request.user, query, **_search_arguments(params))
     diagnostics = {**mapped.diagnostics, "dropped": dict(Counter(d["reason"] for d in mapped.dropped))}
     return JsonResponse(
@@ -120,6 +128,7 @@ def _compact_citation(c: CitationView) -> dict:
 def query(request):
     """An answer whose sentences carry this query's citation ids, and those citations."""
     params = validated(SearchForm, read_json(request))
+    _refuse_unknown_scope(request.user, params)
     answer = answer_question(request.user, params["query"], **_search_arguments(params))
     notes = list(answer.notes)
     citations = [_compact_citation(c) for c in answer.mapped.citations]

@@ -281,7 +281,7 @@ def map_query_data(
             dropped.append({"lightragFilePath": reference.file_path, "reason": why, "chunks": len(reference.chunks)})
             continue
         if scope and not any(source.library_path == p or source.library_path.startswith(p.rstrip("/") + "/") for p in scope):
-            dropped.append({"sourcePath": source.library_path, "reason": "outside the search scope"})
+            dropped.append({"sourcePath": source.library_path, "reason": "outside the search scope", "chunks": len(reference.chunks)})
             continue
         sidecar = load_sidecar(config.input_dir, source.lightrag_name)
         for chunk in reference.chunks:

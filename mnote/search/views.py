@@ -4,7 +4,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from mnote.citations.citation_text import mark_terms
-from mnote.citations.search import answer_question, full_library_search, not_in_lightrag
+from mnote.citations.search import UnknownScope, answer_question, full_library_search, not_in_lightrag
 from mnote.lightrag import LightRAGBusy, LightRAGError, LightRAGRejected, LightRAGUnavailable
 from mnote.search.forms import AskForm, SearchForm
 from mnote.search.workspace import workspace_search
@@ -18,6 +18,12 @@ def _lightrag_problem(error: LightRAGError) -> str:
     if isinstance(error, LightRAGUnavailable):
         return _("LightRAG is unavailable, so the full library cannot be searched right now. Workspace search still works.")
     return _("LightRAG could not answer: %(detail)s") % {"detail": error}
+
+
+def _unknown_scope(error: UnknownScope) -> str:
+    return _("Nothing in the library you can see is called %(paths)s. Check the scope’s spelling; a scope is a folder or file path as shown on the cards.") % {
+        "paths": ", ".join(f"“{p}”" for p in error.paths)
+    }
 
 
 def _cards(citations, query):
@@ -41,9 +47,12 @@ def search(request):
                 mapped = full_library_search(request.user, query, mode=form.cleaned_data["retrieval"], scope=scope)
                 context["cards"] = _cards(mapped.citations, query)
                 context["diagnostics"] = mapped.diagnostics
+            except UnknownScope as e:
+                context["problem"] = _unknown_scope(e)
             except LightRAGError as e:
                 context["problem"] = _lightrag_problem(e)
             context["missing"] = not_in_lightrag(request.user, query)
+            context["scope"] = scope
     template = "search/search.html#results" if request.htmx else "search/search.html"
     return render(request, template, context)
 
@@ -61,6 +70,8 @@ def ask(request):
             answer = answer_question(request.user, query, mode=form.cleaned_data["retrieval"], scope=form.cleaned_data["scope"])
             context["answer"] = answer
             context["cards"] = _cards(answer.mapped.citations, query)
+        except UnknownScope as e:
+            context["problem"] = _unknown_scope(e)
         except LightRAGError as e:
             context["problem"] = _lightrag_problem(e)
     template = "search/ask.html#answer" if request.htmx else "search/ask.html"
