@@ -134,3 +134,18 @@ def test_it_accepts_a_file_a_folder_and_a_root_as_scope(member_client, settings,
         page = member_client.get("/search/", {"q": "approval", "mode": "library", "scope": scope}).content.decode()
         assert "Nothing in the library you can see" not in page, scope
     assert len(fake.asks) == 4
+
+
+def test_a_permalink_keeps_the_query_of_the_search_that_made_it(member_client, settings, library):
+    import re
+
+    _serve(settings, lambda body: [_chunk("handbook.docx", 0, HANDBOOK)])
+    links = {}
+    for query in ("purchase approval", "budget holder signatures"):
+        page = member_client.get("/search/", {"q": query, "mode": "library"}).content.decode()
+        links[query] = re.search(r'href="(/c/[^"]+)"', page).group(1)
+
+    assert links["purchase approval"] != links["budget holder signatures"]
+    for query, link in links.items():
+        cited = member_client.get(link).content.decode()
+        assert f"“{query}”" in cited

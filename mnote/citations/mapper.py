@@ -335,6 +335,7 @@ def map_query_data(
                     source_sha256=source.sha256,
                     chunk_id=chunk_id,
                     block_id=block.block_id if block else "",
+                    search_query=query[:1000],
                     defaults={
                         "source_path": source.library_path,
                         "lightrag_doc_id": source.lightrag_doc_id,
@@ -343,7 +344,6 @@ def map_query_data(
                         "heading_path": heading_path,
                         "display_quote": short_display,
                         "evidence_text": evidence,
-                        "search_query": query[:1000],
                     },
                 )
                 url = permalink.get_absolute_url()

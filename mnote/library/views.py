@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from mnote.accounts.roles import is_admin
+from mnote.citations.models import Citation
 from mnote.library.forms import IndexedRootForm
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.provider import health_report, lightrag_client, webui_url
@@ -26,6 +27,7 @@ from mnote.library.source_filters import (
     source_filter,
 )
 from mnote.library.sync import delete_index, library_status, prune_registry, reindex_source, remove_root, sync_root
+from mnote.search.recent import recent as recent_queries
 
 log = logging.getLogger(__name__)
 
@@ -61,11 +63,12 @@ def _partial_wanted(request) -> bool:
 
 def _lightrag_side(request, *, full_page: bool, health_ok: bool, unmapped_wanted: bool):
     """LightRAG's counts and unmapped documents, or None when this response
-    does not need them (a member's table refresh asks LightRAG nothing)."""
+    does not need them. Only admins get them: LightRAG counts every file,
+    including those in folders a member may not see."""
+    if not unmapped_wanted:
+        return None
     if full_page and not health_ok:
         return library_status(None)
-    if not full_page and not unmapped_wanted:
-        return None
     with lightrag_client() as client:
         return library_status(client)
 
@@ -125,8 +128,10 @@ def _bad_table_request(request, form):
 @require_GET
 @vary_on_headers("HX-Request")
 def home(request):
-    """The library dashboard: LightRAG's health, counts, and the source table.
-    An htmx request (filters, search, polling) gets the table partial only."""
+    """A reader's home: search and ask first, their recent questions and the
+    library's recent citations, then the library itself; LightRAG's health
+    and counts are for admins only. An htmx request (filters, search,
+    polling) gets the table partial only."""
     if _partial_wanted(request):
         table, form = _source_table(request, full_page=False)
         if table is None:
@@ -137,11 +142,14 @@ def home(request):
     table, form = _source_table(request, full_page=True, health_ok=report.ok)
     if table is None:
         return _bad_table_request(request, form)
+    visible = Source.objects.visible_to(request.user)
     return render(
         request,
         "library/home.html",
         {
             **table,
+            "recent_queries": recent_queries(request),
+            "recent_citations": Citation.objects.filter(source__in=visible).select_related("source").order_by("-created_at")[:6],
             "report": report,
             "webui_url": webui_url(request),
             "lightrag_url": settings.MNOTE_LIGHTRAG.base_url,

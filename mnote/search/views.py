@@ -7,6 +7,7 @@ from mnote.citations.citation_text import mark_terms
 from mnote.citations.search import UnknownScope, answer_question, full_library_search, not_in_lightrag
 from mnote.lightrag import LightRAGBusy, LightRAGError, LightRAGRejected, LightRAGUnavailable
 from mnote.search.forms import AskForm, SearchForm
+from mnote.search.recent import remember
 from mnote.search.workspace import workspace_search
 
 
@@ -40,6 +41,7 @@ def search(request):
     if form.is_bound and form.is_valid():
         query, mode, scope = form.cleaned_data["q"], form.cleaned_data["mode"], form.cleaned_data["scope"]
         context.update(mode=mode, query=query, searched=True)
+        remember(request, "search", query, scope)
         if mode == "workspace":
             context["hits"] = workspace_search(request.user, query, scope=scope)
         else:
@@ -66,6 +68,7 @@ def ask(request):
     context = {"form": form, "answer": None, "cards": [], "problem": ""}
     if form.is_bound and form.is_valid():
         query = form.cleaned_data["q"]
+        remember(request, "ask", query, form.cleaned_data["scope"])
         try:
             answer = answer_question(request.user, query, mode=form.cleaned_data["retrieval"], scope=form.cleaned_data["scope"])
             context["answer"] = answer
