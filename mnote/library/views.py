@@ -27,6 +27,7 @@ from mnote.library.source_filters import (
     source_filter,
 )
 from mnote.library.sync import delete_index, library_status, prune_registry, reindex_source, remove_root, sync_root
+from mnote.library.tree import folder_level, roots_level
 from mnote.search.recent import recent as recent_queries
 
 log = logging.getLogger(__name__)
@@ -149,6 +150,9 @@ def home(request):
         {
             **table,
             "recent_queries": recent_queries(request),
+            "level": roots_level(request.user),
+            "tree_filter": "all",
+            "tree_filters": _tree_filters("all"),
             "recent_citations": Citation.objects.filter(source__in=visible).select_related("source").order_by("-created_at")[:6],
             "report": report,
             "webui_url": webui_url(request),
@@ -156,6 +160,50 @@ def home(request):
             "root_total": IndexedRoot.objects.visible_to(request.user).count(),
         },
     )
+
+
+class TreeForm(forms.Form):
+    root = forms.IntegerField(required=False, min_value=1)
+    path = forms.CharField(required=False, max_length=2048, strip=True)
+    filter = forms.ChoiceField(required=False)
+
+    def __init__(self, data):
+        super().__init__(data)
+        self.fields["filter"].choices = [(f.key, f.label) for f in FILTERS if f.condition is not None]
+
+    def clean_path(self):
+        path = self.cleaned_data["path"].strip("/")
+        if ".." in path.split("/"):
+            raise forms.ValidationError(_("A folder path cannot contain “..”."))
+        return path
+
+
+def _tree_filters(chosen: str) -> list[dict]:
+    return [{"filter": f, "current": f.key == chosen} for f in FILTERS if f.condition is not None]
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def tree(request):
+    """One level of the library tree: the roots, or one folder of a root.
+    htmx asks for a level when a folder is opened; without JavaScript the
+    folder's link opens this page at that level."""
+    form = TreeForm(request.GET)
+    if not form.is_valid():
+        return _bad_table_request(request, form)
+    chosen = form.cleaned_data["filter"] or "all"
+    root_id, path = form.cleaned_data["root"], form.cleaned_data["path"]
+    if root_id is None:
+        level = roots_level(request.user, chosen)
+    else:
+        root = IndexedRoot.objects.visible_to(request.user).filter(pk=root_id).first()
+        if root is None:
+            return render(request, "404.html", status=404)
+        level = folder_level(request.user, root, path, chosen)
+    context = {"level": level, "tree_filter": chosen, "tree_filters": _tree_filters(chosen), "admin": is_admin(request.user)}
+    if _partial_wanted(request):
+        return render(request, "library/tree.html#level", context)
+    return render(request, "library/tree.html", context)
 
 
 def _back_to_table(request):
