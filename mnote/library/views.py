@@ -18,6 +18,7 @@ from mnote.citations.models import Citation
 from mnote.library.forms import IndexedRootForm
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.provider import health_report, lightrag_client, webui_url
+from mnote.library.roots_preview import base_folders, preview_root
 from mnote.library.source_filters import (
     FILTERS,
     filter_counts,
@@ -294,7 +295,11 @@ def clear_stale(request):
 
 class RootPageForm(IndexedRootForm):
     class Meta(IndexedRootForm.Meta):
-        widgets = {"visible_to_groups": forms.CheckboxSelectMultiple}
+        widgets = {
+            "visible_to_groups": forms.CheckboxSelectMultiple,
+            # The folder picker: the base directory's folders as suggestions.
+            "path": forms.TextInput(attrs={"list": "base-folders", "autocomplete": "off", "spellcheck": "false"}),
+        }
 
 
 def _sync_and_report(request, root: IndexedRoot) -> None:
@@ -318,6 +323,27 @@ def roots(request):
 
 def _root_form_page(request, root: IndexedRoot | None):
     form = RootPageForm(request.POST or None, instance=root)
+    if request.method == "POST" and request.POST.get("pick"):
+        # A folder picked from the list: the same form again with that path, unsaved and without errors yet.
+        initial = {name: request.POST.get(name) for name in form.fields}
+        initial.update(path=request.POST["pick"], visible_to_groups=request.POST.getlist("visible_to_groups"))
+        for flag in ("recursive", "run_on_change", "enabled", "visible_to_all"):
+            initial[flag] = flag in request.POST
+        form = RootPageForm(initial=initial, instance=root)
+    context = {"form": form, "root": root, "base_dir": settings.MNOTE_LIBRARY_BASE_DIR, "folders": base_folders()}
+    if request.method == "POST" and request.POST.get("pick"):
+        return render(request, "library/root_form.html", context)
+    if request.method == "POST" and "preview" in request.POST:
+        # Show which files would be in the root; nothing is saved or synced.
+        if form.is_valid():
+            data = form.cleaned_data
+            context["preview"] = preview_root(
+                data["path"],
+                recursive=data["recursive"],
+                include_patterns=data["include_patterns"],
+                exclude_patterns=data["exclude_patterns"],
+            )
+        return render(request, "library/root_form.html", context)
     if request.method == "POST":
         if form.is_valid():
             saved = form.save()
@@ -325,7 +351,7 @@ def _root_form_page(request, root: IndexedRoot | None):
             _sync_and_report(request, saved)
             return redirect("library:roots")
         messages.error(request, _("The root was not saved; please correct the fields marked below."))
-    return render(request, "library/root_form.html", {"form": form, "root": root})
+    return render(request, "library/root_form.html", context)
 
 
 @require_http_methods(["GET", "POST"])
