@@ -154,3 +154,46 @@ def test_a_member_opening_a_restricted_permalink_gets_the_apps_own_page(chromium
     assert_no_sideways_scroll(page, f"restricted permalink at {size}")
     shoot(page, f"restricted-permalink-{size}")
     page.context.close()
+
+
+@pytest.mark.parametrize("size", WIDTHS)
+def test_the_library_tree_opens_folders_lazily_with_status_lights(chromium, live_server, member, reader_library, size):
+    page = member_page(chromium, live_server, WIDTHS[size])
+    page.goto(f"{live_server.url}/")
+    tree = page.locator(".library-tree")
+    office = tree.locator("li.tree-folder").filter(has_text="Office").first
+    assert "2 files" in office.inner_text() and "HR" not in tree.inner_text()
+    office.locator("summary").first.click()
+    policies = office.locator("li.tree-folder").filter(has_text="policies")
+    policies.first.wait_for()  # loaded by htmx when the root was opened
+    policies.locator("summary").first.click()
+    handbook = policies.locator("li.tree-file").filter(has_text="handbook.md")
+    handbook.wait_for()
+    assert handbook.locator(".light-indexed").count() == 1
+    assert handbook.locator("a", has_text="Search in it").is_visible()
+    assert_no_sideways_scroll(page, f"tree at {size}")
+    tree.scroll_into_view_if_needed()
+    shoot(page, f"tree-{size}")
+    page.context.close()
+
+
+@pytest.mark.parametrize("size", WIDTHS)
+def test_an_admin_picks_a_folder_and_previews_the_matching_files(chromium, live_server, admin_user, reader_library, library_dir, size):
+    (library_dir / "office" / "policies" / "draft.txt").write_text("draft")
+    page = log_in(chromium, live_server.url, "ada", "admin-pass-123")
+    page.set_viewport_size({"width": WIDTHS[size], "height": 800})
+    page.goto(f"{live_server.url}/library/roots/add/")
+    assert str(library_dir) in page.locator(".base-dir").inner_text()
+    page.fill("#id_name", "Policies")
+    page.locator("details.folder-picker summary").click()
+    page.locator("button[data-pick='office/policies']").click()
+    assert page.input_value("#id_path") == "office/policies"
+    page.fill("#id_include_patterns", "*.md")
+    page.click("button[name=preview]")
+    preview = page.locator("#root-preview")
+    preview.wait_for()
+    assert "1 file would be indexed · 1 left out by the include patterns" in preview.inner_text()
+    assert_no_sideways_scroll(page, f"roots form at {size}")
+    preview.scroll_into_view_if_needed()
+    shoot(page, f"roots-form-{size}")
+    page.context.close()
