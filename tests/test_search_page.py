@@ -149,3 +149,15 @@ def test_a_permalink_keeps_the_query_of_the_search_that_made_it(member_client, s
     for query, link in links.items():
         cited = member_client.get(link).content.decode()
         assert f"“{query}”" in cited
+
+
+def test_the_same_passage_keeps_its_citation_id_across_searches(member_client, settings, library):
+    import re
+
+    _serve(settings, lambda body: [_chunk("minutes.md", 0, "Agenda approval."), _chunk("handbook.docx", 0, HANDBOOK)])
+    first = member_client.get("/search/", {"q": "purchase approval", "mode": "library"}).content.decode()
+    _serve(settings, lambda body: [_chunk("handbook.docx", 0, HANDBOOK)])
+    second = member_client.get("/search/", {"q": "budget holder", "mode": "library"}).content.decode()
+
+    ids = lambda page: re.findall(r'class="cite-id">\[?([0-9a-z]{4})', page)  # noqa: E731
+    assert len(ids(first)) == 2 and ids(second) == [ids(first)[1]]

@@ -632,6 +632,16 @@ def _markup_text(m: re.Match) -> str:
     return " "
 
 
+# Word list bullets set in Symbol or Wingdings reach the text as private-use
+# code points that show as □; these are the ones Word's bullet lists use.
+_SYMBOL_FONT_BULLETS = str.maketrans(
+    {
+        0xF0B7: "•", 0xF0A7: "▪", 0xF0D8: "➢", 0xF076: "❖", 0xF0FC: "✓",
+        0xF06E: "■", 0xF06C: "●", 0xF0A8: "◻", 0xF071: "❑", 0xF0E8: "➔",
+    }
+)
+
+
 def clean_display_text(raw: str) -> str:
     """The display quote from raw chunk or block text.
 
@@ -668,7 +678,7 @@ def clean_display_text(raw: str) -> str:
             pieces.append(_markup_text(m))
             pos = m.end()
     pieces.append(html.unescape(text[pos:]))
-    return re.sub(r"\s+", " ", "".join(pieces)).strip()
+    return re.sub(r"\s+", " ", "".join(pieces)).translate(_SYMBOL_FONT_BULLETS).strip()
 
 
 # --- query terms in the display quote -----------------------------------------

@@ -327,7 +327,9 @@ def map_query_data(
             if not chunk_id:
                 del locator["chunkId"]
             prefix = "IMG-" if PurePosixPath(source.file_name).suffix.lower() in _IMAGE_SUFFIXES else ""
-            citation_id = prefix + _citation_id((PROVIDER, source.pk, block.block_id if block else chunk_id, rank), taken_ids)
+            # Stable per source version and place (not per search rank): the same passage
+            # keeps its id across searches; a collision in one result re-salts it.
+            citation_id = prefix + _citation_id((PROVIDER, source.pk, source.sha256, block.block_id if block else chunk_id), taken_ids)
             url = ""
             if persist:
                 permalink, _ = Citation.objects.get_or_create(
