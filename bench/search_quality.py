@@ -214,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-file", type=int, default=3, help="verbatim queries per file")
     parser.add_argument("--keep", type=Path, help="data dir to keep (and reuse: an indexed library is not re-indexed)")
     parser.add_argument("--max-index-seconds", type=float, default=900)
+    parser.add_argument("--candidates", type=Path, help="also write LightRAG's unreranked candidates per query here (for tuning)")
     args = parser.parse_args(argv)
     if not args.corpus.is_dir():
         for candidate in (Path("/work/shared/corpus/docx"), REPO_DIR.parent / "shared" / "corpus" / "docx"):
@@ -287,12 +288,14 @@ def run(args, data_dir: Path, library: Path, started: float) -> int:
     print(f"{len(indexed)} files indexed (settled: {settled}, {index_seconds} s); {len(queries)} queries", flush=True)
 
     rows = []
+    candidates = []
     with lightrag_client() as client:
         for q in queries:
             raw = client.query_data(q["query"], mode="mix", enable_rerank=False)
             chunks = (raw.get("data") or {}).get("chunks") or []
             base_order = [by_lightrag_name.get(c.get("file_path"), "?") for c in chunks]
             base_quotes = [clean_display_text(str(c.get("content") or "")) for c in chunks]
+            candidates.append({**q, "chunks": [{"file": f, "content": str(c.get("content") or "")} for f, c in zip(base_order, chunks)]})
             page = full_library_search(user, q["query"])
             page_order = [c.source_path for c in page.citations]
             page_quotes = [c.raw_quote for c in page.citations]
@@ -346,6 +349,8 @@ def run(args, data_dir: Path, library: Path, started: float) -> int:
         )
     )
     print(f"\nwrote {RESULTS_FILE.relative_to(REPO_DIR)}")
+    if args.candidates:
+        args.candidates.write_text(json.dumps(candidates, ensure_ascii=False))
     return 0
 
 

@@ -34,13 +34,17 @@ def _chunk(name: str, n: int, content: str) -> dict:
 class ScriptedLightRAG:
     """Answers /query/data from a function of the request body; records each ask."""
 
-    def __init__(self, answer):
+    def __init__(self, answer, *, rerank: bool = False):
         self.answer = answer
+        self.rerank = rerank
         self.asks: list[dict] = []
 
     def handler(self, request: httpx.Request) -> httpx.Response:
         if request.url.path == "/health":
             status, body = recorded("health.json")
+            if self.rerank:
+                config = {**body["configuration"], "enable_rerank": True, "rerank_binding": "cohere", "rerank_model": "m"}
+                body = {**body, "configuration": config}
             return httpx.Response(status, json=body)
         if request.url.path == "/query/data":
             body = json.loads(request.content)
@@ -63,8 +67,8 @@ def library(db, lightrag_dirs):
     }
 
 
-def _serve(settings, answer) -> ScriptedLightRAG:
-    fake = ScriptedLightRAG(answer)
+def _serve(settings, answer, **kwargs) -> ScriptedLightRAG:
+    fake = ScriptedLightRAG(answer, **kwargs)
     settings.MNOTE_LIGHTRAG_TRANSPORT = httpx.MockTransport(fake.handler)
     return fake
 
@@ -161,3 +165,16 @@ def test_the_same_passage_keeps_its_citation_id_across_searches(member_client, s
 
     ids = lambda page: re.findall(r'class="cite-id">\[?([0-9a-z]{4})', page)  # noqa: E731
     assert len(ids(first)) == 2 and ids(second) == [ids(first)[1]]
+
+
+def test_with_a_rerank_provider_it_asks_for_more_candidates_and_shows_the_first_twenty(member_client, settings, library):
+    fake = _serve(
+        settings,
+        lambda body: [_chunk("minutes.md", i, f"Minutes item {i} about approval.") for i in range(body.get("chunk_top_k") or 20)],
+        rerank=True,
+    )
+    page = member_client.get("/search/", {"q": "approval", "mode": "library"}).content.decode()
+
+    assert [a.get("chunk_top_k") for a in fake.asks] == [60]
+    assert page.count('class="card source-card') == 20
+    assert "Minutes item 19 " in page and "Minutes item 20 " not in page

@@ -41,6 +41,19 @@ SCOPE_ENOUGH = 5
 SCOPE_WIDENING = 3
 SCOPE_MAX_CHUNK_TOP_K = 200
 DEFAULT_CHUNK_TOP_K = 20  # LightRAG 1.5.7's own default
+# With a rerank provider, LightRAG is asked for this many candidates to
+# rerank (the dense top 20 often misses the paragraph holding the user's very
+# words), and the page maps and shows the first CARDS_SHOWN of its order.
+RERANK_CANDIDATES = 60
+CARDS_SHOWN = 20
+
+
+def _first_chunks(result: dict, n: int) -> dict:
+    data = result.get("data") or {}
+    chunks = data.get("chunks") or []
+    if len(chunks) <= n:
+        return result
+    return {**result, "data": {**data, "chunks": chunks[:n]}}
 
 
 def _scope_exists(user, path: str) -> bool:
@@ -99,9 +112,14 @@ def full_library_search(
     asks = 0
     with lightrag_client() as client:
         health = recent_health(client)
+        reranked_pool = chunk_top_k is None and health.rerank_enabled and enable_rerank is not False
+        if reranked_pool:
+            width = RERANK_CANDIDATES
         while True:
             asks += 1
             result = client.query_data(query, mode=mode, top_k=top_k, chunk_top_k=width, enable_rerank=enable_rerank)
+            if reranked_pool and not scope:
+                result = _first_chunks(result, CARDS_SHOWN)
             mapped = map_query_data(
                 result,
                 query=query,
