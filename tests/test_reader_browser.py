@@ -197,3 +197,30 @@ def test_an_admin_picks_a_folder_and_previews_the_matching_files(chromium, live_
     preview.scroll_into_view_if_needed()
     shoot(page, f"roots-form-{size}")
     page.context.close()
+
+
+def test_no_page_scrolls_sideways_on_a_phone(chromium, live_server, admin_user, reader_library):
+    from mnote.citations.models import Citation
+
+    cited = Citation.objects.create(
+        source=reader_library["handbook"], source_path="office/policies/handbook.md", source_sha256="d" * 64,
+        precision="file", display_quote=f"The form is {LONG_TOKEN} in the finance system.", search_query="approval form",
+    )
+    page = log_in(chromium, live_server.url, "ada", "admin-pass-123")
+    page.set_viewport_size({"width": 360, "height": 800})
+    for path in (
+        "/",
+        "/?filter=all",
+        "/search/?q=approval&mode=library",
+        "/search/?q=handbook&mode=workspace",
+        "/ask/?q=who+approves+purchases",
+        f"/c/{cited.token}",
+        "/library/tree/?root=%d&path=policies" % reader_library["handbook"].root_id,
+        "/library/roots/",
+        "/library/roots/add/",
+        "/c/no-such-link",
+    ):
+        page.goto(f"{live_server.url}{path}")
+        assert_no_sideways_scroll(page, path)
+    shoot(page, "not-found-admin-phone")
+    page.context.close()

@@ -140,6 +140,8 @@ def full_library_search(
             ):
                 break
             width = min(asked * 3, SCOPE_MAX_CHUNK_TOP_K)
+    if reranked_pool:
+        del mapped.citations[CARDS_SHOWN:]
     mapped.diagnostics["llmAvailable"] = health.has_llm
     mapped.diagnostics["mode"] = "mix" if mode == "hybrid" else mode
     if scope:
