@@ -178,7 +178,9 @@ def build_queries(library: Path, per_file: int) -> list[dict]:
             )
             picked += 1
     for i, (question, rel) in enumerate(PARAPHRASES):
-        queries.append({"kind": "paraphrase", "query": question, "file": rel, "paragraph": None, "heldBack": bool(i % 2)})
+        queries.append(
+            {"kind": "paraphrase", "query": question, "file": rel, "paragraph": None, "heldBack": bool(i % 2)}
+        )
     return queries
 
 
@@ -214,7 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-file", type=int, default=3, help="verbatim queries per file")
     parser.add_argument("--keep", type=Path, help="data dir to keep (and reuse: an indexed library is not re-indexed)")
     parser.add_argument("--max-index-seconds", type=float, default=900)
-    parser.add_argument("--candidates", type=Path, help="also write LightRAG's unreranked candidates per query here (for tuning)")
+    parser.add_argument(
+        "--candidates", type=Path, help="also write LightRAG's unreranked candidates per query here (for tuning)"
+    )
     args = parser.parse_args(argv)
     if not args.corpus.is_dir():
         for candidate in (Path("/work/shared/corpus/docx"), REPO_DIR.parent / "shared" / "corpus" / "docx"):
@@ -295,7 +299,8 @@ def run(args, data_dir: Path, library: Path, started: float) -> int:
             chunks = (raw.get("data") or {}).get("chunks") or []
             base_order = [by_lightrag_name.get(c.get("file_path"), "?") for c in chunks]
             base_quotes = [clean_display_text(str(c.get("content") or "")) for c in chunks]
-            candidates.append({**q, "chunks": [{"file": f, "content": str(c.get("content") or "")} for f, c in zip(base_order, chunks)]})
+            pool = [{"file": f, "content": str(c.get("content") or "")} for f, c in zip(base_order, chunks)]
+            candidates.append({**q, "chunks": pool})
             page = full_library_search(user, q["query"])
             page_order = [c.source_path for c in page.citations]
             page_quotes = [c.raw_quote for c in page.citations]

@@ -281,7 +281,9 @@ def map_query_data(
             dropped.append({"lightragFilePath": reference.file_path, "reason": why, "chunks": len(reference.chunks)})
             continue
         if scope and not any(source.library_path == p or source.library_path.startswith(p.rstrip("/") + "/") for p in scope):
-            dropped.append({"sourcePath": source.library_path, "reason": "outside the search scope", "chunks": len(reference.chunks)})
+            dropped.append(
+                {"sourcePath": source.library_path, "reason": "outside the search scope", "chunks": len(reference.chunks)}
+            )
             continue
         sidecar = load_sidecar(config.input_dir, source.lightrag_name)
         for chunk in reference.chunks:
@@ -329,7 +331,8 @@ def map_query_data(
             prefix = "IMG-" if PurePosixPath(source.file_name).suffix.lower() in _IMAGE_SUFFIXES else ""
             # Stable per source version and place (not per search rank): the same passage
             # keeps its id across searches; a collision in one result re-salts it.
-            citation_id = prefix + _citation_id((PROVIDER, source.pk, source.sha256, block.block_id if block else chunk_id), taken_ids)
+            place = block.block_id if block else chunk_id
+            citation_id = prefix + _citation_id((PROVIDER, source.pk, source.sha256, place), taken_ids)
             url = ""
             if persist:
                 permalink, _ = Citation.objects.get_or_create(

@@ -65,7 +65,8 @@ def _scope_exists(user, path: str) -> bool:
             return True
         if path.startswith(root_path + "/"):
             rest = path[len(root_path) + 1 :]
-            if Source.objects.filter(root=root).filter(Q(relative_path=rest) | Q(relative_path__startswith=rest + "/")).exists():
+            inside = Q(relative_path=rest) | Q(relative_path__startswith=rest + "/")
+            if Source.objects.filter(root=root).filter(inside).exists():
                 return True
     return False
 
