@@ -163,3 +163,12 @@ def _health_with(**configuration):
     status, body = recorded("health.json")
     body = {**body, "configuration": {**body["configuration"], **configuration}}
     return status, body
+
+
+def test_it_shows_the_admin_that_rerank_is_enabled_with_its_binding_and_model(admin_client, fake_lightrag):
+    status, body = _health_with(enable_rerank=True, rerank_binding="cohere", rerank_model="mnote-bm25-dense-fusion")
+    fake_lightrag.on("GET", "/health", (status, body)).on("POST", "/documents/paginated", DOCUMENTS)
+    page = admin_client.get("/").content.decode()
+    rerank = page.split(">Rerank</dt>")[1].split("</dd>")[0]
+    assert "enabled" in rerank and "cohere · mnote-bm25-dense-fusion" in rerank
+    assert "not reranked" not in page
