@@ -224,3 +224,15 @@ def test_no_page_scrolls_sideways_on_a_phone(chromium, live_server, admin_user, 
         assert_no_sideways_scroll(page, path)
     shoot(page, "not-found-admin-phone")
     page.context.close()
+
+
+def test_enter_in_the_roots_form_saves_rather_than_picking_a_folder(chromium, live_server, admin_user, reader_library, library_dir):
+    (library_dir / "office" / "minutes").mkdir()
+    page = log_in(chromium, live_server.url, "ada", "admin-pass-123")
+    page.goto(f"{live_server.url}/library/roots/add/")
+    page.fill("#id_name", "Minutes")
+    page.fill("#id_path", "office/minutes")
+    page.press("#id_name", "Enter")
+    page.wait_for_url(f"{live_server.url}/library/roots/")
+    assert IndexedRoot.objects.get(name="Minutes").path == "office/minutes"
+    page.context.close()
