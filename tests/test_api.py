@@ -169,12 +169,26 @@ def test_it_reports_rerank_requested_but_not_available(member_client, lightrag_a
     assert body["diagnostics"]["providerRerankAvailable"] is False
 
 
-def test_it_limits_search_to_source_paths(member_client, lightrag_answers, gamma):
+def test_it_limits_search_to_source_paths(member_client, lightrag_answers, gamma, manuals):
+    indexed_source(manuals, "other/notes.md", "doc-other", "notes.md")
     body = post(member_client, "/api/search", {"query": QUERY, "sourcePaths": ["manuals/other"]}).json()
     assert body["results"] == []
     assert body["diagnostics"]["dropped"] == {"outside the search scope": 1}
+    assert body["diagnostics"]["outsideScope"] == 1
     body = post(member_client, "/api/search", {"query": QUERY, "sourcePaths": ["/manuals/"]}).json()
     assert [c["sourcePath"] for c in body["results"]] == ["manuals/gamma.docx"]
+
+
+def test_it_refuses_a_scope_that_names_nothing_in_the_library(member_client, lightrag_answers, gamma, restricted):
+    indexed_source(restricted, "pay.docx", "doc-pay", "pay.docx")
+    response = post(member_client, "/api/search", {"query": QUERY, "sourcePaths": ["manuals/gamma.docx", "manulas"]})
+    assert response.status_code == 404
+    error = response.json()["error"]
+    assert error["code"] == "unknown_scope" and error["unknownPaths"] == ["manulas"]
+    # A folder the member may not see is as unknown as a misspelt one.
+    response = post(member_client, "/api/query", {"query": QUERY, "sourcePaths": ["hr"]})
+    assert response.status_code == 404 and response.json()["error"]["unknownPaths"] == ["hr"]
+    assert sent_to_lightrag(lightrag_answers, "/query/data") == []
 
 
 @pytest.mark.parametrize(

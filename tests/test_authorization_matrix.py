@@ -83,6 +83,8 @@ MATRIX = {
     "ask/c/<int:pk>/": ("GET", None, expect(LOGIN, 404, 200, 404)),
     "ask/c/<int:pk>/delete": ("POST", None, expect(LOGIN, 404, 302, 404)),
     "tokens/": ("GET", None, PAGE),
+    # The restricted root's own level of the tree: its files for those who may see it.
+    "library/tree/": ("GET", {"root": "<root_id>"}, RESTRICTED_PAGE),
     "tokens/<int:pk>/revoke": ("POST", None, expect(LOGIN, 404, 302, 404)),
     # MCP is for agents with an API token; a browser session opens nothing there.
     "mcp": ("POST", None, expect(401, 401, 401, 401)),

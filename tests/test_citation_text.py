@@ -596,3 +596,22 @@ def test_it_marks_folded_matches_and_keeps_the_text_as_shown():
 def test_it_returns_the_whole_quote_unmarked_without_matches():
     assert mark_terms("Nothing to see", "mirror") == [("Nothing to see", False)]
     assert mark_terms("", "mirror") == []
+
+
+def test_it_shows_word_symbol_font_bullets_as_bullets_not_boxes():
+    from mnote.citations.citation_text import clean_display_text
+
+    assert clean_display_text("\uf0b7 First step\n\uf0a7 Detail \uf0fc done") == "• First step ▪ Detail ✓ done"
+
+
+def test_it_calls_empty_and_field_error_quotes_unreadable_and_keeps_real_ones():
+    from mnote.citations.citation_text import is_unreadable
+
+    assert is_unreadable("") and is_unreadable("  · | ; ")
+    assert is_unreadable("Figure 2 Error! Reference source not found. | Table 1 Error! Reference source not found.")
+    assert is_unreadable("图 3 错误!未找到引用源。 | 表 1 错误！未找到引用源。")
+    assert not is_unreadable("Hello")
+    assert not is_unreadable(
+        "Approval needs two signatures from the budget holder (see Error! Reference source not found.) "
+        "before any order above the limit is placed with a supplier."
+    )

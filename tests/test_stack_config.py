@@ -45,6 +45,9 @@ def test_it_gives_lightrag_the_local_model_endpoint_by_default(tmp_path):
     assert env["EMBEDDING_DIM"] == "384"
     assert env["HOST"] == "127.0.0.1"
     assert env["PORT"] == "9621"
+    # LightRAG reranks through the same local endpoint.
+    assert env["RERANK_BINDING"] == "cohere"
+    assert env["RERANK_BINDING_HOST"] == f"{local}/rerank"
 
 
 def test_it_parses_docx_natively_and_keeps_every_folder_under_the_data_dir(tmp_path):
@@ -108,6 +111,7 @@ def test_it_needs_no_local_endpoint_when_llm_and_embeddings_are_both_external(tm
     assert env["EMBEDDING_MODEL"] == "bge-m3"
     assert env["EMBEDDING_DIM"] == "1024"
     assert config.model_url not in env.values()
+    assert "RERANK_BINDING" not in env
 
 
 @pytest.mark.parametrize(

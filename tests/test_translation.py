@@ -145,9 +145,10 @@ def test_it_shows_the_login_page_in_english_to_an_english_browser(client):
     assert "Log in to MNote Library" in html
 
 
-def test_it_shows_the_dashboard_in_chinese(member_client, fake_lightrag):
+def test_it_shows_the_dashboard_in_chinese(client, admin_user, fake_lightrag):
     fake_lightrag.on("GET", "/health", "health.json").on("POST", "/documents/paginated", DOCUMENTS)
-    response = member_client.get("/", **CHINESE)
+    client.force_login(admin_user)
+    response = client.get("/", **CHINESE)
     assert response.status_code == 200
     html = response.content.decode()
     assert '<html lang="zh-hans">' in html
@@ -155,6 +156,13 @@ def test_it_shows_the_dashboard_in_chinese(member_client, fake_lightrag):
     assert "来源" in html and "重排序" in html and "退出登录" in html
     assert "Needs attention" not in html and "需要处理" in html
     assert "MNote 登记表中有 0 个来源，" in html and "0 个索引根目录。" in html
+
+
+def test_it_shows_a_members_home_in_chinese(member_client, fake_lightrag):
+    fake_lightrag.on("GET", "/health", "health.json")
+    html = member_client.get("/", **CHINESE).content.decode()
+    assert "搜索资料库，或提出问题…" in html and "你最近的问题" in html and "最近的引用" in html
+    assert "你可见的文件夹中有 0 个文件" in html
 
 
 def test_it_shows_the_search_page_in_chinese(member_client):

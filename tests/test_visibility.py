@@ -39,8 +39,8 @@ def test_it_does_not_count_hidden_sources_on_the_home_page(roots, member_client,
     fake_lightrag.on("GET", "/health", "health.json")
     fake_lightrag.on("POST", "/documents/paginated", "documents_paginated_after_delete.json")
     page = member_client.get("/").content.decode()
-    assert "1 source in MNote" in page
-    assert "1 indexed root" in page
+    assert "1 file in the folders you can see" in page
+    assert "Documents in LightRAG" not in page
 
 
 def test_it_hides_a_restricted_source_from_preview_and_permalink(roots, member_client, admin_user, client, library_dir):
@@ -57,6 +57,14 @@ def test_it_hides_a_restricted_source_from_preview_and_permalink(roots, member_c
         response = member_client.get(url)
         assert response.status_code == 404, url
         assert b"notes.md" not in response.content and b"Yield" not in response.content
+        # Inside the app, with its navigation, saying why without saying which.
+        assert b'class="topbar"' in response.content and b"Log out" in response.content, url
+        assert b"a part of the library you cannot see, or" in response.content, url
+    # A link that never existed reads exactly like a hidden one.
+    hidden = member_client.get(f"/c/{cited.token}").content.decode()
+    missing = member_client.get("/c/no-such-token").content.decode()
+    strip = lambda page: page.replace(cited.token, "T").replace("no-such-token", "T")  # noqa: E731
+    assert strip(hidden).split("<main")[1] == strip(missing).split("<main")[1]
 
     client.force_login(admin_user)
     assert client.get(f"/preview/{source.pk}/").status_code == 200

@@ -523,6 +523,9 @@ DESCRIPTION = {
                 "responses": {
                     "200": _ok("SearchResults", "mnote.knowledge_rag.search_results.v1"),
                     **_ERROR_400,
+                    "404": _error(
+                        "A scope path names no folder or file the user may see (code unknown_scope, with unknownPaths)."
+                    ),
                     **_ERRORS_AUTH,
                     **_ERRORS_LIGHTRAG,
                 },
@@ -544,6 +547,9 @@ DESCRIPTION = {
                         },
                     },
                     **_ERROR_400,
+                    "404": _error(
+                        "A scope path names no folder or file the user may see (code unknown_scope, with unknownPaths)."
+                    ),
                     **_ERRORS_AUTH,
                     **_ERRORS_LIGHTRAG,
                 },

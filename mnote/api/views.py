@@ -26,7 +26,14 @@ from mnote.api.forms import (
 from mnote.citations.context import ChunkNotFound, chunk_context
 from mnote.citations.mapper import CitationView
 from mnote.citations.models import Citation
-from mnote.citations.search import answer_question, answer_stream, full_library_search, not_in_lightrag
+from mnote.citations.search import (
+    UnknownScope,
+    answer_question,
+    answer_stream,
+    check_scope,
+    full_library_search,
+    not_in_lightrag,
+)
 from mnote.library.ingest import queue_for_ingest
 from mnote.lightrag import LightRAGError
 from mnote.library.models import IndexedRoot, Source
@@ -92,6 +99,14 @@ def status_result(user, request=None) -> dict:
     return body
 
 
+def _refuse_unknown_scope(user, params: dict) -> None:
+    try:
+        check_scope(user, params["sourcePaths"] or None)
+    except UnknownScope as e:
+        # 404, not 400: the request is well formed; what it names is not there (for this user).
+        raise ApiError(404, "unknown_scope", str(e), unknownPaths=e.paths) from e
+
+
 def _search_arguments(params: dict) -> dict:
     return {
         "mode": params["mode"],
@@ -123,6 +138,7 @@ def search(request):
 def search_result(user, params: dict) -> dict:
     """``search_results.v1`` for validated ``SearchForm`` parameters (the JSON API and MCP)."""
     query = params["query"]
+    _refuse_unknown_scope(user, params)
     mapped = full_library_search(user, query, **_search_arguments(params))
     dropped = Counter(_told_reason(d["reason"], is_admin(user)) for d in mapped.dropped)
     diagnostics = {**mapped.diagnostics, "dropped": dict(dropped)}
@@ -198,6 +214,7 @@ def query(request):
     """An answer whose sentences carry this query's citation ids, and those
     citations; with ``stream`` as NDJSON while it is written."""
     params = validated(QueryForm, read_json(request))
+    _refuse_unknown_scope(request.user, params)
     arguments = {**_search_arguments(params), "history": params["conversationHistory"] or None}
     if params["stream"]:
         events = answer_stream(request.user, params["query"], **arguments)

@@ -632,6 +632,16 @@ def _markup_text(m: re.Match) -> str:
     return " "
 
 
+# Word list bullets set in Symbol or Wingdings reach the text as private-use
+# code points that show as □; these are the ones Word's bullet lists use.
+_SYMBOL_FONT_BULLETS = str.maketrans(
+    {
+        0xF0B7: "•", 0xF0A7: "▪", 0xF0D8: "➢", 0xF076: "❖", 0xF0FC: "✓",
+        0xF06E: "■", 0xF06C: "●", 0xF0A8: "◻", 0xF071: "❑", 0xF0E8: "➔",
+    }
+)
+
+
 # Blocks and chunks come back query after query; their cleaned text does not change.
 @lru_cache(maxsize=4096)
 def clean_display_text(raw: str) -> str:
@@ -670,7 +680,7 @@ def clean_display_text(raw: str) -> str:
             pieces.append(_markup_text(m))
             pos = m.end()
     pieces.append(html.unescape(text[pos:]))
-    return re.sub(r"\s+", " ", "".join(pieces)).strip()
+    return re.sub(r"\s+", " ", "".join(pieces)).translate(_SYMBOL_FONT_BULLETS).strip()
 
 
 # --- query terms in the display quote -----------------------------------------
@@ -876,3 +886,29 @@ def mark_terms(display: str, query: str) -> list[tuple[str, bool]]:
     if pos < len(display):
         segments.append((display[pos:], False))
     return segments
+
+
+# --- quotes not worth a card --------------------------------------------------
+
+# What Word writes in place of a field it could not update (English and
+# Chinese Word); a table of cross-references can be little else.
+_FIELD_RESIDUE = re.compile(
+    r"(?:Error!|错误[!！])\s*(?:Reference source not found|Bookmark not defined|No text of specified style in document"
+    r"|Not a valid (?:bookmark|result for table|link|embedded object|filename)[^.。]*|Hyperlink reference not valid"
+    r"|Main Document Only|Unknown (?:switch|op code)[^.。]*|未找到引用源|未定义书签|文档中没有指定样式的文字)[.。]?",
+    re.IGNORECASE,
+)
+
+
+def is_unreadable(display: str) -> bool:
+    """True for a display quote nobody can read an answer in: nothing but
+    markup or whitespace (a chunk of Word theme or settings XML), or mostly
+    the error text Word leaves where a field could not be updated."""
+    letters = sum(ch.isalnum() for ch in display or "")
+    if letters == 0:
+        return True
+    remainder = _FIELD_RESIDUE.sub("", display)
+    if remainder == display:
+        return False
+    kept = sum(ch.isalnum() for ch in remainder)
+    return kept < 40 or kept < 0.5 * letters

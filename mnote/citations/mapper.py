@@ -246,17 +246,27 @@ def _attach_permalinks(citations: list[CitationView], pending: list[tuple[int, t
 
     def existing() -> dict[tuple, Citation]:
         rows = Citation.objects.filter(
-            source_id__in={k[0] for k in keys}, chunk_id__in={k[2] for k in keys}, block_id__in={k[3] for k in keys}
+            source_id__in={k[0] for k in keys},
+            chunk_id__in={k[2] for k in keys},
+            block_id__in={k[3] for k in keys},
+            search_query__in={k[4] for k in keys},
         )
-        found = {(c.source_id, c.source_sha256, c.chunk_id, c.block_id): c for c in rows}
+        found = {(c.source_id, c.source_sha256, c.chunk_id, c.block_id, c.search_query): c for c in rows}
         return {key: row for key, row in found.items() if key in keys}
 
     found = existing()
     missing = {}
     for _, key, defaults in pending:
         if key not in found and key not in missing:
-            source_id, sha256, chunk_id, block_id = key
-            missing[key] = Citation(source_id=source_id, source_sha256=sha256, chunk_id=chunk_id, block_id=block_id, **defaults)
+            source_id, sha256, chunk_id, block_id, search_query = key
+            missing[key] = Citation(
+                source_id=source_id,
+                source_sha256=sha256,
+                chunk_id=chunk_id,
+                block_id=block_id,
+                search_query=search_query,
+                **defaults,
+            )
     if missing:
         # Another request may make the same permalink meanwhile: keep whichever was stored.
         Citation.objects.bulk_create(missing.values(), ignore_conflicts=True)
@@ -308,7 +318,9 @@ def map_query_data(
             dropped.append({"lightragFilePath": reference.file_path, "reason": why, "chunks": len(reference.chunks)})
             continue
         if scope and not any(source.library_path == p or source.library_path.startswith(p.rstrip("/") + "/") for p in scope):
-            dropped.append({"sourcePath": source.library_path, "reason": "outside the search scope"})
+            dropped.append(
+                {"sourcePath": source.library_path, "reason": "outside the search scope", "chunks": len(reference.chunks)}
+            )
             continue
         sidecar = load_sidecar(config.input_dir, source.lightrag_name)
         for chunk in reference.chunks:
@@ -354,12 +366,15 @@ def map_query_data(
             if not chunk_id:
                 del locator["chunkId"]
             prefix = "IMG-" if kind_of(source.file_name).image else ""
-            citation_id = prefix + _citation_id((PROVIDER, source.pk, block.block_id if block else chunk_id, rank), taken_ids)
+            # Stable per source version and place (not per search rank): the same passage
+            # keeps its id across searches; a collision in one result re-salts it.
+            place = block.block_id if block else chunk_id
+            citation_id = prefix + _citation_id((PROVIDER, source.pk, source.sha256, place), taken_ids)
             if persist:
                 pending.append(
                     (
                         len(citations),
-                        (source.pk, source.sha256, chunk_id, block.block_id if block else ""),
+                        (source.pk, source.sha256, chunk_id, block.block_id if block else "", query[:1000]),
                         {
                             "source_path": source.library_path,
                             "lightrag_doc_id": source.lightrag_doc_id,
@@ -368,7 +383,6 @@ def map_query_data(
                             "heading_path": heading_path,
                             "display_quote": short_display,
                             "evidence_text": evidence,
-                            "search_query": query[:1000],
                         },
                     )
                 )

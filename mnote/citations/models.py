@@ -39,7 +39,9 @@ class Citation(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["source", "source_sha256", "chunk_id", "block_id"], name="one_permalink_per_cited_place"
+                # Per query too: a link shared from one search names that search's words.
+                fields=["source", "source_sha256", "chunk_id", "block_id", "search_query"],
+                name="one_permalink_per_cited_place_and_query",
             )
         ]
 

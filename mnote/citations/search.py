@@ -11,10 +11,10 @@ from django.db.models import Q
 from django.utils.translation import gettext_noop
 
 from mnote.citations.answer_badges import AnsweredSentence, BadgePlacer, extractive_answer, render_badged_text
-from mnote.citations.citation_text import query_terms
+from mnote.citations.citation_text import is_unreadable, query_terms
 from mnote.citations.mapper import MappedResult, map_query_data
 from mnote.citations.sidecar import load_chunk_store
-from mnote.library.models import Source
+from mnote.library.models import IndexedRoot, Source
 from mnote.library.provider import lightrag_client, recent_health
 
 MODES = ("naive", "local", "global", "hybrid", "mix")
@@ -31,6 +31,68 @@ _WHY_NOT_IN_LIGHTRAG = {
 }
 
 
+class UnknownScope(ValueError):
+    """A scope path names no folder or file the asking user can see."""
+
+    def __init__(self, paths: list[str]):
+        self.paths = paths
+        super().__init__("No folder or file in the library is called " + ", ".join(f"“{p}”" for p in paths))
+
+
+# With a scope, LightRAG is asked again for more candidates until this many
+# citations fall inside it; each ask widens chunk_top_k, at most this often.
+SCOPE_ENOUGH = 5
+SCOPE_WIDENING = 3
+SCOPE_MAX_CHUNK_TOP_K = 200
+DEFAULT_CHUNK_TOP_K = 20  # LightRAG 1.5.7's own default
+# With a rerank provider, LightRAG is asked for this many candidates to
+# rerank (the dense top 20 often misses the paragraph holding the user's very
+# words), and the page maps and shows the first CARDS_SHOWN of its order.
+RERANK_CANDIDATES = 60
+CARDS_SHOWN = 20
+
+
+def _first_chunks(result: dict, n: int) -> dict:
+    data = result.get("data") or {}
+    chunks = data.get("chunks") or []
+    if len(chunks) <= n:
+        return result
+    return {**result, "data": {**data, "chunks": chunks[:n]}}
+
+
+def _scope_exists(user, path: str) -> bool:
+    """A root, a folder above or inside a root, or a file the user may see."""
+    roots = list(IndexedRoot.objects.visible_to(user).only("pk", "path"))
+    for root in roots:
+        root_path = root.path.strip("/")
+        if root_path == path or root_path.startswith(path + "/"):
+            return True
+        if path.startswith(root_path + "/"):
+            rest = path[len(root_path) + 1 :]
+            inside = Q(relative_path=rest) | Q(relative_path__startswith=rest + "/")
+            if Source.objects.filter(root=root).filter(inside).exists():
+                return True
+    return False
+
+
+def check_scope(user, scope: list[str] | None) -> None:
+    """Raise UnknownScope naming the paths that match nothing the user may see
+    (a misspelt scope must not silently return nothing)."""
+    unknown = [p for p in scope or [] if not _scope_exists(user, p.strip("/"))]
+    if unknown:
+        raise UnknownScope(unknown)
+
+
+def _drop_unreadable(mapped: MappedResult) -> None:
+    """Cards whose quote is empty (Word theme/settings XML) or Word's field
+    error text never reach a page or the API."""
+    readable = [c for c in mapped.citations if not is_unreadable(c.display_quote)]
+    for c in mapped.citations:
+        if c not in readable:
+            mapped.dropped.append({"sourcePath": c.source_path, "reason": "unreadable quote", "chunks": 1})
+    mapped.citations[:] = readable
+
+
 def full_library_search(
     user,
     query: str,
@@ -43,21 +105,56 @@ def full_library_search(
 ) -> MappedResult:
     """LightRAG references only (no answer), mapped to citations the user may see.
 
-    Raises the LightRAG client's typed errors (unavailable, busy, rejected).
+    With a scope, LightRAG's top chunks may all lie outside it (the scope is a
+    post-filter), so LightRAG is asked again with a wider ``chunk_top_k``
+    until enough citations fall inside it — a bounded number of times.
+
+    Raises UnknownScope, and the LightRAG client's typed errors (unavailable,
+    busy, rejected).
     """
+    check_scope(user, scope)
+    width = chunk_top_k
+    asks = 0
     with lightrag_client() as client:
         health = recent_health(client)
-        result = client.query_data(query, mode=mode, top_k=top_k, chunk_top_k=chunk_top_k, enable_rerank=enable_rerank)
-    mapped = map_query_data(
-        result,
-        query=query,
-        sources=Source.objects.visible_to(user),
-        scope=scope,
-        rerank_requested=enable_rerank,
-        rerank_available=health.rerank_enabled,
-    )
+        reranked_pool = chunk_top_k is None and health.rerank_enabled and enable_rerank is not False
+        if reranked_pool:
+            width = RERANK_CANDIDATES
+        while True:
+            asks += 1
+            result = client.query_data(query, mode=mode, top_k=top_k, chunk_top_k=width, enable_rerank=enable_rerank)
+            if reranked_pool and not scope:
+                result = _first_chunks(result, CARDS_SHOWN)
+            mapped = map_query_data(
+                result,
+                query=query,
+                sources=Source.objects.visible_to(user),
+                scope=scope,
+                rerank_requested=enable_rerank,
+                rerank_available=health.rerank_enabled,
+            )
+            _drop_unreadable(mapped)
+            asked = width or DEFAULT_CHUNK_TOP_K
+            returned = len((result.get("data") or {}).get("chunks") or [])
+            if (
+                not scope
+                or len(mapped.citations) >= SCOPE_ENOUGH
+                or returned < asked  # LightRAG has nothing more to give
+                or asks >= SCOPE_WIDENING
+                or asked >= SCOPE_MAX_CHUNK_TOP_K
+            ):
+                break
+            width = min(asked * 3, SCOPE_MAX_CHUNK_TOP_K)
+    if reranked_pool:
+        del mapped.citations[CARDS_SHOWN:]
     mapped.diagnostics["llmAvailable"] = health.has_llm
     mapped.diagnostics["mode"] = "mix" if mode == "hybrid" else mode
+    if scope:
+        mapped.diagnostics["outsideScope"] = sum(
+            d.get("chunks", 1) for d in mapped.dropped if d["reason"] == "outside the search scope"
+        )
+        mapped.diagnostics["scopeAsks"] = asks
+        mapped.diagnostics["chunkTopK"] = width or DEFAULT_CHUNK_TOP_K
     return mapped
 
 

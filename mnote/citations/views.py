@@ -1,5 +1,4 @@
-from django.http import Http404
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from mnote.citations.models import Citation
@@ -10,9 +9,12 @@ from mnote.library.models import Source
 def citation(request, token):
     """A permalink: the cited place, or an honest word that the source changed
     or is gone — never the wrong place."""
-    cited = get_object_or_404(Citation.objects.select_related("source__root"), token=token)
-    if cited.source is not None and not Source.objects.visible_to(request.user).filter(pk=cited.source_id).exists():
-        raise Http404("No such citation.")
+    cited = Citation.objects.select_related("source__root").filter(token=token).first()
+    if cited is None or (
+        cited.source is not None and not Source.objects.visible_to(request.user).filter(pk=cited.source_id).exists()
+    ):
+        # The same page for "no such link" and "not yours to see".
+        return render(request, "citations/unavailable.html", status=404)
     # A pruned source has no root left to check visibility against: only
     # admins see what was cited from it.
     show_path = cited.source is not None or request.user.is_staff

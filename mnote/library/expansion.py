@@ -62,6 +62,15 @@ def matches_exclude(relative_path: str, patterns: list[str]) -> str:
     return ""
 
 
+def included(candidates: list[Candidate], include_patterns: list[str]) -> list[Candidate]:
+    """Only the candidates an include glob matches (all of them when there
+    are no include patterns). Globs match as exclude patterns do."""
+    patterns = [p.strip() for p in include_patterns or [] if p.strip()]
+    if not patterns:
+        return candidates
+    return [c for c in candidates if matches_exclude(c.relative_path or c.absolute_path.name, patterns)]
+
+
 def expand_root(
     base_dir: Path,
     root_path: str,

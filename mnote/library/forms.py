@@ -46,6 +46,10 @@ class GlobLinesField(forms.CharField):
 
 
 class IndexedRootForm(forms.ModelForm):
+    include_patterns = GlobLinesField(
+        label=_("include patterns"),
+        help_text=_("Optional. One glob per line; when given, only matching files are in the root, e.g. **/*.docx"),
+    )
     exclude_patterns = GlobLinesField(
         label=_("exclude patterns"),
         help_text=_("One glob per line, matched against paths inside the root, e.g. **/draft-private/**"),
@@ -57,6 +61,7 @@ class IndexedRootForm(forms.ModelForm):
             "name",
             "path",
             "recursive",
+            "include_patterns",
             "exclude_patterns",
             "run_on_change",
             "enabled",

@@ -45,6 +45,12 @@ class IndexedRoot(models.Model):
         blank=True,
         help_text=_("Globs such as **/draft-private/**"),
     )
+    include_patterns = models.JSONField(
+        _("include patterns"),
+        default=list,
+        blank=True,
+        help_text=_("Globs such as **/*.docx; when given, only files matching one are in the root."),
+    )
     run_on_change = models.BooleanField(_("run on change"), default=True)
     enabled = models.BooleanField(_("enabled"), default=True)
     visible_to_all = models.BooleanField(_("visible to all members"), default=True)

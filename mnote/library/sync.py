@@ -12,7 +12,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils.translation import gettext as _
 
-from mnote.library.expansion import PathRefused, expand_root
+from mnote.library.expansion import PathRefused, expand_root, included
 from mnote.library.ingest import (
     mark_queued,
     owe_delete,
@@ -122,6 +122,7 @@ def sync_root(root: IndexedRoot, *, batch_limit: int | None = None) -> SyncSumma
                 exclude_patterns=root.exclude_patterns,
                 skip_folders=(settings.MNOTE_LIGHTRAG.input_dir, settings.MNOTE_LIGHTRAG.working_dir),
             )
+            candidates = included(candidates, root.include_patterns)
         except PathRefused as e:
             # The root itself is gone or unreachable: its files are missing.
             candidates = []

@@ -8,6 +8,7 @@ urlpatterns = [
     path("sources/<int:source_id>/reindex/", views.reindex, name="reindex"),
     path("sources/<int:source_id>/delete-index/", views.delete_index_view, name="delete_index"),
     path("sources/clear-stale/", views.clear_stale, name="clear_stale"),
+    path("tree/", views.tree, name="tree"),
     path("roots/", views.roots, name="roots"),
     path("roots/add/", views.root_add, name="root_add"),
     path("roots/<int:root_id>/edit/", views.root_edit, name="root_edit"),

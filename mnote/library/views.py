@@ -15,9 +15,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from mnote.accounts.roles import is_admin
+from mnote.citations.models import Citation
 from mnote.library.forms import IndexedRootForm
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.provider import health_report, lightrag_client, webui_url
+from mnote.library.roots_preview import base_folders, preview_root
 from mnote.library.source_filters import (
     FILTERS,
     filter_counts,
@@ -27,6 +29,8 @@ from mnote.library.source_filters import (
     source_filter,
 )
 from mnote.library.sync import delete_index, library_status, prune_registry, reindex_source, remove_root, sync_root
+from mnote.library.tree import folder_level, roots_level
+from mnote.search.recent import recent as recent_queries
 
 log = logging.getLogger(__name__)
 
@@ -62,14 +66,12 @@ def _partial_wanted(request) -> bool:
 
 def _lightrag_side(request, *, full_page: bool, health_ok: bool, unmapped_wanted: bool):
     """LightRAG's counts and unmapped documents, or None when this response
-    does not need them. Members never get them: LightRAG counts every root's
-    documents, so its total would tell a member that hidden files exist."""
-    if not is_admin(request.user):
+    does not need them. Only admins get them: LightRAG counts every file,
+    including those in folders a member may not see."""
+    if not unmapped_wanted or not is_admin(request.user):
         return None
     if full_page and not health_ok:
         return library_status(None)
-    if not full_page and not unmapped_wanted:
-        return None
     with lightrag_client() as client:
         return library_status(client)
 
@@ -129,8 +131,10 @@ def _bad_table_request(request, form):
 @require_GET
 @vary_on_headers("HX-Request")
 def home(request):
-    """The library dashboard: LightRAG's health, counts, and the source table.
-    An htmx request (filters, search, polling) gets the table partial only."""
+    """A reader's home: search and ask first, their recent questions and the
+    library's recent citations, then the library itself; LightRAG's health
+    and counts are for admins only. An htmx request (filters, search,
+    polling) gets the table partial only."""
     if _partial_wanted(request):
         table, form = _source_table(request, full_page=False)
         if table is None:
@@ -141,17 +145,67 @@ def home(request):
     table, form = _source_table(request, full_page=True, health_ok=report.ok)
     if table is None:
         return _bad_table_request(request, form)
+    visible = Source.objects.visible_to(request.user)
     return render(
         request,
         "library/home.html",
         {
             **table,
+            "recent_queries": recent_queries(request),
+            "level": roots_level(request.user),
+            "tree_filter": "all",
+            "tree_filters": _tree_filters("all"),
+            "recent_citations": Citation.objects.filter(source__in=visible).select_related("source").order_by("-created_at")[:6],
             "report": report,
             "webui_url": webui_url(request),
             "lightrag_url": settings.MNOTE_LIGHTRAG.base_url,
             "root_total": IndexedRoot.objects.visible_to(request.user).count(),
         },
     )
+
+
+class TreeForm(forms.Form):
+    root = forms.IntegerField(required=False, min_value=1)
+    path = forms.CharField(required=False, max_length=2048, strip=True)
+    filter = forms.ChoiceField(required=False)
+
+    def __init__(self, data):
+        super().__init__(data)
+        self.fields["filter"].choices = [(f.key, f.label) for f in FILTERS if f.condition is not None]
+
+    def clean_path(self):
+        path = self.cleaned_data["path"].strip("/")
+        if ".." in path.split("/"):
+            raise forms.ValidationError(_("A folder path cannot contain “..”."))
+        return path
+
+
+def _tree_filters(chosen: str) -> list[dict]:
+    return [{"filter": f, "current": f.key == chosen} for f in FILTERS if f.condition is not None]
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def tree(request):
+    """One level of the library tree: the roots, or one folder of a root.
+    htmx asks for a level when a folder is opened; without JavaScript the
+    folder's link opens this page at that level."""
+    form = TreeForm(request.GET)
+    if not form.is_valid():
+        return _bad_table_request(request, form)
+    chosen = form.cleaned_data["filter"] or "all"
+    root_id, path = form.cleaned_data["root"], form.cleaned_data["path"]
+    if root_id is None:
+        level = roots_level(request.user, chosen)
+    else:
+        root = IndexedRoot.objects.visible_to(request.user).filter(pk=root_id).first()
+        if root is None:
+            return render(request, "404.html", status=404)
+        level = folder_level(request.user, root, path, chosen)
+    context = {"level": level, "tree_filter": chosen, "tree_filters": _tree_filters(chosen), "admin": is_admin(request.user)}
+    if _partial_wanted(request):
+        return render(request, "library/tree.html#level", context)
+    return render(request, "library/tree.html", context)
 
 
 def _back_to_table(request):
@@ -252,7 +306,11 @@ def clear_stale(request):
 
 class RootPageForm(IndexedRootForm):
     class Meta(IndexedRootForm.Meta):
-        widgets = {"visible_to_groups": forms.CheckboxSelectMultiple}
+        widgets = {
+            "visible_to_groups": forms.CheckboxSelectMultiple,
+            # The folder picker: the base directory's folders as suggestions.
+            "path": forms.TextInput(attrs={"list": "base-folders", "autocomplete": "off", "spellcheck": "false"}),
+        }
 
 
 def _sync_and_report(request, root: IndexedRoot) -> None:
@@ -276,6 +334,27 @@ def roots(request):
 
 def _root_form_page(request, root: IndexedRoot | None):
     form = RootPageForm(request.POST or None, instance=root)
+    if request.method == "POST" and request.POST.get("pick"):
+        # A folder picked from the list: the same form again with that path, unsaved and without errors yet.
+        initial = {name: request.POST.get(name) for name in form.fields}
+        initial.update(path=request.POST["pick"], visible_to_groups=request.POST.getlist("visible_to_groups"))
+        for flag in ("recursive", "run_on_change", "enabled", "visible_to_all"):
+            initial[flag] = flag in request.POST
+        form = RootPageForm(initial=initial, instance=root)
+    context = {"form": form, "root": root, "base_dir": settings.MNOTE_LIBRARY_BASE_DIR, "folders": base_folders()}
+    if request.method == "POST" and request.POST.get("pick"):
+        return render(request, "library/root_form.html", context)
+    if request.method == "POST" and "preview" in request.POST:
+        # Show which files would be in the root; nothing is saved or synced.
+        if form.is_valid():
+            data = form.cleaned_data
+            context["preview"] = preview_root(
+                data["path"],
+                recursive=data["recursive"],
+                include_patterns=data["include_patterns"],
+                exclude_patterns=data["exclude_patterns"],
+            )
+        return render(request, "library/root_form.html", context)
     if request.method == "POST":
         if form.is_valid():
             saved = form.save()
@@ -283,7 +362,7 @@ def _root_form_page(request, root: IndexedRoot | None):
             _sync_and_report(request, saved)
             return redirect("library:roots")
         messages.error(request, _("The root was not saved; please correct the fields marked below."))
-    return render(request, "library/root_form.html", {"form": form, "root": root})
+    return render(request, "library/root_form.html", context)
 
 
 @require_http_methods(["GET", "POST"])

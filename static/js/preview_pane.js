@@ -21,6 +21,30 @@
     frame.contentWindow.postMessage({ type: "mnote:locate", requestId: request.requestId, locator: request.locator }, origin);
   }
 
+  // On a narrow screen the preview is a full-screen sheet over the results,
+  // closed by its Back button, Escape or the browser's back.
+  const pane = frame.closest(".preview-pane");
+  const narrow = window.matchMedia("(max-width: 900px)");
+  const back = document.getElementById("sheet-back");
+  function openSheet() {
+    if (!narrow.matches || pane.classList.contains("sheet-open")) return;
+    pane.classList.add("sheet-open");
+    document.body.classList.add("sheet-shown");
+    history.pushState({ mnoteSheet: true }, "");
+    if (back) back.focus();
+  }
+  function closeSheet(fromHistory) {
+    if (!pane.classList.contains("sheet-open")) return;
+    pane.classList.remove("sheet-open");
+    document.body.classList.remove("sheet-shown");
+    if (!fromHistory && history.state && history.state.mnoteSheet) history.back();
+    const active = document.querySelector(".source-card.active");
+    if (active) active.scrollIntoView({ block: "nearest" });
+  }
+  if (back) back.addEventListener("click", () => closeSheet(false));
+  window.addEventListener("popstate", () => closeSheet(true));
+  document.addEventListener("keydown", (event) => { if (event.key === "Escape") closeSheet(false); });
+
   function open(card) {
     const locator = JSON.parse(card.dataset.locator);
     const requestId = `locate-${++counter}`;
@@ -32,6 +56,7 @@
     const request = { requestId, locator };
     frame.hidden = false;
     if (empty) empty.hidden = true;
+    openSheet();
     if (frameReady && frameSource === locator.sourceId) {
       send(request);
     } else {
