@@ -12,7 +12,7 @@ from mnote.private_files import write_private_file
 log = logging.getLogger(__name__)
 
 # Bump when a renderer's output changes, so old cache entries are not served.
-RENDERER_VERSION = "1"
+RENDERER_VERSION = "2"  # 2: every render carries its text map (anchoring.py)
 
 
 def cached(kind: str, sha256: str, render: Callable[[], dict]) -> dict:

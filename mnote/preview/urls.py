@@ -8,4 +8,5 @@ urlpatterns = [
     path("<int:source_id>/image/<path:part>", views.docx_image, name="preview-docx-image"),
     path("<int:source_id>/page/<int:page>.png", views.pdf_page, name="preview-pdf-page"),
     path("<int:source_id>/find", views.pdf_find, name="preview-pdf-find"),
+    path("<int:source_id>/anchor", views.anchor, name="preview-anchor"),
 ]
