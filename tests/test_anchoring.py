@@ -64,7 +64,7 @@ def test_it_spans_two_blocks_when_the_passage_does(rendered):
     _, text_map = rendered
     anchor = find_passage(text_map, f"{PASSAGES['span_a']} {PASSAGES['span_b']}").as_json()
     assert anchor["end"]["block"] == anchor["start"]["block"] + 1
-    assert anchor["textQuote"]["exact"].startswith("The first half") and anchor["textQuote"]["exact"].endswith("encoder cable")
+    assert anchor["textQuote"]["exact"].startswith("The first half") and anchor["textQuote"]["exact"].endswith("encoder cable.")
 
 
 def test_it_aligns_close_but_not_identical_text_and_calls_it_fuzzy(rendered):

@@ -338,12 +338,12 @@ def find_passage(text_map: TextMap, evidence: str, *, heading: str = "", within:
         places = _occurrences(S, H + E, 50, lo, hi)
         if places:
             place = places[0]
-            return _anchor(text_map, "exact", 1.0, place, place + len(H) + len(E))
+            return _anchor(text_map, "exact", 1.0, place, place + len(H) + len(E), evidence)
     # 2. The window alone, under its heading when it occurs more than once.
     places = _occurrences(S, E, 50, lo, hi)
     if places:
         place = _pick(text_map, places, H)
-        return _anchor(text_map, "exact", 1.0, place, place + len(E))
+        return _anchor(text_map, "exact", 1.0, place, place + len(E), window)
     # 3. Seed and vote: close but not identical text (labels, fields, symbols).
     voted = _vote(S, E, lo, hi)
     if voted is None or voted[0] < FOUND:
@@ -351,11 +351,24 @@ def find_passage(text_map: TextMap, evidence: str, *, heading: str = "", within:
     covered, start, end = voted
     if H and cited_heading and S[max(lo, start - len(H)) : start] == H:
         start -= len(H)
-    return _anchor(text_map, "fuzzy", covered, start, end)
+    return _anchor(text_map, "fuzzy", covered, start, end, window)
 
 
-def _anchor(text_map: TextMap, status: str, score: float, skel_start: int, skel_end: int) -> Anchor | None:
+_LEAD = re.compile(r"^[^\w]{1,3}")
+_TRAIL = re.compile(r"[^\w]{1,3}$")
+
+
+def _anchor(text_map: TextMap, status: str, score: float, skel_start: int, skel_end: int, evidence: str = "") -> Anchor | None:
     if skel_end <= skel_start:
         return None
     start, end = text_map.skel_to_ink(skel_start, skel_end)
+    # Punctuation at the evidence's edges ("(", a final ".") belongs to the
+    # passage when the document has it there too.
+    ink = _SPACE.sub("", evidence)
+    lead = (_LEAD.search(ink) or [""])[0] if ink.strip() else ""
+    trail = (_TRAIL.search(ink) or [""])[0] if ink.strip() else ""
+    if trail and text_map.ink.startswith(trail, end):
+        end += len(trail)
+    if lead and start >= len(lead) and text_map.ink[start - len(lead) : start] == lead:
+        start -= len(lead)
     return Anchor(status, score, start, end, text_map)
