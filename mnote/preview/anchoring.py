@@ -126,6 +126,7 @@ class TextMap:
         # (ink start, block index, ink offset inside that block) where the owning block changes.
         self.runs = runs
         self._run_starts = [r[0] for r in runs]
+        self._run_start_set = frozenset(self._run_starts)
         # Heading blocks: block index → (first ink, end ink).
         self.headings = headings
         self._heading_starts = sorted((start, end) for start, end in headings.values())
@@ -163,6 +164,14 @@ class TextMap:
 
     def text_offset(self, ink: int) -> int:
         return self._ink_text[ink] if ink < len(self._ink_text) else len(self.text)
+
+    def is_edge(self, ink: int, *, before: bool) -> bool:
+        """Whether a passage may start (``before``) or end at ``ink``: a block
+        edge, or a character that is not a letter or digit on that side."""
+        if ink <= 0 or ink >= len(self.ink) or ink in self._run_start_set:
+            return True
+        neighbour = self.ink[ink - 1] if before else self.ink[ink]
+        return not neighbour.isalnum()
 
     def heading_before(self, ink: int) -> str:
         """The skeleton of the last heading that starts at or before ``ink``."""
@@ -252,14 +261,19 @@ def _split_heading(evidence: str, heading: str) -> tuple[str, str, bool]:
     return heading, evidence, False
 
 
-def _pick(text_map: TextMap, places: list[int], heading_skel: str) -> int:
-    """Of several exact places, the one under the cited heading (else the first)."""
-    if heading_skel:
-        for place in places:
-            ink = text_map.skel_to_ink(place, place + 1)[0]
-            if text_map.heading_before(ink) == heading_skel:
-                return place
-    return places[0]
+def _pick(text_map: TextMap, places: list[int], length: int, heading_skel: str) -> int:
+    """Of several exact places, the one under the cited heading, then the one
+    whose edges are word or block edges ("pump A." is not inside "pump A
+    inlet"), then the first."""
+    if len(places) == 1:
+        return places[0]
+
+    def rank(place: int) -> tuple:
+        start, end = text_map.skel_to_ink(place, place + length)
+        under = bool(heading_skel) and text_map.heading_before(start) == heading_skel
+        return (under, text_map.is_edge(start, before=True) + text_map.is_edge(end, before=False))
+
+    return max(places, key=lambda place: (rank(place), -place))
 
 
 def _vote(S: str, E: str, lo: int, hi: int) -> tuple[float, int, int] | None:
@@ -342,7 +356,7 @@ def find_passage(text_map: TextMap, evidence: str, *, heading: str = "", within:
     # 2. The window alone, under its heading when it occurs more than once.
     places = _occurrences(S, E, 50, lo, hi)
     if places:
-        place = _pick(text_map, places, H)
+        place = _pick(text_map, places, len(E), H)
         return _anchor(text_map, "exact", 1.0, place, place + len(E), window)
     # 3. Seed and vote: close but not identical text (labels, fields, symbols).
     voted = _vote(S, E, lo, hi)

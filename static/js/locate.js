@@ -166,11 +166,93 @@
     }
   }
 
+  // --- the page's own fast path: a verbatim quote found once ----------------
+  // The same skeleton as the server (case-folded letters and digits), over
+  // this page's text. A quote that occurs exactly once needs no request;
+  // anything else (close but not identical text, repeated text, the cited
+  // chunk's bounds) is the server's to resolve.
+  let pageIndex = null;
+  const ALNUM = /[\p{L}\p{N}]/u;
+  const folded = new Map();
+  function fold(ch) {
+    let out = folded.get(ch);
+    if (out === undefined) {
+      out = Array.from(ch.normalize("NFKC").toLowerCase()).filter((c) => ALNUM.test(c)).join("");
+      folded.set(ch, out);
+    }
+    return out;
+  }
+
+  function skeletonOf(text) {
+    let out = "";
+    for (const ch of text) if (!SPACE.test(ch)) out += fold(ch);
+    return out;
+  }
+
+  function indexPage() {
+    if (pageIndex) return pageIndex;
+    const skel = [];
+    const block = [];
+    const offset = [];
+    const counters = new Map();
+    const walker = document.createTreeWalker(doc, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const owner = ownerOf(node);
+      if (!owner || node.parentElement.closest(SKIPPED)) continue;
+      const b = Number(owner.dataset.blockIndex);
+      let n = counters.get(b) || 0;
+      for (const ch of node.data) {
+        if (SPACE.test(ch)) continue;
+        for (const c of fold(ch)) {
+          skel.push(c);
+          block.push(b);
+          offset.push(n);
+        }
+        n++;
+      }
+      counters.set(b, n);
+    }
+    pageIndex = { skel: skel.join(""), block, offset };
+    return pageIndex;
+  }
+
+  function localAnchor(locator) {
+    if (locator.chunkId || !(locator.evidenceText || locator.displayQuote)) return null;
+    const evidence = locator.evidenceText || locator.displayQuote;
+    const cut = evidence.indexOf(" — ");
+    // "<heading> — <window>": the window alone when the two are apart in the text.
+    const windows = cut > 0 && cut <= 200 ? [evidence, evidence.slice(cut + 3)] : [evidence];
+    const index = indexPage();
+    for (const text of windows) {
+      const needle = skeletonOf(text);
+      if (needle.length < 8) return null;
+      const first = index.skel.indexOf(needle);
+      if (first < 0) continue;
+      if (index.skel.indexOf(needle, first + 1) >= 0) return null; // more than one place: the server chooses
+      const last = first + needle.length - 1;
+      return {
+        status: "exact", score: 1, local: true,
+        start: { block: index.block[first], offset: index.offset[first] },
+        end: { block: index.block[last], offset: index.offset[last] + 1 },
+        trail: (text.match(/[^\p{L}\p{N}\s]{1,3}$/u) || [""])[0],
+      };
+    }
+    return null;
+  }
+
+  // A final "." of the quote belongs to it when the text has it there too.
+  function takeTrail(end, trail) {
+    const [node, at] = end;
+    return node.data.startsWith(trail, at) ? [node, at + trail.length] : end;
+  }
+
   async function textLocate(locator) {
-    const anchor = locator.anchor && locator.anchor.version === doc.dataset.textVersion ? locator.anchor : await fetchAnchor(locator);
+    const anchor =
+      locator.anchor && locator.anchor.version === doc.dataset.textVersion ? locator.anchor : localAnchor(locator) || (await fetchAnchor(locator));
     if (!anchor) return notFound();
     const start = domPoint(anchor.start.block, anchor.start.offset, false);
-    const end = domPoint(anchor.end.block, anchor.end.offset, true);
+    let end = domPoint(anchor.end.block, anchor.end.offset, true);
+    if (end && anchor.trail) end = takeTrail(end, anchor.trail);
     if (!start || !end) return notFound();
     clearHighlight();
     const range = document.createRange();
