@@ -137,3 +137,36 @@ def test_a_second_citation_moves_the_marks_and_only_close_text_asks_the_server(l
     result = page.evaluate("l => window.mnoteLocate(l)", evidence(close))
     assert result["status"] == "fuzzy" and len(requests) == 1
     assert "".join(page.locator("mark.mnote-hit").all_inner_texts()).startswith("1. Close the dome shutter")
+
+
+def test_pdf_text_match_boxes_sit_on_the_text_of_every_page_the_passage_covers(logged_in_page, live_server, library_dir):
+    from tests.pdf_factory import line_baseline, make_pdf
+
+    (library_dir / "reports").mkdir()
+    filler = [f"Filler line {n} about orbital mechanics." for n in range(30)]
+    pdf = make_pdf(library_dir / "reports" / "debris.pdf", [
+        [*filler, "The annual collision probability"],
+        ["grows with the flux of debris in low orbit.", "Other text."],
+    ])
+    root = IndexedRoot.objects.create(name="Reports", path="reports")
+    source = Source.objects.create(root=root, relative_path="debris.pdf", absolute_path=str(pdf), status="indexed")
+    page = logged_in_page
+    locator = {"precision": "file", "evidenceText": "The annual collision probability grows with the flux of debris in low orbit",
+               "searchQuery": "collision probability"}
+    page.goto(f"{live_server.url}/preview/{source.pk}/?locator={quote(json.dumps(locator))}")
+    page.locator("#document[data-initial-status]").wait_for()
+    assert page.locator("#document").get_attribute("data-initial-status") == "fuzzy"  # a text match, never "exact"
+    boxes = page.evaluate("""() => Array.from(document.querySelectorAll('.mnote-rect')).map((r) => {
+        const img = r.closest('.pdf-page').querySelector('img').getBoundingClientRect();
+        const box = r.getBoundingClientRect();
+        return {page: Number(r.closest('.pdf-page').dataset.page),
+                top: (box.top - img.top) / img.height, bottom: (box.bottom - img.top) / img.height};
+    })""")
+    assert sorted({b["page"] for b in boxes}) == [1, 2]
+    # Each box straddles its line's baseline (the glyphs sit on it), on the
+    # page image itself: not half a line lower, as a strike-through would.
+    expected = {1: line_baseline(30), 2: line_baseline(0)}
+    for box in boxes:
+        baseline = expected[box["page"]]
+        assert box["top"] < baseline < box["bottom"], box
+        assert box["bottom"] - baseline < 0.006 and baseline - box["top"] < 0.02, box

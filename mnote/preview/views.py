@@ -294,5 +294,6 @@ def pdf_find(request, source_id: int):
     if match is None:
         return JsonResponse({"page": None})
     return JsonResponse(
-        {"page": match.page, "rects": match.rects, "score": match.score, "text": match.matched_text, "method": match.method}
+        {"page": match.page, "rects": match.rects, "score": match.score, "text": match.matched_text, "method": match.method,
+         "parts": match.parts}
     )

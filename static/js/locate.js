@@ -277,9 +277,29 @@
     };
   }
 
-  function drawRects(page, rects) {
+  // Rects sit on the page image itself (not its figure, whose caption
+  // would stretch the percentages and push them below the text).
+  function pageLayer(page) {
     const holder = doc.querySelector(`.pdf-page[data-page="${page}"]`);
     if (!holder) return null;
+    let layer = holder.querySelector(".pdf-layer");
+    if (!layer) {
+      const img = holder.querySelector("img");
+      layer = document.createElement("div");
+      layer.className = "pdf-layer";
+      if (img) {
+        img.replaceWith(layer);
+        layer.append(img);
+      } else {
+        holder.prepend(layer);
+      }
+    }
+    return layer;
+  }
+
+  function drawRects(page, rects) {
+    const layer = pageLayer(page);
+    if (!layer) return null;
     for (const [x0, y0, x1, y1] of rects) {
       const rect = document.createElement("div");
       rect.className = "mnote-rect mnote-hit";
@@ -287,9 +307,9 @@
       rect.style.top = `${y0 * 100}%`;
       rect.style.width = `${(x1 - x0) * 100}%`;
       rect.style.height = `${(y1 - y0) * 100}%`;
-      holder.appendChild(rect);
+      layer.appendChild(rect);
     }
-    return holder;
+    return layer;
   }
 
   async function pdfLocate(locator) {
@@ -311,11 +331,14 @@
       const response = await fetch(url, { credentials: "same-origin" });
       const match = response.ok ? await response.json() : null;
       if (match && match.page) {
-        const holder = drawRects(match.page, match.rects);
-        if (holder) {
-          scrollToCenter(holder.querySelector(".mnote-rect") || holder);
+        // A passage across a page break is marked on every page it covers.
+        const parts = match.parts && match.parts.length ? match.parts : [{ page: match.page, rects: match.rects }];
+        const layers = parts.map((part) => drawRects(part.page, part.rects)).filter(Boolean);
+        if (layers.length) {
+          scrollToCenter(layers[0].querySelector(".mnote-rect") || layers[0]);
           showNote(false);
-          return { status: "fuzzy", score: round(match.score), blockIndex: null, paraId: null, text: (match.text || "").slice(0, 200) };
+          return { status: "fuzzy", score: round(match.score), blockIndex: null, paraId: null, text: (match.text || "").slice(0, 200),
+                   pages: parts.map((part) => part.page) };
         }
       }
     } catch (error) {
