@@ -130,3 +130,30 @@ def test_the_anchor_view_answers_with_offsets_and_refuses_bad_input(member_clien
 
     page = member_client.get(f"/preview/{source.pk}/", {"locator": '{"evidenceText": "%s"}' % PASSAGES["cell"]})
     assert page.context["locator"]["anchor"]["start"]["block"] == found["anchor"]["start"]["block"] - 5
+
+
+@pytest.mark.django_db
+def test_a_citation_with_a_known_chunk_is_never_highlighted_outside_it(member_client, library_dir, lightrag_dirs):
+    import json
+
+    _, storage = lightrag_dirs
+    notes = library_dir / "notes"
+    notes.mkdir()
+    text = ("# Pumps\n\nCheck the seals weekly. Pump bearings need grease.\n\n"
+            "# Valves\n\nCheck the seals weekly. Valve stems are lapped every spring.\n")
+    (notes / "care.md").write_text(text)
+    root = IndexedRoot.objects.create(name="Notes", path="notes")
+    source = Source.objects.create(root=root, relative_path="care.md", absolute_path=str(notes / "care.md"), status="indexed")
+    chunk_id = "doc-0123-chunk-001"
+    (storage / "kv_store_text_chunks.json").write_text(json.dumps({chunk_id: {
+        "content": "# Valves\nCheck the seals weekly. Valve stems are lapped every spring.", "chunk_order_index": 1,
+        "full_doc_id": "doc-0123", "file_path": "care.md"}}))
+    url = f"/preview/{source.pk}/anchor"
+
+    free = member_client.get(url, {"evidence": "Check the seals weekly."}).json()["anchor"]
+    assert free["start"]["block"] == 1  # the first place, with nothing else to go by
+    inside = member_client.get(url, {"evidence": "Check the seals weekly.", "chunk_id": chunk_id}).json()["anchor"]
+    assert inside["start"]["block"] == 3 and inside["textQuote"]["exact"] == "Check the seals weekly."
+    # Evidence from beyond the chunk: the chunk's own words are marked instead.
+    beyond = member_client.get(url, {"evidence": "Pump bearings need grease.", "chunk_id": chunk_id, "query": "valve stems"}).json()["anchor"]
+    assert beyond["start"]["block"] >= 2 and "Valve stems" in beyond["textQuote"]["exact"]

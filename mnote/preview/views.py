@@ -122,16 +122,21 @@ def anchor_locator(text_map: TextMap, locator: dict, *, tail: str = "") -> dict 
     evidence = str(locator.get("evidenceText") or locator.get("displayQuote") or "")[:MAX_LOCATOR_CHARS]
     headings = [h for h in locator.get("headingPath") or [] if isinstance(h, str)]
     heading = headings[-1] if headings else ""
-    within = None
     chunk = _chunk_text(str(locator.get("chunkId") or ""))
-    if chunk:
-        place = find_passage(text_map, chunk)
-        if place is not None:
-            within = (place.start, place.end)
-    anchor = find_passage(text_map, evidence, heading=heading, within=within)
-    if anchor is None and within is not None:
-        # The evidence window reaches past the chunk: the chunk's place is the answer.
+    place = find_passage(text_map, chunk) if chunk else None
+    if place is None:
         anchor = find_passage(text_map, evidence, heading=heading)
+    else:
+        # Never outside the cited chunk: the evidence inside it, else the
+        # chunk's own query-centred window, else the whole chunk.
+        from mnote.citations.citation_text import evidence_window
+
+        within = (place.start, place.end)
+        anchor = (
+            find_passage(text_map, evidence, heading=heading, within=within)
+            or find_passage(text_map, evidence_window(chunk, str(locator.get("searchQuery") or "")), within=within)
+            or place
+        )
     if anchor is not None and tail:
         end = find_passage(text_map, tail, within=(anchor.start, len(text_map.ink)))
         if end is None or end.end - anchor.start > 4 * MAX_LOCATOR_CHARS:
@@ -203,6 +208,7 @@ class AnchorForm(forms.Form):
     tail = forms.CharField(max_length=MAX_LOCATOR_CHARS, required=False)
     heading = forms.CharField(max_length=1000, required=False)
     chunk_id = forms.CharField(max_length=200, required=False)
+    query = forms.CharField(max_length=1000, required=False)
 
 
 @require_GET
@@ -221,7 +227,7 @@ def anchor(request, source_id: int):
         return JsonResponse({"error": {"code": "unreadable", "message": str(e)}}, status=422)
     except OSError:
         raise Http404("This file is no longer in the library.") from None
-    locator = {"evidenceText": form.cleaned_data["evidence"], "chunkId": form.cleaned_data["chunk_id"],
+    locator = {"evidenceText": form.cleaned_data["evidence"], "chunkId": form.cleaned_data["chunk_id"], "searchQuery": form.cleaned_data["query"],
                "headingPath": [form.cleaned_data["heading"]] if form.cleaned_data["heading"] else []}
     found = anchor_locator(text_map, locator, tail=form.cleaned_data["tail"]) if text_map else None
     return JsonResponse({"anchor": found, "version": text_map.version if text_map else ""})

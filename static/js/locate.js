@@ -157,6 +157,7 @@
     const headings = locator.headingPath || [];
     if (headings.length) url.searchParams.set("heading", headings[headings.length - 1]);
     if (locator.chunkId) url.searchParams.set("chunk_id", locator.chunkId);
+    if (locator.searchQuery) url.searchParams.set("query", locator.searchQuery.slice(0, 300));
     try {
       const response = await fetch(url, { credentials: "same-origin" });
       const data = response.ok ? await response.json() : null;
