@@ -28,7 +28,8 @@ Scoring (skeletons: NFKC, case-folded letters and digits only):
                 before it: a list label) and covers it, ending ≤ 4 characters
                 after it and no more than 15 % + 12 characters longer;
   landed        found and the highlight holds the target's start and end;
-  wrong jump    found but not exact (shown as a hit, not the cited words);
+  landed, not exact  the highlight holds the cited words but starts early or runs long;
+  wrong jump    found, but the cited words are not in the highlight;
   honest not-found  "not_found" on a target that is in the document;
   absent refused    "not_found" on evidence that is not in the document.
 
@@ -471,8 +472,10 @@ PARENT = """async ([url, items]) => {
   for (const [i, item] of items.entries()) {
     const t0 = performance.now();
     const located = await new Promise((resolve) => {
+      const timer = setTimeout(() => resolve({ status: "timeout" }), 30000);
       window.addEventListener("message", function onLocated(e) {
         if (e.data && e.data.type === "mnote:located" && e.data.requestId === `b${i}`) {
+          clearTimeout(timer);
           window.removeEventListener("message", onLocated);
           resolve(e.data);
         }
@@ -490,7 +493,7 @@ PARENT = """async ([url, items]) => {
       if ((block.textContent || "").toLowerCase().replace(/\\s+/g, " ").includes(q)) { hit = block; break; }
     }
     const baselineMs = performance.now() - t1;
-    out.push({ status: located.status, quote: located.quote || "", marks, ms, blockText: startBlock ? startBlock.textContent : "",
+    out.push({ status: located.status, error: located.error || "", quote: located.quote || "", marks, ms, blockText: startBlock ? startBlock.textContent : "",
                baseline: { found: !!hit, quote: hit ? hit.textContent : "", blockText: hit ? hit.textContent : "", ms: baselineMs } });
   }
   return { results: out };
@@ -551,10 +554,25 @@ def main(argv=None) -> int:
     parser.add_argument("--corpus", type=Path, default=REPO_DIR.parent.parent / "shared" / "corpus" / "docx")
     parser.add_argument("--per-kind", type=int, default=2, help="targets per kind per document (default 2)")
     parser.add_argument("--limit", type=int, default=0, help="at most this many corpus files (0: all)")
+    parser.add_argument("--only", default="", help="only corpus files whose name contains this")
     parser.add_argument("--show-failures", choices=["none", "tuned", "held"], default="none")
     parser.add_argument("--no-json", action="store_true")
     parser.add_argument("--seed", type=int, default=10)
+    parser.add_argument("--e2e", action="store_true", help="instead: end to end on the real embedded LightRAG (ports 8200-8202)")
+    parser.add_argument("--e2e-queries", type=int, default=12)
+    parser.add_argument("--e2e-files", type=int, default=3, help="corpus DOCX files indexed beside the demo library")
+    parser.add_argument("--e2e-timeout", type=float, default=900, help="seconds to wait for ingest")
+    parser.add_argument("--tiktoken-cache", default="", help="a folder holding tiktoken's cache files, if not in data/tiktoken")
     args = parser.parse_args(argv)
+    if args.e2e:
+        report = run_e2e(args)
+        if not args.no_json:
+            path = RESULTS_FILE.with_name("locate_accuracy_e2e.json")
+            path.write_text(json.dumps({"generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                                        "command": "bench/locate_accuracy.py " + " ".join(argv or sys.argv[1:]),
+                                        "loadavg_end": os.getloadavg(), "report": report}, indent=1, ensure_ascii=False) + "\n")
+            print(f"written {path.relative_to(REPO_DIR)}")
+        return 0 if not report.get("outside_chunk") else 1
     corpus = args.corpus if args.corpus.is_dir() else Path("/work/shared/corpus/docx")
     rng = random.Random(args.seed)
     loadavg_start = os.getloadavg()
@@ -566,6 +584,8 @@ def main(argv=None) -> int:
         data_dir.mkdir()
         env = prepare_environment(data_dir, base_dir)
         files = sorted(corpus.glob("*.docx"))
+        if args.only:
+            files = [f for f in files if args.only in f.name]
         if args.limit:
             files = files[: args.limit]
         truths = {}
@@ -630,7 +650,9 @@ def main(argv=None) -> int:
                     for t, r in zip(targets, answer["results"]):
                         found = r["status"] in ("exact", "fuzzy")
                         t.result = {"verdict": judge(t, found, r["quote"] or r["marks"], r["blockText"]), "ms": r["ms"], "status": r["status"],
-                                    "quote": (r["quote"] or "")[:300]}
+                                    "quote": (r["quote"] or "")[:300], "error": r["error"]}
+                        if r["status"] == "timeout" or r["error"]:
+                            print(f"  {doc}: {t.kind} {r['status']} {r['error']}", flush=True)
                         t.baseline = {"verdict": judge(t, r["baseline"]["found"], r["baseline"]["quote"], r["baseline"]["blockText"]), "ms": r["baseline"]["ms"],
                                       "quote": r["baseline"]["quote"][:300]}
                     if n % 20 == 0:
@@ -667,6 +689,134 @@ def main(argv=None) -> int:
     finally:
         if web is not None:
             web.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+
+# --- end to end: the real embedded LightRAG ----------------------------------------
+
+E2E_PORTS = (8200, 8201, 8202)  # LightRAG, model endpoint, web app (loopback only)
+
+
+def run_e2e(args) -> dict:
+    """Index the demo library and a few corpus files in the real embedded
+    LightRAG, search with phrases taken from its own chunks, and open every
+    text-document citation in the preview through the parent-frame protocol:
+    every highlighted range must lie inside the cited chunk's text."""
+    tmp = Path(tempfile.mkdtemp(prefix="mnote-locate-e2e-"))
+    stack = web = None
+    try:
+        data_dir, base_dir = tmp / "data", tmp / "library"
+        (base_dir / "e2e").mkdir(parents=True)
+        data_dir.mkdir()
+        env = prepare_environment(data_dir, base_dir)
+        from mnote.stack.processes import EmbeddedStack, StackConfig, web_process
+
+        config = StackConfig(data_dir=data_dir / "stack", lightrag_port=E2E_PORTS[0], model_port=E2E_PORTS[1])
+        for cache in (REPO_DIR / "data" / "tiktoken", Path(args.tiktoken_cache) if args.tiktoken_cache else None):
+            if cache and cache.is_dir():
+                shutil.copytree(cache, config.data_dir / "tiktoken")
+                break
+        stack = EmbeddedStack(config)
+        print("e2e: starting the embedded LightRAG …", flush=True)
+        stack.start()
+        del os.environ["MNOTE_LIGHTRAG_URL"]
+        env.pop("MNOTE_LIGHTRAG_URL")
+        env["MNOTE_LIGHTRAG_ENV_FILE"] = os.environ["MNOTE_LIGHTRAG_ENV_FILE"] = str(config.env_file)
+        shutil.copytree(REPO_DIR / "mnote" / "demo" / "library", base_dir / "e2e" / "demo")
+        corpus = args.corpus if args.corpus.is_dir() else Path("/work/shared/corpus/docx")
+        picked = [f for f in sorted(corpus.glob("*.docx")) if 20_000 < f.stat().st_size < 200_000][: args.e2e_files]
+        for f in picked:
+            shutil.copy(f, base_dir / "e2e" / f.name)
+        import django
+
+        django.setup()
+        from django.contrib.auth import get_user_model
+        from django.core.management import call_command
+
+        from mnote.citations.citation_text import clean_display_text
+        from mnote.citations.search import full_library_search
+        from mnote.citations.sidecar import load_chunk_store
+        from mnote.library.ingest import wait_until_settled
+        from mnote.library.models import IndexedRoot, Source
+        from mnote.library.provider import lightrag_client
+        from mnote.library.sync import sync_root
+
+        call_command("migrate", verbosity=0, interactive=False)
+        user = get_user_model().objects.create_user(USERNAME, password=PASSWORD)
+        root = IndexedRoot.objects.create(name="E2E", path="e2e")
+        sync_root(root)
+        t0 = time.monotonic()
+        with lightrag_client() as client:
+            settled = wait_until_settled(client, timeout=args.e2e_timeout, interval=1.0)
+        statuses = Counter(root.sources.values_list("status", flat=True))
+        print(f"e2e: ingest {'settled' if settled else 'NOT settled'} in {time.monotonic() - t0:.0f} s: {dict(statuses)}", flush=True)
+        store = load_chunk_store(config.working_dir) or {}
+        rng = random.Random(args.seed)
+        chunks = [c for c in store.values() if len(clean_display_text(c.content)) > 80]
+        rng.shuffle(chunks)
+        citations = []
+        for chunk in chunks[: args.e2e_queries]:
+            text = clean_display_text(chunk.content)
+            if sum(is_cjk(c) for c in text) > len(text) / 3:
+                start = rng.randrange(0, max(1, len(text) - 12))
+                query = text[start : start + 10]
+            else:
+                words = text.split()
+                start = rng.randrange(0, max(1, len(words) - 6))
+                query = " ".join(words[start : start + 6])
+            mapped = full_library_search(user, query, mode="naive")
+            for c in mapped.citations:
+                if Path(c.file_name).suffix.lower() in (".docx", ".md", ".txt"):
+                    citations.append((c, clean_display_text(c.raw_quote)))
+        from django.db import connections
+
+        connections.close_all()
+        web = web_process(config, "127.0.0.1", E2E_PORTS[2], env)
+        web.start()
+        web.wait_healthy(60)
+        base_url = f"http://127.0.0.1:{E2E_PORTS[2]}"
+        from playwright.sync_api import sync_playwright
+
+        by_source = defaultdict(list)
+        for c, chunk_text in citations:
+            by_source[c.source_id].append((c, chunk_text))
+        outcomes = Counter()
+        ms = []
+        outside = []
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_context(viewport={"width": 1200, "height": 900}).new_page()
+                page.goto(f"{base_url}/accounts/login/")
+                page.fill("#id_username", USERNAME)
+                page.fill("#id_password", PASSWORD)
+                page.click("button.primary")
+                page.wait_for_url(f"{base_url}/", timeout=60_000)
+                for source_id, items in by_source.items():
+                    page.goto(f"{base_url}/")
+                    answer = page.evaluate(PARENT, [f"/preview/{source_id}/", [{"locator": c.locator, "query": c.search_query} for c, _ in items]])
+                    for (c, chunk_text), r in zip(items, answer.get("results") or []):
+                        ms.append(r["ms"])
+                        if r["status"] not in ("exact", "fuzzy"):
+                            outcomes["not_found"] += 1
+                            continue
+                        inside = skel(r["marks"]) in skel(chunk_text)
+                        outcomes["inside_chunk" if inside else "outside_chunk"] += 1
+                        if not inside:
+                            outside.append({"file": c.file_name, "query": c.search_query, "marks": r["marks"][:200]})
+            finally:
+                browser.close()
+        report = {"files": statuses.total(), "statuses": dict(statuses), "queries": min(len(chunks), args.e2e_queries),
+                  "citations": len(citations), **outcomes, "median_ms": round(statistics.median(ms), 1) if ms else None,
+                  "outside_examples": outside[:5]}
+        print(f"e2e: {report}", flush=True)
+        return report
+    finally:
+        if web is not None:
+            web.stop()
+        if stack is not None:
+            stack.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -282,7 +282,9 @@ def _vote(S: str, E: str, lo: int, hi: int) -> tuple[float, int, int] | None:
     whose seeds cover most of ``E`` wins. Returns (coverage, start, end) in S."""
     n = len(E)
     cjk = sum(1 for c in E[:200] if _is_cjk(c)) > len(E[:200]) / 3
-    k = 6 if cjk else 12
+    # Shorter seeds for a short passage: a list label every few words must
+    # not break all of them.
+    k = (6 if n >= 60 else 4) if cjk else (12 if n >= 120 else 8)
     if n < 2 * k:
         k = max(3 if cjk else 5, n // 2)
     step = max(1, k // 2)
@@ -316,6 +318,17 @@ def _vote(S: str, E: str, lo: int, hi: int) -> tuple[float, int, int] | None:
     start = first[2] - (first[1] if first[1] <= k else 0)
     tail = n - (last[1] + k)
     end = last[2] + k + (tail if tail <= k else 0)
+    # Snap the edges to where the passage's own first and last characters are.
+    for m in sorted({min(n, 16), min(n, 10), min(n, 6)}, reverse=True):
+        i = S.find(E[:m], max(lo, start - k), min(hi, start + k + m))
+        if i >= 0:
+            start = i
+            break
+    for m in sorted({min(n, 16), min(n, 10), min(n, 6)}, reverse=True):
+        i = S.rfind(E[-m:], max(lo, end - k - m), min(hi, end + k))
+        if i >= 0:
+            end = i + m
+            break
     return covered, max(lo, start), min(hi, end)
 
 
@@ -357,15 +370,28 @@ def find_passage(text_map: TextMap, evidence: str, *, heading: str = "", within:
     places = _occurrences(S, E, 50, lo, hi)
     if places:
         place = _pick(text_map, places, len(E), H)
-        return _anchor(text_map, "exact", 1.0, place, place + len(E), window)
+        start = _with_heading(S, H, place, lo) if cited_heading else place
+        return _anchor(text_map, "exact", 1.0, start, place + len(E), window)
     # 3. Seed and vote: close but not identical text (labels, fields, symbols).
     voted = _vote(S, E, lo, hi)
     if voted is None or voted[0] < FOUND:
         return None
     covered, start, end = voted
-    if H and cited_heading and S[max(lo, start - len(H)) : start] == H:
-        start -= len(H)
+    if cited_heading:
+        start = _with_heading(S, H, start, lo)
     return _anchor(text_map, "fuzzy", covered, start, end, window)
+
+
+# Between a heading and its text: a list label or a number at most.
+HEADING_GAP = 4
+
+
+def _with_heading(S: str, H: str, start: int, lo: int) -> int:
+    """``start`` moved back to the cited heading when it stands right before."""
+    if not H:
+        return start
+    i = S.rfind(H, max(lo, start - len(H) - HEADING_GAP), start)
+    return i if i >= 0 and start - (i + len(H)) <= HEADING_GAP else start
 
 
 _LEAD = re.compile(r"^[^\w]{1,3}")

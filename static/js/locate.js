@@ -251,11 +251,12 @@
     const anchor =
       locator.anchor && locator.anchor.version === doc.dataset.textVersion ? locator.anchor : localAnchor(locator) || (await fetchAnchor(locator));
     if (!anchor) return notFound();
+    // Unmark first: unmarking merges text nodes, which would detach the range's ends.
+    clearHighlight();
     const start = domPoint(anchor.start.block, anchor.start.offset, false);
     let end = domPoint(anchor.end.block, anchor.end.offset, true);
     if (end && anchor.trail) end = takeTrail(end, anchor.trail);
     if (!start || !end) return notFound();
-    clearHighlight();
     const range = document.createRange();
     range.setStart(start[0], start[1]);
     range.setEnd(end[0], end[1]);
@@ -416,7 +417,15 @@
     if (event.origin !== origin || event.source !== window.parent) return;
     const message = event.data;
     if (!message || message.type !== "mnote:locate") return;
-    const result = await locate(message.locator);
+    let result;
+    try {
+      result = await locate(message.locator);
+    } catch (error) {
+      // The parent always gets an answer; a passage we failed on is not found.
+      clearHighlight();
+      showNote(true);
+      result = { status: "not_found", score: 0, blockIndex: null, paraId: null, text: "", error: String(error).slice(0, 200) };
+    }
     tell({ type: "mnote:located", requestId: message.requestId ?? null, ...result });
   });
 
