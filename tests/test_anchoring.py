@@ -157,3 +157,20 @@ def test_a_citation_with_a_known_chunk_is_never_highlighted_outside_it(member_cl
     # Evidence from beyond the chunk: the chunk's own words are marked instead.
     beyond = member_client.get(url, {"evidence": "Pump bearings need grease.", "chunk_id": chunk_id, "query": "valve stems"}).json()["anchor"]
     assert beyond["start"]["block"] >= 2 and "Valve stems" in beyond["textQuote"]["exact"]
+
+
+def test_an_aligned_section_starts_at_its_heading_not_at_a_word_inside_it():
+    # Evidence from the file's XML has no list labels; the preview shows them.
+    html = (
+        '<p data-block-index="0">Bind the XPath to the control.</p>'
+        '<h1 data-block-index="1" data-heading-level="1">Namespace Guidelines</h1>'
+        '<p data-block-index="2">Guidelines:</p>'
+        "<li data-block-index='3'><span>1.</span> Either don't use namespaces, or if you do use them, don't use a default namespace.</li>"
+        '<li data-block-index="4"><span>2.</span> All namespaces you use should be declared on the root element.</li>'
+    )
+    evidence = ("Namespace Guidelines — Guidelines: Either don't use namespaces, or if you do use them, don't use a default "
+                "namespace. All namespaces you use should be declared on the root element.")
+    anchor = find_passage(build_text_map(html), evidence, heading="Namespace Guidelines").as_json()
+    assert anchor["status"] == "fuzzy"
+    assert anchor["start"] == {"block": 1, "offset": 0}
+    assert anchor["textQuote"]["exact"].endswith("root element.")

@@ -319,15 +319,16 @@ def _vote(S: str, E: str, lo: int, hi: int) -> tuple[float, int, int] | None:
     tail = n - (last[1] + k)
     end = last[2] + k + (tail if tail <= k else 0)
     # Snap the edges to where the passage's own first and last characters are.
+    # Snap the edges to the nearest place of the passage's own first and last characters.
     for m in sorted({min(n, 16), min(n, 10), min(n, 6)}, reverse=True):
-        i = S.find(E[:m], max(lo, start - k), min(hi, start + k + m))
-        if i >= 0:
-            start = i
+        places = _occurrences(S, E[:m], 8, max(lo, start - k), min(hi, start + k + m))
+        if places:
+            start = min(places, key=lambda i: abs(i - start))
             break
     for m in sorted({min(n, 16), min(n, 10), min(n, 6)}, reverse=True):
-        i = S.rfind(E[-m:], max(lo, end - k - m), min(hi, end + k))
-        if i >= 0:
-            end = i + m
+        places = _occurrences(S, E[-m:], 8, max(lo, end - k - m), min(hi, end + k))
+        if places:
+            end = min(places, key=lambda i: abs(i + m - end)) + m
             break
     return covered, max(lo, start), min(hi, end)
 
@@ -390,8 +391,9 @@ def _with_heading(S: str, H: str, start: int, lo: int) -> int:
     """``start`` moved back to the cited heading when it stands right before."""
     if not H:
         return start
-    i = S.rfind(H, max(lo, start - len(H) - HEADING_GAP), start)
-    return i if i >= 0 and start - (i + len(H)) <= HEADING_GAP else start
+    # The heading may also overlap ``start``: an aligned start can land in it.
+    i = S.rfind(H, max(lo, start - len(H) - HEADING_GAP), start + len(H) - 1)
+    return i if 0 <= i <= start and start - (i + len(H)) <= HEADING_GAP else start
 
 
 _LEAD = re.compile(r"^[^\w]{1,3}")
