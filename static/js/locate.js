@@ -217,8 +217,14 @@
     return pageIndex;
   }
 
+  // Indexing a very long document in the page costs more than one request.
+  const LOCAL_INDEX_MAX_BLOCKS = 3000;
+  let localIndexWorthIt = null;
+
   function localAnchor(locator) {
     if (locator.chunkId || !(locator.evidenceText || locator.displayQuote)) return null;
+    if (localIndexWorthIt === null) localIndexWorthIt = doc.querySelectorAll("[data-block-index]").length <= LOCAL_INDEX_MAX_BLOCKS;
+    if (!localIndexWorthIt) return null;
     const evidence = locator.evidenceText || locator.displayQuote;
     const cut = evidence.indexOf(" — ");
     // "<heading> — <window>": the window alone when the two are apart in the text.
