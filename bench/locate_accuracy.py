@@ -551,7 +551,10 @@ def summarise(targets: list[Target], key: str) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", type=Path, default=REPO_DIR.parent.parent / "shared" / "corpus" / "docx")
+    # ../shared beside a clone (CI), or two levels up from a worktree.
+    default_corpus = next((p for p in (REPO_DIR.parent / "shared" / "corpus" / "docx", REPO_DIR.parent.parent / "shared" / "corpus" / "docx")
+                           if p.is_dir()), REPO_DIR.parent / "shared" / "corpus" / "docx")
+    parser.add_argument("--corpus", type=Path, default=default_corpus)
     parser.add_argument("--per-kind", type=int, default=2, help="targets per kind per document (default 2)")
     parser.add_argument("--limit", type=int, default=0, help="at most this many corpus files (0: all)")
     parser.add_argument("--only", default="", help="only corpus files whose name contains this")
@@ -573,7 +576,9 @@ def main(argv=None) -> int:
                                         "loadavg_end": os.getloadavg(), "report": report}, indent=1, ensure_ascii=False) + "\n")
             print(f"written {path.relative_to(REPO_DIR)}")
         return 0 if not report.get("outside_chunk") else 1
-    corpus = args.corpus if args.corpus.is_dir() else Path("/work/shared/corpus/docx")
+    corpus = args.corpus
+    if not corpus.is_dir():
+        raise SystemExit(f"no DOCX corpus at {corpus} (give --corpus)")
     rng = random.Random(args.seed)
     loadavg_start = os.getloadavg()
     tmp = Path(tempfile.mkdtemp(prefix="mnote-locate-accuracy-"))
@@ -698,13 +703,14 @@ def main(argv=None) -> int:
 E2E_PORTS = (8200, 8201, 8202)  # LightRAG, model endpoint, web app (loopback only)
 
 
-def lies_inside(marked: str, chunk_text: str, piece: int = 10) -> bool:
-    """Whether every piece of the marked words is in the chunk's text. Pieces,
-    not the whole: the preview shows a Markdown link's text, the chunk holds
-    its URL too."""
+def share_inside(marked: str, chunk_text: str, piece: int = 10) -> float:
+    """The share of the marked words' pieces that are in the chunk's text.
+    Pieces, not the whole: the preview shows a Markdown link's text where the
+    chunk holds its URL too, a merged table cell once where LightRAG's JSON
+    repeats it, a list label LightRAG leaves out."""
     marks, chunk = skel(marked), skel(chunk_text)
-    pieces = {marks[i : i + piece] for i in range(0, max(1, len(marks) - piece + 1), piece)} | {marks[-piece:]}
-    return bool(marks) and all(p in chunk for p in pieces)
+    pieces = [marks[i : i + piece] for i in range(0, max(1, len(marks) - piece + 1), piece)]
+    return sum(p in chunk for p in pieces) / len(pieces) if marks else 0.0
 
 
 def run_e2e(args) -> dict:
@@ -737,7 +743,7 @@ def run_e2e(args) -> dict:
         env.pop("MNOTE_LIGHTRAG_URL")
         env["MNOTE_LIGHTRAG_ENV_FILE"] = os.environ["MNOTE_LIGHTRAG_ENV_FILE"] = str(config.env_file)
         shutil.copytree(REPO_DIR / "mnote" / "demo" / "library", base_dir / "e2e" / "demo")
-        corpus = args.corpus if args.corpus.is_dir() else Path("/work/shared/corpus/docx")
+        corpus = args.corpus
         picked = [f for f in sorted(corpus.glob("*.docx")) if 20_000 < f.stat().st_size < 200_000][: args.e2e_files]
         for f in picked:
             shutil.copy(f, base_dir / "e2e" / f.name)
@@ -822,10 +828,14 @@ def run_e2e(args) -> dict:
                         if r["status"] not in ("exact", "fuzzy"):
                             outcomes["not_found"] += 1
                             continue
-                        inside = lies_inside(r["marks"], chunk_text)
+                        share = share_inside(r["marks"], chunk_text)
+                        # Strict: every piece in the chunk; tolerant: 85 % of them.
+                        outcomes["inside_chunk_strict" if share == 1 else "not_strictly_inside"] += 1
+                        inside = share >= 0.85
                         outcomes["inside_chunk" if inside else "outside_chunk"] += 1
                         if not inside:
-                            outside.append({"file": c.file_name, "query": c.search_query, "marks": r["marks"][:200]})
+                            outside.append({"file": c.file_name, "query": c.search_query, "share": round(share, 2), "marks": r["marks"][:200],
+                                            "chunk": chunk_text[:200]})
             finally:
                 browser.close()
         report = {"files": statuses.total(), "statuses": dict(statuses), "queries": min(len(chunks), args.e2e_queries),
