@@ -174,3 +174,10 @@ def test_an_aligned_section_starts_at_its_heading_not_at_a_word_inside_it():
     assert anchor["status"] == "fuzzy"
     assert anchor["start"] == {"block": 1, "offset": 0}
     assert anchor["textQuote"]["exact"].endswith("root element.")
+
+
+def test_a_chunk_is_found_whole_even_with_a_dash_in_it(rendered):
+    _, text_map = rendered
+    chunk = f"{PASSAGES['span_a']} — {PASSAGES['span_b']}"  # a dash in the text, not "<heading> — <window>"
+    anchor = find_passage(text_map, chunk, whole=True).as_json()
+    assert anchor["textQuote"]["exact"].startswith("The first half") and anchor["textQuote"]["exact"].endswith("cable.")

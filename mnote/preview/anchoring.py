@@ -342,13 +342,16 @@ def _coverage(cluster: list[tuple[int, int, int]], k: int, n: int) -> float:
     return covered / n
 
 
-def find_passage(text_map: TextMap, evidence: str, *, heading: str = "", within: tuple[int, int] | None = None) -> Anchor | None:
+def find_passage(
+    text_map: TextMap, evidence: str, *, heading: str = "", within: tuple[int, int] | None = None, whole: bool = False
+) -> Anchor | None:
     """Where ``evidence`` is in the document, or None when it is not there.
 
     ``heading`` (the citation's last heading) chooses between places that
     hold the same words and is taken into the highlight only when it stands
     right before them, as in the text. ``within`` limits the search to an
-    ink range (the cited chunk's place).
+    ink range (the cited chunk's place). ``whole``: the text is a chunk, not
+    ``"<heading> — <window>"`` evidence, and is never split at its dash.
     """
     S = text_map.skeleton
     if within is not None:
@@ -356,7 +359,7 @@ def find_passage(text_map: TextMap, evidence: str, *, heading: str = "", within:
         hi = bisect.bisect_left(text_map._skel_ink, within[1])
     else:
         lo, hi = 0, len(S)
-    head, window, cited_heading = _split_heading(evidence or "", heading)
+    head, window, cited_heading = (heading, evidence or "", False) if whole else _split_heading(evidence or "", heading)
     E = skeleton(window)
     H = skeleton(head)
     if len(E) < 2 or not S:

@@ -123,7 +123,7 @@ def anchor_locator(text_map: TextMap, locator: dict, *, tail: str = "") -> dict 
     headings = [h for h in locator.get("headingPath") or [] if isinstance(h, str)]
     heading = headings[-1] if headings else ""
     chunk = _chunk_text(str(locator.get("chunkId") or ""))
-    place = find_passage(text_map, chunk) if chunk else None
+    place = find_passage(text_map, chunk, whole=True) if chunk else None
     if place is None:
         anchor = find_passage(text_map, evidence, heading=heading)
     else:
@@ -134,7 +134,7 @@ def anchor_locator(text_map: TextMap, locator: dict, *, tail: str = "") -> dict 
         within = (place.start, place.end)
         anchor = (
             find_passage(text_map, evidence, heading=heading, within=within)
-            or find_passage(text_map, evidence_window(chunk, str(locator.get("searchQuery") or "")), within=within)
+            or find_passage(text_map, evidence_window(chunk, str(locator.get("searchQuery") or "")), within=within, whole=True)
             or place
         )
     if anchor is not None and tail:
