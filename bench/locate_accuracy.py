@@ -828,6 +828,10 @@ def run_e2e(args) -> dict:
                         if r["status"] not in ("exact", "fuzzy"):
                             outcomes["not_found"] += 1
                             continue
+                        if not skel(chunk_text):
+                            # A chunk of markup only (a drawing, an empty table): nothing to be inside.
+                            outcomes["chunk_without_text"] += 1
+                            continue
                         share = share_inside(r["marks"], chunk_text)
                         # Strict: every piece in the chunk; tolerant: 85 % of them.
                         outcomes["inside_chunk_strict" if share == 1 else "not_strictly_inside"] += 1
