@@ -65,6 +65,7 @@ MATRIX = {
     "preview/<int:source_id>/image/<path:part>": ("GET", None, RESTRICTED_PAGE),
     "preview/<int:source_id>/page/<int:page>.png": ("GET", None, RESTRICTED_PAGE),
     "preview/<int:source_id>/find": ("GET", {"evidence": "Restricted yield figures"}, RESTRICTED_PAGE),
+    "preview/<int:source_id>/anchor": ("GET", {"evidence": "Restricted yield figures"}, RESTRICTED_PAGE),
     "accounts/login/": ("GET", None, PUBLIC),
     "accounts/logout/": ("POST", None, expect(LOGIN, LOGIN, LOGIN, LOGIN)),  # logged out, to the login page
     "api/status": ("GET", None, expect(401, 200, 200, 200)),

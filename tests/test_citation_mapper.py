@@ -190,3 +190,40 @@ def test_it_limits_results_to_the_scope(root, lightrag_dirs):
     mapped = map_query_data(result(chunk(a, 0, "telescope a"), chunk(b, 0, "telescope b")), query="telescope",
                             sources=Source.objects.all(), scope=["specs/2025"])
     assert [c.source_path for c in mapped.citations] == ["specs/2025/b.md"]
+
+
+GAMMA_DOC = "doc-66309693646f2902a212f769449cdedc"
+
+
+def test_it_keeps_lightrags_synthetic_heading_out_of_evidence_and_heading_path(root, lightrag_dirs):
+    # Recorded from LightRAG 1.5.7's native parser on the demo manual: the text
+    # before its first heading sits under the invented "Preface/Uncategorized".
+    inputs, _ = lightrag_dirs
+    gamma = indexed_source(root, "gamma.docx", GAMMA_DOC)
+    install_sidecar(inputs, gamma.lightrag_name, "demo_gamma_preface.blocks.jsonl")
+    preface, introduction = blocks("demo_gamma_preface.blocks.jsonl")[:2]
+    assert preface["heading"] == "Preface/Uncategorized"
+
+    mapped = map_query_data(
+        result(chunk(gamma, 0, preface["content"] + "\n\n" + introduction["content"])),
+        query="revision C imaging camera", sources=Source.objects.all(),
+    )
+    [citation] = mapped.citations
+    assert citation.block_id == preface["blockid"]
+    assert citation.heading_path == []
+    assert "Preface" not in citation.evidence_text and "Uncategorized" not in citation.evidence_text
+    assert citation.evidence_text.startswith("GAMMA Telescope Operations")
+    assert citation.locator["headingPath"] == []
+
+    # A real heading still leads the evidence of its own section.
+    mapped = map_query_data(result(chunk(gamma, 1, introduction["content"])), query="altitude-azimuth mount",
+                            sources=Source.objects.all(), persist=False)
+    assert mapped.citations[0].heading_path == ["1. Introduction"]
+    assert mapped.citations[0].evidence_text.startswith("1. Introduction")
+
+
+def test_it_never_puts_a_synthetic_heading_into_evidence_text():
+    from mnote.citations.citation_text import evidence_window
+
+    window = evidence_window("Text before any heading about mirrors.", "mirrors", heading_path=["Preface/Uncategorized"])
+    assert window == "Text before any heading about mirrors."

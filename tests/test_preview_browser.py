@@ -33,7 +33,8 @@ def initial_status(page, timeout=15_000):
 
 
 def highlighted_text(page) -> str:
-    return frame_of(page).locator(".mnote-hit, .mnote-hit-outline").first.inner_text()
+    # The cited words are marked piece by piece (one mark per text node).
+    return "".join(frame_of(page).locator("mark.mnote-hit").all_inner_texts())
 
 
 def count_frame_navigations(page) -> list:

@@ -116,7 +116,8 @@ def test_eight_parallel_renders_stay_under_a_memory_ceiling(root, library_dir, l
     watcher.join()
     elapsed = time.monotonic() - started
 
-    assert all(r.status_code == 200 and "paragraph 14999 of the report" in r.text for r in results.values())
+    problems = {pk: (r.status_code, r.text[r.text.find("alert error"):][:300]) for pk, r in results.items() if r.status_code != 200 or "paragraph 14999 of the report" not in r.text}
+    assert problems == {}
     # The web process holds the answers, never the documents' trees: well under 110 MB more at its peak
     # (rendered in the web process, the same eight cost it 167 MB).
     print(f"web process grew by {(max(peak) - before) // MB} MB at its peak; {elapsed:.1f} s")

@@ -31,6 +31,16 @@ import lxml.html
 
 # --- characters and terms ---------------------------------------------------
 
+# Headings LightRAG's parsers invent for text before a document's first real
+# heading (its docx, markdown, MinerU and Docling parsers all use this one).
+# They are not in the file: never evidence text, never a heading path.
+SYNTHETIC_HEADINGS = frozenset({"Preface/Uncategorized"})
+
+
+def is_real_heading(heading: str) -> bool:
+    return bool(heading and heading.strip()) and heading.strip() not in SYNTHETIC_HEADINGS
+
+
 _CJK_CLASS = "\u3005\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0003ffff"
 _CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
 _WORD_TOKEN = re.compile(r"[^\W_]+")
@@ -819,7 +829,7 @@ def evidence_window(text: str, query: str, *, heading_path: list[str] | None = N
     cluster = _densest_cluster(cleaned, query, width) or (0, 0)
     start, end = _window_bounds(cleaned, cluster[0], cluster[1], width)
     window = cleaned[start:end]
-    heading = clean_display_text(next((h for h in reversed(heading_path or []) if h and h.strip()), ""))
+    heading = clean_display_text(next((h for h in reversed(heading_path or []) if is_real_heading(h)), ""))
     if not heading or _fold(window)[0].startswith(_fold(heading)[0]):
         return window
     return f"{heading} — {window}" if window else heading

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path, PurePosixPath
 
+from mnote.citations.citation_text import is_real_heading
+
 log = logging.getLogger(__name__)
 
 # A sidecar bigger than this is not read in a request (a hostile or broken file).
@@ -28,8 +30,8 @@ class Block:
 
     @property
     def heading_path(self) -> list[str]:
-        path = [h for h in self.parent_headings if h]
-        if self.heading:
+        path = [h for h in self.parent_headings if is_real_heading(h)]
+        if is_real_heading(self.heading):
             path.append(self.heading)
         return path
 

@@ -61,8 +61,18 @@ def _child_render(path: str, image_base: str) -> bytes:
 
     # Part names may hold spaces, "#", "?" or any script.
     rendered = render_docx(path, image_url=lambda part: image_base + quote(part.lstrip("/"), safe="/"))
+    from mnote.preview.anchoring import build_text_map
+
+    # The text map is built here too: parsing the preview's HTML again costs
+    # the web worker as much memory as rendering it.
     out = json.dumps(
-        {"html": rendered.html, "blocks": rendered.block_count, "title": rendered.title, "warnings": rendered.warnings}
+        {
+            "html": rendered.html,
+            "blocks": rendered.block_count,
+            "title": rendered.title,
+            "warnings": rendered.warnings,
+            "textMap": build_text_map(rendered.html).compact(),
+        }
     ).encode()
     if len(out) > MAX_HTML_BYTES:
         raise DocxRejected("This document is too large to preview (its preview would pass 32 MB).")

@@ -26,7 +26,7 @@ import unicodedata
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -84,6 +84,8 @@ class TextMatch:
     score: float  # 0..1; 1.0 for an exact match
     matched_text: str
     method: str  # "exact" | "fuzzy"
+    # Every page the match covers, in order: [{"page": n, "rects": [...]}, …].
+    parts: list[dict] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -607,25 +609,25 @@ class _TextIndex:
 
     def match(self, span: "_Span", boxes_of: Callable[[int, int, int], Sequence[float] | None]) -> TextMatch:
         """The TextMatch for ``span``; ``boxes_of(page index, first, end)``
-        gives the flat boxes of those characters of the page (or None)."""
+        gives the flat boxes of those characters of the page (or None). A
+        span across a page break gets the rects of every page it covers."""
         page = self._main_page(span)
-        on_page = [
-            self.char_of[k]
-            for k in range(max(span.start, self.page_starts[page]), min(span.end, self.page_starts[page + 1]))
-        ]
-        first, end = min(on_page), max(on_page) + 1
-        if span.method == "fuzzy":
-            first, end = _whole_words(self.pages[page], first, end)
-        # \x02 (or U+FFFE) is PDFium's hyphen at a line end: the word is shown joined.
-        text = re.sub(r"\s+", " ", re.sub("[\x02\ufffe]", "", self.pages[page][first:end])).strip()
-        boxes = boxes_of(page, first, end)
-        return TextMatch(
-            page=page + 1,
-            rects=_line_rects(boxes) if boxes else [],
-            score=round(span.score, 3),
-            matched_text=text,
-            method=span.method,
-        )
+        parts, text, rects = [], "", []
+        for p in range(self.page_of(span.start), self.page_of(max(span.start, span.end - 1)) + 1):
+            on_page = [self.char_of[k] for k in range(max(span.start, self.page_starts[p]), min(span.end, self.page_starts[p + 1]))]
+            if not on_page:
+                continue
+            first, end = min(on_page), max(on_page) + 1
+            if span.method == "fuzzy":
+                first, end = _whole_words(self.pages[p], first, end)
+            boxes = boxes_of(p, first, end)
+            part_rects = _line_rects(boxes) if boxes else []
+            parts.append({"page": p + 1, "rects": part_rects})
+            if p == page:
+                # \x02 (or U+FFFE) is PDFium's hyphen at a line end: the word is shown joined.
+                text = re.sub(r"\s+", " ", re.sub("[\x02\ufffe]", "", self.pages[p][first:end])).strip()
+                rects = part_rects
+        return TextMatch(page=page + 1, rects=rects, score=round(span.score, 3), matched_text=text, method=span.method, parts=parts)
 
     def _refined(self, needle: str, start: int, end: int) -> "_Span":
         """The aligned window (as long as the needle) with its ends moved to

@@ -13,7 +13,9 @@ from mnote.private_files import write_private_file
 log = logging.getLogger(__name__)
 
 # Bump when a renderer's output changes, so old cache entries are not served.
-RENDERER_VERSION = "2"  # 2: one renderer per kind; DOCX headings, drop caps, headers and footers
+# 2: one renderer per kind; DOCX headings, drop caps, headers and footers.
+# 3: every render of HTML carries its text map (anchoring.py).
+RENDERER_VERSION = "3"
 
 
 class RenderRefused(Exception):

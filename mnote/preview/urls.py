@@ -8,4 +8,5 @@ urlpatterns = [
     path("<int:source_id>/image/<path:part>", views.asset, name="preview-asset"),
     path("<int:source_id>/page/<int:page>.png", views.pdf_page, name="preview-pdf-page"),
     path("<int:source_id>/find", views.pdf_find, name="preview-pdf-find"),
+    path("<int:source_id>/anchor", views.anchor, name="preview-anchor"),
 ]

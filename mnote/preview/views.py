@@ -1,9 +1,12 @@
 import hashlib
 import json
+from collections import OrderedDict
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import quote
 
 from django import forms
+from django.conf import settings
 from django.http import FileResponse, Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -16,8 +19,9 @@ from mnote.kinds import kind_of
 from mnote.library.ingest import opened_sha256
 from mnote.library.models import Source
 from mnote.library.source_files import SourceUnavailable, open_source_file
+from mnote.preview.anchoring import TextMap, build_text_map, find_passage
 from mnote.preview.docx.safe_package import PreviewRejected
-from mnote.preview.render_cache import RenderRefused, cached
+from mnote.preview.render_cache import RENDERER_VERSION, RenderRefused, cached
 from mnote.preview.render_rate import RenderRateLimited, charge_render
 from mnote.preview.renderers import PreviewContext, asset_loader_for, page_finder_for, render_cache_key, renderer_for
 from mnote.preview.text_render import TextRejected
@@ -26,6 +30,10 @@ _LOCATOR_KEYS = {
     "precision", "degraded", "resourceKind", "sourceId", "sourcePath", "page", "bbox", "blockId", "paraIds",
     "headingPath", "evidenceText", "searchQuery", "displayQuote", "chunkId", "chunkIndex",
 }  # fmt: skip
+# Text maps of recently opened document versions, so a click on another
+# citation does not re-read the cached render.
+_TEXT_MAPS: OrderedDict[str, TextMap] = OrderedDict()
+_TEXT_MAPS_KEPT = 8
 MAX_LOCATOR_CHARS = 20_000
 MAX_ID = 2**63 - 1
 PDF_PAGE_WIDTHS = (600, 1000, 1600)
@@ -72,6 +80,100 @@ def _flat(value) -> bool:
     return isinstance(value, scalar) or (isinstance(value, list) and all(isinstance(v, scalar) for v in value))
 
 
+def _preview_context(source: Source, path: Path, page: int = 1) -> PreviewContext:
+    base = reverse("preview-asset", args=[source.pk, "x"]).removesuffix("x")
+    return PreviewContext(
+        # Part names may hold spaces, "#", "?" or any script (an EPUB's 夏目漱石.jpg).
+        asset_url=lambda part: base + quote(part.lstrip("/"), safe="/"),
+        asset_base=base,
+        path=path,
+        page=page,
+        options={"page_url": reverse("preview", args=[source.pk]) + "?rows_page="},
+    )
+
+
+def _rendered(request, kind, handle, sha256: str, ctx: PreviewContext) -> dict:
+    """The render of this version of the file, from the cache or made now,
+    with the text map of its blocks (anchoring.py) when it is HTML."""
+    render_file = renderer_for(kind)
+
+    def render_now() -> dict:
+        # Only a render the cache does not hold counts against the user's budget.
+        charge_render(request.user)
+        handle.seek(0)
+        result = render_file(handle, ctx)
+        if result.get("html") and "textMap" not in result:  # a renderer in a child process sends its own
+            result["textMap"] = build_text_map(result["html"]).compact()
+        return result
+
+    return cached(render_cache_key(kind, ctx, get_language() or ""), sha256, render_now, refusals=_rejections())
+
+
+def _version(sha256: str, ctx: PreviewContext) -> str:
+    page = f"-p{ctx.page}" if ctx.page != 1 else ""
+    return f"{RENDERER_VERSION}-{sha256[:16]}{page}"
+
+
+def _text_map(version: str, rendered) -> TextMap | None:
+    """The text map of this version of the file (built with its render);
+    ``rendered`` is the render or a function that gives it."""
+    text_map = _TEXT_MAPS.get(version)
+    if text_map is None:
+        result = rendered() if callable(rendered) else rendered
+        text_map = TextMap.from_compact(result.get("textMap"), version)
+        if text_map is None:
+            return None
+        _TEXT_MAPS[version] = text_map
+        while len(_TEXT_MAPS) > _TEXT_MAPS_KEPT:
+            _TEXT_MAPS.popitem(last=False)
+    _TEXT_MAPS.move_to_end(version)
+    return text_map
+
+
+def _chunk_text(chunk_id: str) -> str:
+    """The cited chunk's own text, when LightRAG's chunk store is readable."""
+    from mnote.citations.citation_text import clean_display_text
+    from mnote.citations.sidecar import load_chunk_store
+
+    if not chunk_id:
+        return ""
+    store = load_chunk_store(settings.MNOTE_LIGHTRAG.working_dir) or {}
+    stored = store.get(chunk_id)
+    return clean_display_text(stored.content) if stored else ""
+
+
+def anchor_locator(text_map: TextMap, locator: dict, *, tail: str = "") -> dict | None:
+    """Where a locator's passage is in the rendered text: the evidence text,
+    inside the cited chunk's place when the server knows the chunk. With a
+    ``tail``, the passage runs from the evidence's place to the tail's."""
+    evidence = str(locator.get("evidenceText") or locator.get("displayQuote") or "")[:MAX_LOCATOR_CHARS]
+    headings = [h for h in locator.get("headingPath") or [] if isinstance(h, str)]
+    heading = headings[-1] if headings else ""
+    chunk = _chunk_text(str(locator.get("chunkId") or ""))
+    place = find_passage(text_map, chunk, whole=True) if chunk else None
+    if place is None:
+        anchor = find_passage(text_map, evidence, heading=heading)
+    else:
+        # Never outside the cited chunk: the evidence inside it, else the
+        # chunk's own query-centred window, else the whole chunk.
+        from mnote.citations.citation_text import evidence_window
+
+        within = (place.start, place.end)
+        anchor = (
+            find_passage(text_map, evidence, heading=heading, within=within)
+            or find_passage(text_map, evidence_window(chunk, str(locator.get("searchQuery") or "")), within=within, whole=True)
+            or place
+        )
+    if anchor is not None and tail:
+        end = find_passage(text_map, tail, within=(anchor.start, len(text_map.ink)))
+        if end is None or end.end - anchor.start > 4 * MAX_LOCATOR_CHARS:
+            return None  # head without its tail: not the cited passage
+        anchor = replace(anchor, end=max(anchor.end, end.end), status="exact" if anchor.status == end.status == "exact" else "fuzzy")
+    return anchor.as_json() if anchor else None
+
+
+
+
 def _rejections():
     from mnote.preview.pdf_pages import PdfRejected
 
@@ -116,6 +218,7 @@ def document(request, source_id: int):
         "citation_state": citation.state if citation else "",
         "problem": "",
         "rendered": None,
+        "text_version": "",
     }
     try:
         handle = open_source_file(source)
@@ -126,29 +229,20 @@ def document(request, source_id: int):
         handle.close()
         context["problem"] = _("There is no preview for this kind of file; open the original instead.")
         return render(request, "preview/document.html", context)
-    base = reverse("preview-asset", args=[source.pk, "x"]).removesuffix("x")
     try:
         with handle:
             sha256 = opened_sha256(source, handle)
             if rows_page == 1 and not request.GET.get("rows_page") and locator and locator.get("evidenceText"):
                 rows_page = _page_of_passage(source, kind, path, sha256, str(locator["evidenceText"])) or 1
-            ctx = PreviewContext(
-                # Part names may hold spaces, "#", "?" or any script (an EPUB's 夏目漱石.jpg).
-                asset_url=lambda part: base + quote(part.lstrip("/"), safe="/"),
-                asset_base=base,
-                path=path,
-                page=rows_page,
-                options={"page_url": reverse("preview", args=[source.pk]) + "?rows_page="},
-            )
-
-            def render_now() -> dict:
-                # Only a render the cache does not hold counts against the user's budget.
-                charge_render(request.user)
-                handle.seek(0)
-                return render_file(handle, ctx)
-
-            key = render_cache_key(kind, ctx, get_language() or "")
-            context["rendered"] = cached(key, sha256, render_now, refusals=_rejections())
+            ctx = _preview_context(source, path, rows_page)
+            rendered = context["rendered"] = _rendered(request, kind, handle, sha256, ctx)
+            if rendered.get("textMap"):
+                context["text_version"] = _version(sha256, ctx)
+                if locator:
+                    # Resolved here, so the first highlight needs no second request.
+                    text_map = _text_map(context["text_version"], rendered)
+                    anchor = anchor_locator(text_map, locator) if text_map else None
+                    locator = context["locator"] = {**locator, "anchor": anchor} if anchor else locator
     except (*_rejections(), RenderRefused) as e:
         context["problem"] = str(e)
     except RenderRateLimited as e:
@@ -167,6 +261,46 @@ def _gone_page(request, source: Source, error: SourceUnavailable):
     return render(
         request, "preview/document.html", {"source": source, "kind": "other", "problem": error.message}, status=error.status
     )
+
+
+class AnchorForm(forms.Form):
+    evidence = forms.CharField(max_length=MAX_LOCATOR_CHARS)
+    # The end of an evidence text too long for one URL (the page sends head and tail).
+    tail = forms.CharField(max_length=MAX_LOCATOR_CHARS, required=False)
+    heading = forms.CharField(max_length=1000, required=False)
+    chunk_id = forms.CharField(max_length=200, required=False)
+    query = forms.CharField(max_length=1000, required=False)
+    rows_page = forms.IntegerField(min_value=1, max_value=100_000, required=False)
+
+
+@require_GET
+def anchor(request, source_id: int):
+    """Where a passage is in this source's rendered preview (text offsets and
+    blocks), for a citation sent to a preview that is already open."""
+    source = _visible_source(request, source_id)
+    form = AnchorForm(request.GET)
+    kind = kind_of(source.file_name)
+    if not form.is_valid() or renderer_for(kind) is None:
+        return JsonResponse({"error": {"code": "bad_request", "message": "Give the evidence text of a passage in a document."}}, status=400)
+    try:
+        with open_source_file(source) as handle:
+            sha256 = opened_sha256(source, handle)
+            ctx = _preview_context(source, Path(source.absolute_path), form.cleaned_data["rows_page"] or 1)
+            text_map = _text_map(_version(sha256, ctx), lambda: _rendered(request, kind, handle, sha256, ctx))
+    except SourceUnavailable as e:
+        return JsonResponse({"error": {"code": "gone", "message": e.message}}, status=e.status)
+    except RenderRateLimited as e:
+        response = JsonResponse({"error": {"code": "rate_limited", "message": "Too many previews in a short time."}}, status=429)
+        response["Retry-After"] = str(e.retry_after)
+        return response
+    except (*_rejections(), RenderRefused) as e:
+        return JsonResponse({"error": {"code": "unreadable", "message": str(e)}}, status=422)
+    except OSError:
+        raise Http404("This file is no longer in the library.") from None
+    locator = {"evidenceText": form.cleaned_data["evidence"], "chunkId": form.cleaned_data["chunk_id"], "searchQuery": form.cleaned_data["query"],
+               "headingPath": [form.cleaned_data["heading"]] if form.cleaned_data["heading"] else []}
+    found = anchor_locator(text_map, locator, tail=form.cleaned_data["tail"]) if text_map else None
+    return JsonResponse({"anchor": found, "version": text_map.version if text_map else ""})
 
 
 @require_GET
@@ -244,5 +378,6 @@ def pdf_find(request, source_id: int):
     if match is None:
         return JsonResponse({"page": None})
     return JsonResponse(
-        {"page": match.page, "rects": match.rects, "score": match.score, "text": match.matched_text, "method": match.method}
+        {"page": match.page, "rects": match.rects, "score": match.score, "text": match.matched_text, "method": match.method,
+         "parts": match.parts}
     )

@@ -2,7 +2,8 @@
 // what it found. Protocol (same origin only):
 //   parent → preview  {type: "mnote:locate", requestId, locator}
 //   preview → parent  {type: "mnote:ready", sourceId}
-//   preview → parent  {type: "mnote:located", requestId, status, score, blockIndex, paraId, text}
+//   preview → parent  {type: "mnote:located", requestId, status, score, blockIndex, paraId, text,
+//                      endBlockIndex, quote, textPosition, textQuote}   (the last four for text documents)
 (function () {
   "use strict";
 
@@ -13,148 +14,99 @@
   const note = document.getElementById("locate-note");
   const origin = window.location.origin;
 
-  // Below this a passage is "not found": no highlight is better than a wrong one.
-  const FOUND = 0.45;
-  const EXACT = 0.85;
-  const MAX_SPAN = 4;
+  // --- text documents: the server says where, the page draws the range -------
+  // The server (mnote/preview/anchoring.py) resolves a passage to ink offsets
+  // (characters that are not whitespace) inside blocks; the same whitespace
+  // class and skipped elements are used here, so offsets mean the same place.
+  const SPACE = /[\t\n\v\f\r \u00a0\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000\ufeff\u00ad]/;
+  const SKIPPED = ".docx-noteref, .docx-backref";
+  // Longer evidence goes as its head and tail (a URL has a size limit).
+  const EVIDENCE_URL_CHARS = 2400;
 
-  const STOPWORDS = new Set(
-    "a an and are as at be by for from has have in is it its of on or that the this to was were will with which".split(" ")
-  );
-  const CJK = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]/;
-
-  function normalise(text) {
-    return (text || "").normalize("NFKC").toLowerCase();
+  function ownerOf(node) {
+    const parent = node.parentElement;
+    return parent ? parent.closest("[data-block-index]") : null;
   }
 
-  // Latin words, and CJK as character bigrams (CJK text has no spaces).
-  // Regex splitting, not a loop per character: a 10,000-paragraph document
-  // is tokenised in one pass when it is first located in.
-  const WORD = /[\p{L}\p{N}]+/gu;
-  const CJK_OR_NOT = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+|[^\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+/g;
-  function tokens(text) {
-    const out = [];
-    for (const word of normalise(text).match(WORD) || []) {
-      for (const part of word.match(CJK_OR_NOT)) {
-        if (CJK.test(part[0])) {
-          if (part.length === 1) out.push(part);
-          for (let i = 0; i + 1 < part.length; i++) out.push(part.slice(i, i + 2));
-        } else if (part.length >= 2 && !STOPWORDS.has(part)) {
-          out.push(part);
-        }
-      }
+  function textNodesOf(block) {
+    const walker = document.createTreeWalker(block, NodeFilter.SHOW_TEXT);
+    const nodes = [];
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (ownerOf(node) !== block || node.parentElement.closest(SKIPPED)) continue;
+      nodes.push(node);
     }
-    return out;
+    return nodes;
   }
 
-  // --- the blocks of this document, tokenised once -------------------------
-  // A footnote number is not part of the sentence it follows ("mirror1").
-  function blockText(element) {
-    if (!element.querySelector(".docx-noteref")) return element.textContent || "";
-    const copy = element.cloneNode(true);
-    copy.querySelectorAll(".docx-noteref").forEach((ref) => ref.remove());
-    return copy.textContent || "";
-  }
-
-  // Blocks with their tokens and the heading they sit under, and the
-  // document frequency of each token among them (for rarity weights).
-  function describe(elements) {
-    let heading = "";
-    const described = elements.map((element) => {
-      const text = blockText(element);
-      if (element.dataset.headingLevel) heading = normalise(text).trim();
-      return { element, text, heading, set: new Set(tokens(text)) };
-    });
-    const df = new Map();
-    for (const block of described) for (const t of block.set) df.set(t, (df.get(t) || 0) + 1);
-    described.df = df;
-    return described;
-  }
-
-  let blocks = null;
-  function indexBlocks() {
-    if (!blocks) blocks = describe(Array.from(doc.querySelectorAll("[data-block-index]")));
-    return blocks;
-  }
-
-  function weightOf(token, df, total) {
-    const rarity = Math.log(1 + total / (1 + (df.get(token) || 0)));
-    // Long rare terms say most about where a passage is.
-    const long = token.length >= 6 || (CJK.test(token) && token.length >= 2) ? 1.3 : 1;
-    return rarity * long;
-  }
-
-  // Score runs of consecutive blocks [start, end) against the evidence text.
-  function bestSpan(candidates, locator) {
-    const evidence = Array.from(new Set(tokens(locator.evidenceText || locator.displayQuote || "")));
-    if (!evidence.length || !candidates.length) return null;
-    const weights = new Map(evidence.map((t) => [t, weightOf(t, candidates.df, candidates.length)]));
-    const total = evidence.reduce((sum, t) => sum + weights.get(t), 0);
-    const query = Array.from(new Set(tokens(locator.searchQuery || "")));
-    const headingPath = locator.headingPath || [];
-    const heading = headingPath.length ? normalise(headingPath[headingPath.length - 1]).trim() : "";
-
-    let best = null;
-    for (let i = 0; i < candidates.length; i++) {
-      const covered = new Set();
-      for (let span = 1; span <= MAX_SPAN && i + span <= candidates.length; span++) {
-        const block = candidates[i + span - 1];
-        for (const t of evidence) if (block.set.has(t)) covered.add(t);
-        let coverage = 0;
-        for (const t of covered) coverage += weights.get(t);
-        coverage /= total;
-        let score = coverage - 0.03 * (span - 1);
-        if (heading && candidates[i].heading && (candidates[i].heading.includes(heading) || heading.includes(candidates[i].heading))) {
-          score += 0.08;
+  // The DOM point before the offset-th ink character of a block (or after
+  // the one before it, for the end of a range).
+  function domPoint(blockIndex, offset, isEnd) {
+    const block = doc.querySelector(`[data-block-index="${blockIndex}"]`);
+    if (!block) return null;
+    let count = 0;
+    let last = null;
+    for (const node of textNodesOf(block)) {
+      let i = 0;
+      for (const ch of node.data) {
+        if (!SPACE.test(ch)) {
+          if (!isEnd && count === offset) return [node, i];
+          count++;
+          if (isEnd && count === offset) return [node, i + ch.length];
         }
-        // The bare query counts only inside a window that already matches.
-        const spanBlocks = candidates.slice(i, i + span);
-        if (coverage >= 0.3 && query.length && query.every((t) => spanBlocks.some((b) => b.set.has(t)))) {
-          score += 0.04;
-        }
-        if (!best || score > best.score + 1e-9) best = { start: i, span, score: Math.min(score, 1), coverage };
-        if (coverage >= 0.98) break;
+        i += ch.length;
       }
+      last = node;
     }
-    if (!best) return null;
-    best.blocks = candidates.slice(best.start, best.start + best.span);
-    return best;
-  }
-
-  // The blocks from one paragraph id to another, tokenised on their own: the
-  // fast path need not index the whole document.
-  function paraIdRange(paraIds) {
-    if (!paraIds || !paraIds[0]) return null;
-    const elements = Array.from(doc.querySelectorAll("[data-block-index]"));
-    const first = elements.findIndex((e) => e.dataset.paraId === paraIds[0]);
-    if (first < 0) return null;
-    let last = elements.findIndex((e, i) => i >= first && e.dataset.paraId === paraIds[1]);
-    if (last < 0) last = first;
-    return describe(elements.slice(first, last + 1));
+    return isEnd && last ? [last, last.data.length] : null;
   }
 
   // --- highlighting -----------------------------------------------------------
   let shown = [];
   function clearHighlight() {
-    for (const element of shown) element.classList.remove("mnote-hit", "mnote-hit-outline");
+    for (const element of shown) {
+      if (element.tagName === "MARK") {
+        const parent = element.parentNode;
+        if (!parent) continue;
+        element.replaceWith(...element.childNodes);
+        parent.normalize();
+      } else {
+        element.classList.remove("mnote-hit", "mnote-hit-outline");
+      }
+    }
     shown = [];
     doc.querySelectorAll(".mnote-rect").forEach((rect) => rect.remove());
   }
 
-  function highlight(elements) {
-    clearHighlight();
-    shown = elements;
-    for (const element of elements) {
-      element.classList.remove("mnote-hit-outline");
-      // Restart the fade each time, even on the same block.
-      void element.offsetWidth;
-      element.classList.add("mnote-hit");
+  // Marks around every piece of text inside the range (across blocks when
+  // the passage spans them); whitespace between table cells stays unmarked.
+  function markRange(range) {
+    const root = range.commonAncestorContainer.nodeType === Node.TEXT_NODE ? range.commonAncestorContainer.parentNode : range.commonAncestorContainer;
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    const pieces = [];
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (!range.intersectsNode(node) || !ownerOf(node) || node.parentElement.closest(SKIPPED)) continue;
+      const from = node === range.startContainer ? range.startOffset : 0;
+      const to = node === range.endContainer ? range.endOffset : node.data.length;
+      if (to > from && /\S/.test(node.data.slice(from, to))) pieces.push([node, from, to]);
     }
-    scrollToCenter(elements[0]);
+    const marks = [];
+    for (let [node, from, to] of pieces) {
+      if (to < node.data.length) node.splitText(to);
+      if (from > 0) node = node.splitText(from);
+      const mark = document.createElement("mark");
+      mark.className = "mnote-hit";
+      node.replaceWith(mark);
+      mark.append(node);
+      marks.push(mark);
+    }
+    return marks;
+  }
+
+  function highlight(marks) {
+    shown = marks;
+    scrollToCenter(marks[0]);
     window.setTimeout(() => {
-      for (const element of elements) {
-        if (shown.includes(element)) element.classList.add("mnote-hit-outline");
-      }
+      for (const mark of marks) if (shown.includes(mark)) mark.classList.add("mnote-hit-outline");
     }, 1600);
   }
 
@@ -172,41 +124,190 @@
     if (note) note.hidden = !visible;
   }
 
-  function textLocate(locator) {
-    let found = null;
-    let status = "fuzzy";
-    const range = paraIdRange(locator.paraIds);
-    if (range) {
-      // Fast path: the DOCX's own paragraph ids, verified against the evidence.
-      found = bestSpan(range, locator);
-      if (found && found.score >= FOUND) status = "exact";
-      else found = null;
+  function notFound() {
+    clearHighlight();
+    showNote(true);
+    return { status: "not_found", score: 0, blockIndex: null, paraId: null, text: "" };
+  }
+
+  // The code points of a string that fit in a URL parameter of about n bytes.
+  function fitting(text, n, fromEnd) {
+    const chars = Array.from(text);
+    let size = 0;
+    const out = [];
+    for (let i = 0; i < chars.length; i++) {
+      const ch = fromEnd ? chars[chars.length - 1 - i] : chars[i];
+      size += encodeURIComponent(ch).length;
+      if (size > n) break;
+      out.push(ch);
     }
-    if (!found) {
-      found = bestSpan(indexBlocks(), locator);
-      if (found && found.score >= EXACT) status = "exact";
+    return (fromEnd ? out.reverse() : out).join("");
+  }
+
+  async function fetchAnchor(locator) {
+    const evidence = locator.evidenceText || locator.displayQuote || "";
+    if (!evidence.trim() || !doc.dataset.anchorUrl) return null;
+    const url = new URL(doc.dataset.anchorUrl, origin);
+    if (encodeURIComponent(evidence).length > EVIDENCE_URL_CHARS) {
+      url.searchParams.set("evidence", fitting(evidence, EVIDENCE_URL_CHARS / 2, false));
+      url.searchParams.set("tail", fitting(evidence, EVIDENCE_URL_CHARS / 2, true));
+    } else {
+      url.searchParams.set("evidence", evidence);
     }
-    if (!found || found.score < FOUND) {
-      clearHighlight();
-      showNote(true);
-      return { status: "not_found", score: found ? round(found.score) : 0, blockIndex: null, paraId: null, text: "" };
+    const headings = locator.headingPath || [];
+    if (headings.length) url.searchParams.set("heading", headings[headings.length - 1]);
+    if (locator.chunkId) url.searchParams.set("chunk_id", locator.chunkId);
+    if (locator.searchQuery) url.searchParams.set("query", locator.searchQuery.slice(0, 300));
+    try {
+      const response = await fetch(url, { credentials: "same-origin" });
+      const data = response.ok ? await response.json() : null;
+      return data && data.anchor ? data.anchor : null;
+    } catch (error) {
+      return null; // not found, and the note says so
     }
-    const elements = found.blocks.map((b) => b.element);
-    highlight(elements);
+  }
+
+  // --- the page's own fast path: a verbatim quote found once ----------------
+  // The same skeleton as the server (case-folded letters and digits), over
+  // this page's text. A quote that occurs exactly once needs no request;
+  // anything else (close but not identical text, repeated text, the cited
+  // chunk's bounds) is the server's to resolve.
+  let pageIndex = null;
+  const ALNUM = /[\p{L}\p{N}]/u;
+  const folded = new Map();
+  function fold(ch) {
+    let out = folded.get(ch);
+    if (out === undefined) {
+      out = Array.from(ch.normalize("NFKC").toLowerCase()).filter((c) => ALNUM.test(c)).join("");
+      folded.set(ch, out);
+    }
+    return out;
+  }
+
+  function skeletonOf(text) {
+    let out = "";
+    for (const ch of text) if (!SPACE.test(ch)) out += fold(ch);
+    return out;
+  }
+
+  function indexPage() {
+    if (pageIndex) return pageIndex;
+    const skel = [];
+    const block = [];
+    const offset = [];
+    const counters = new Map();
+    const walker = document.createTreeWalker(doc, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const owner = ownerOf(node);
+      if (!owner || node.parentElement.closest(SKIPPED)) continue;
+      const b = Number(owner.dataset.blockIndex);
+      let n = counters.get(b) || 0;
+      for (const ch of node.data) {
+        if (SPACE.test(ch)) continue;
+        for (const c of fold(ch)) {
+          skel.push(c);
+          block.push(b);
+          offset.push(n);
+        }
+        n++;
+      }
+      counters.set(b, n);
+    }
+    pageIndex = { skel: skel.join(""), block, offset };
+    return pageIndex;
+  }
+
+  // Indexing a very long document in the page costs more than one request.
+  const LOCAL_INDEX_MAX_BLOCKS = 3000;
+  let localIndexWorthIt = null;
+
+  function localAnchor(locator) {
+    if (locator.chunkId || !(locator.evidenceText || locator.displayQuote)) return null;
+    if (localIndexWorthIt === null) localIndexWorthIt = doc.querySelectorAll("[data-block-index]").length <= LOCAL_INDEX_MAX_BLOCKS;
+    if (!localIndexWorthIt) return null;
+    const evidence = locator.evidenceText || locator.displayQuote;
+    const cut = evidence.indexOf(" — ");
+    // "<heading> — <window>": the window alone when the two are apart in the text.
+    const windows = cut > 0 && cut <= 200 ? [evidence, evidence.slice(cut + 3)] : [evidence];
+    const index = indexPage();
+    for (const text of windows) {
+      const needle = skeletonOf(text);
+      if (needle.length < 8) return null;
+      const first = index.skel.indexOf(needle);
+      if (first < 0) continue;
+      if (index.skel.indexOf(needle, first + 1) >= 0) return null; // more than one place: the server chooses
+      const last = first + needle.length - 1;
+      return {
+        status: "exact", score: 1, local: true,
+        start: { block: index.block[first], offset: index.offset[first] },
+        end: { block: index.block[last], offset: index.offset[last] + 1 },
+        trail: (text.match(/[^\p{L}\p{N}\s]{1,3}$/u) || [""])[0],
+      };
+    }
+    return null;
+  }
+
+  // A final "." of the quote belongs to it when the text has it there too.
+  function takeTrail(end, trail) {
+    const [node, at] = end;
+    return node.data.startsWith(trail, at) ? [node, at + trail.length] : end;
+  }
+
+  async function textLocate(locator) {
+    const anchor =
+      locator.anchor && locator.anchor.version === doc.dataset.textVersion ? locator.anchor : localAnchor(locator) || (await fetchAnchor(locator));
+    if (!anchor) return notFound();
+    // Unmark first: unmarking merges text nodes, which would detach the range's ends.
+    clearHighlight();
+    const start = domPoint(anchor.start.block, anchor.start.offset, false);
+    let end = domPoint(anchor.end.block, anchor.end.offset, true);
+    if (end && anchor.trail) end = takeTrail(end, anchor.trail);
+    if (!start || !end) return notFound();
+    const range = document.createRange();
+    range.setStart(start[0], start[1]);
+    range.setEnd(end[0], end[1]);
+    const text = range.toString();
+    const marks = markRange(range);
+    if (!marks.length) return notFound();
+    highlight(marks);
     showNote(false);
-    const text = elements.map((e) => e.textContent.trim()).join(" ").slice(0, 200);
+    const first = doc.querySelector(`[data-block-index="${anchor.start.block}"]`);
     return {
-      status,
-      score: round(found.score),
-      blockIndex: Number(elements[0].dataset.blockIndex),
-      paraId: elements[0].dataset.paraId || null,
-      text,
+      status: anchor.status,
+      score: anchor.score,
+      blockIndex: anchor.start.block,
+      endBlockIndex: anchor.end.block,
+      paraId: (first && first.dataset.paraId) || null,
+      text: text.slice(0, 200),
+      quote: text.slice(0, 20000),
+      textPosition: anchor.textPosition,
+      textQuote: anchor.textQuote,
     };
   }
 
-  function drawRects(page, rects) {
+  // Rects sit on the page image itself (not its figure, whose caption
+  // would stretch the percentages and push them below the text).
+  function pageLayer(page) {
     const holder = doc.querySelector(`.pdf-page[data-page="${page}"]`);
     if (!holder) return null;
+    let layer = holder.querySelector(".pdf-layer");
+    if (!layer) {
+      const img = holder.querySelector("img");
+      layer = document.createElement("div");
+      layer.className = "pdf-layer";
+      if (img) {
+        img.replaceWith(layer);
+        layer.append(img);
+      } else {
+        holder.prepend(layer);
+      }
+    }
+    return layer;
+  }
+
+  function drawRects(page, rects) {
+    const layer = pageLayer(page);
+    if (!layer) return null;
     for (const [x0, y0, x1, y1] of rects) {
       const rect = document.createElement("div");
       rect.className = "mnote-rect mnote-hit";
@@ -214,9 +315,9 @@
       rect.style.top = `${y0 * 100}%`;
       rect.style.width = `${(x1 - x0) * 100}%`;
       rect.style.height = `${(y1 - y0) * 100}%`;
-      holder.appendChild(rect);
+      layer.appendChild(rect);
     }
-    return holder;
+    return layer;
   }
 
   async function pdfLocate(locator) {
@@ -238,11 +339,14 @@
       const response = await fetch(url, { credentials: "same-origin" });
       const match = response.ok ? await response.json() : null;
       if (match && match.page) {
-        const holder = drawRects(match.page, match.rects);
-        if (holder) {
-          scrollToCenter(holder.querySelector(".mnote-rect") || holder);
+        // A passage across a page break is marked on every page it covers.
+        const parts = match.parts && match.parts.length ? match.parts : [{ page: match.page, rects: match.rects }];
+        const layers = parts.map((part) => drawRects(part.page, part.rects)).filter(Boolean);
+        if (layers.length) {
+          scrollToCenter(layers[0].querySelector(".mnote-rect") || layers[0]);
           showNote(false);
-          return { status: "fuzzy", score: round(match.score), blockIndex: null, paraId: null, text: (match.text || "").slice(0, 200) };
+          return { status: "fuzzy", score: round(match.score), blockIndex: null, paraId: null, text: (match.text || "").slice(0, 200),
+                   pages: parts.map((part) => part.page) };
         }
       }
     } catch (error) {
@@ -319,7 +423,15 @@
     if (event.origin !== origin || event.source !== window.parent) return;
     const message = event.data;
     if (!message || message.type !== "mnote:locate") return;
-    const result = await locate(message.locator);
+    let result;
+    try {
+      result = await locate(message.locator);
+    } catch (error) {
+      // The parent always gets an answer; a passage we failed on is not found.
+      clearHighlight();
+      showNote(true);
+      result = { status: "not_found", score: 0, blockIndex: null, paraId: null, text: "", error: String(error).slice(0, 200) };
+    }
     tell({ type: "mnote:located", requestId: message.requestId ?? null, ...result });
   });
 

@@ -1,0 +1,871 @@
+"""Jump accuracy of citations in real DOCX files (issue 10): does the preview
+highlight exactly the cited words?
+
+    .venv/bin/python bench/locate_accuracy.py [--corpus ../shared/corpus/docx] [--per-kind 2]
+                                              [--show-failures] [--no-json]
+
+Ground truth comes straight from each file's XML (lxml over the main part
+and footnotes.xml), never from the renderer or the locator under test. Target
+kinds: a short window of a body paragraph, a heading + its section (up to
+~1,500 characters, sent as ``"<heading> — <text>"`` with the heading path,
+as the mapper does), a table cell, a cell of a nested table, one sentence
+inside a long (> 1,000 character) cell, a numbered/bulleted list item, a
+text-box paragraph, a footnote, Chinese text, near-duplicate decoys (in
+adversarial documents written here) and *absent* evidence (a passage of
+another document that this one does not contain). A target is used only
+when its text occurs once in its document, so a highlight that holds it is
+at the right place.
+
+Each document is opened in the real preview (gunicorn, as production) in
+headless Chromium; a parent page of the same origin sends ``mnote:locate``
+to the preview in its frame and times the answer (``mnote:located``). In
+the same page and run the naive baseline — the first block whose text
+contains the bare query (the target's first three words, or four CJK
+characters) — is tried on the same targets.
+
+Scoring (skeletons: NFKC, case-folded letters and digits only):
+  top-1 exact   found, and the highlight starts at the target (≤ 4 characters
+                before it: a list label) and covers it, ending ≤ 4 characters
+                after it and no more than 15 % + 12 characters longer;
+  landed        found and the highlight holds the target's start and end;
+  landed, not exact  the highlight holds the cited words but starts early or runs long;
+  wrong jump    found, but the cited words are not in the highlight;
+  honest not-found  "not_found" on a target that is in the document;
+  absent refused    "not_found" on evidence that is not in the document.
+
+The corpus is split BEFORE any tuning by a hash of each file name: files
+whose sha256(name) starts with 0, 5 or a (about a fifth; see
+``held_back``). Held-back files were never looked at while tuning; their
+failures are not printed unless ``--show-failures held``. Results go to
+bench/results/locate_accuracy.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import unicodedata
+import zipfile
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+
+from lxml import etree
+
+REPO_DIR = Path(__file__).resolve().parent.parent
+RESULTS_FILE = REPO_DIR / "bench" / "results" / "locate_accuracy.json"
+USERNAME = "bench-member"
+PASSWORD = "bench-member-pass-123"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+W_STRICT = "http://purl.oclc.org/ooxml/wordprocessingml/main"
+MC_FALLBACK = "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback"
+KINDS = ["window", "heading_section", "table_cell", "nested_table", "long_cell", "list_item", "text_box", "footnote", "chinese", "decoy", "absent"]
+
+
+def held_back(name: str) -> bool:
+    """About a fifth of the corpus (first hex digit of the name's sha256 in 0, 5, a), chosen before any tuning."""
+    return hashlib.sha256(name.encode()).hexdigest()[0] in "05a"
+
+
+# --- text, independent of the code under test ---------------------------------
+
+
+def skel(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKC", text).casefold() if c.isalnum())
+
+
+def is_cjk(ch: str) -> bool:
+    return "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff"
+
+
+# --- ground truth from the DOCX XML --------------------------------------------
+
+
+@dataclass
+class Para:
+    text: str
+    tables: int = 0  # table nesting depth
+    text_box: bool = False
+    numbered: bool = False
+    heading: bool = False
+    note: bool = False
+    cell: object = None  # the w:tc element it sits in (innermost)
+
+
+@dataclass
+class Truth:
+    name: str
+    paras: list[Para]
+    cells: list[tuple[str, int, bool]]  # (text, nesting depth, holds a nested table)
+    full: str  # skeleton of all the text
+
+
+def _read(z: zipfile.ZipFile, name: str) -> etree._Element | None:
+    try:
+        info = z.getinfo(name)
+    except KeyError:
+        return None
+    if info.file_size > 64 * 1024 * 1024:
+        return None
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False)
+    try:
+        return etree.fromstring(z.read(name), parser)
+    except etree.XMLSyntaxError:
+        return None
+
+
+def _main_part(z: zipfile.ZipFile) -> str:
+    rels = _read(z, "_rels/.rels")
+    if rels is not None:
+        for rel in rels:
+            if (rel.get("Type") or "").endswith("/officeDocument"):
+                return (rel.get("Target") or "word/document.xml").lstrip("/")
+    return "word/document.xml"
+
+
+def _heading_styles(styles: etree._Element | None, ns: str) -> set[str]:
+    if styles is None:
+        return set()
+    by_id, based, heading = {}, {}, set()
+    for style in styles.iter(f"{{{ns}}}style"):
+        sid = style.get(f"{{{ns}}}styleId")
+        name = style.find(f"{{{ns}}}name")
+        name = (name.get(f"{{{ns}}}val") if name is not None else "") or ""
+        lvl = style.find(f"{{{ns}}}pPr/{{{ns}}}outlineLvl")
+        base = style.find(f"{{{ns}}}basedOn")
+        by_id[sid] = name
+        based[sid] = base.get(f"{{{ns}}}val") if base is not None else None
+        if (lvl is not None and (lvl.get(f"{{{ns}}}val") or "9").isdigit() and int(lvl.get(f"{{{ns}}}val")) < 9) or re.match(
+            r"(heading|title)\b", name.strip().lower()
+        ):
+            heading.add(sid)
+    # Styles based on a heading style are headings too.
+    for sid in list(by_id):
+        seen, cur = set(), sid
+        while cur and cur not in seen:
+            if cur in heading:
+                heading.add(sid)
+                break
+            seen.add(cur)
+            cur = based.get(cur)
+    return heading
+
+
+def _para_text(p: etree._Element, ns: str) -> str:
+    out = []
+    for el in p.iter():
+        if el is p:
+            continue
+        # Skip text that is not this paragraph's: text boxes, deleted text, fallbacks.
+        anc = el.getparent()
+        skip = False
+        while anc is not None and anc is not p:
+            tag = anc.tag
+            if tag in (f"{{{ns}}}txbxContent", f"{{{ns}}}del", f"{{{ns}}}moveFrom", MC_FALLBACK):
+                skip = True
+                break
+            anc = anc.getparent()
+        if skip:
+            continue
+        tag = el.tag
+        if tag == f"{{{ns}}}t":
+            out.append(el.text or "")
+        elif tag in (f"{{{ns}}}tab", f"{{{ns}}}br", f"{{{ns}}}cr"):
+            out.append(" ")
+        elif tag == f"{{{ns}}}noBreakHyphen":
+            out.append("-")
+    return " ".join("".join(out).split())
+
+
+def read_truth(path: Path) -> Truth | None:
+    try:
+        z = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError):
+        return None
+    with z:
+        main = _main_part(z)
+        document = _read(z, main)
+        if document is None:
+            return None
+        ns = W_STRICT if document.tag == f"{{{W_STRICT}}}document" else W
+        folder = str(PurePosixPath(main).parent)
+        styles = _read(z, f"{folder}/styles.xml")
+        heading_ids = _heading_styles(styles, ns)
+        notes = _read(z, f"{folder}/footnotes.xml")
+    body = document.find(f"{{{ns}}}body")
+    if body is None:
+        return None
+    paras: list[Para] = []
+    for p in body.iter(f"{{{ns}}}p"):
+        tables, text_box, cell, fallback = 0, False, None, False
+        anc = p.getparent()
+        while anc is not None:
+            if anc.tag == f"{{{ns}}}tbl":
+                tables += 1
+            elif anc.tag == f"{{{ns}}}tc" and cell is None:
+                cell = anc
+            elif anc.tag == f"{{{ns}}}txbxContent":
+                text_box = True
+            elif anc.tag == MC_FALLBACK:
+                fallback = True
+            anc = anc.getparent()
+        if fallback:
+            continue
+        ppr = p.find(f"{{{ns}}}pPr")
+        style = ppr.find(f"{{{ns}}}pStyle") if ppr is not None else None
+        outline = ppr.find(f"{{{ns}}}outlineLvl") if ppr is not None else None
+        numbered = ppr is not None and ppr.find(f"{{{ns}}}numPr") is not None
+        heading = (style is not None and style.get(f"{{{ns}}}val") in heading_ids) or (
+            outline is not None and (outline.get(f"{{{ns}}}val") or "9") < "9"
+        )
+        paras.append(Para(_para_text(p, ns), tables, text_box, numbered, heading, False, cell))
+    if notes is not None:
+        for note in notes.iter(f"{{{ns}}}footnote"):
+            if note.get(f"{{{ns}}}type") in ("separator", "continuationSeparator", "continuationNotice"):
+                continue
+            for p in note.iter(f"{{{ns}}}p"):
+                paras.append(Para(_para_text(p, ns), note=True))
+    cells = []
+    for tc in body.iter(f"{{{ns}}}tc"):
+        if any(a.tag == MC_FALLBACK for a in tc.iterancestors()):
+            continue
+        depth = sum(1 for a in tc.iterancestors() if a.tag == f"{{{ns}}}tbl")
+        nested = tc.find(f".//{{{ns}}}tbl") is not None
+        text = " ".join(x.text for x in paras if x.cell is tc and x.text) if not nested else ""
+        cells.append((text, depth, nested))
+    full = skel(" ".join(x.text for x in paras))
+    return Truth(path.name, paras, cells, full)
+
+
+# --- targets -----------------------------------------------------------------------
+
+
+@dataclass
+class Target:
+    doc: str
+    kind: str
+    evidence: str
+    target: str  # the text that must be highlighted ("" for absent)
+    heading: str = ""
+    query: str = ""
+    result: dict = field(default_factory=dict)
+    baseline: dict = field(default_factory=dict)
+
+
+def _window(text: str, rng: random.Random, lo: int = 60, hi: int = 200) -> str:
+    if len(text) <= hi:
+        return text
+    words = text.split(" ")
+    start = rng.randrange(0, max(1, len(words) - 8))
+    out = []
+    for word in words[start:]:
+        if len(" ".join(out + [word])) > hi:
+            break
+        out.append(word)
+    window = " ".join(out)
+    return window if len(window) >= lo else text[:hi]
+
+
+def _cjk_window(text: str, rng: random.Random, n: int = 60) -> str:
+    if len(text) <= n:
+        return text
+    start = rng.randrange(0, len(text) - n)
+    return text[start : start + n]
+
+
+def _query(text: str) -> str:
+    if sum(is_cjk(c) for c in text) > len(text) / 3:
+        run = re.search(r"[\u3400-\u9fff]{4}", text)
+        return run.group() if run else text[:4]
+    return " ".join(text.split()[:3])
+
+
+def _unique(truth: Truth, text: str) -> bool:
+    s = skel(text)
+    return len(s) >= 8 and truth.full.count(s) == 1
+
+
+def targets_of(truth: Truth, others: list[Truth], per_kind: int, rng: random.Random) -> list[Target]:
+    found: dict[str, list[Target]] = defaultdict(list)
+
+    def add(kind: str, evidence: str, target: str, heading: str = "") -> None:
+        if len(found[kind]) >= per_kind or not _unique(truth, target):
+            return
+        if any(t.target == target for t in found[kind]):
+            return
+        found[kind].append(Target(truth.name, kind, evidence, target, heading, _query(target)))
+
+    paras = [p for p in truth.paras if p.text]
+    order = list(range(len(paras)))
+    rng.shuffle(order)
+    for i in order:
+        p = paras[i]
+        cjk = sum(is_cjk(c) for c in p.text) > len(p.text) * 0.3
+        if cjk and len(p.text) >= 12:
+            window = _cjk_window(p.text, rng)
+            add("chinese", window, window)
+        if p.note and len(p.text) >= 10:
+            add("footnote", p.text, p.text)
+        elif p.text_box and len(p.text) >= 8:
+            add("text_box", p.text, p.text)
+        elif p.numbered and not p.heading and len(p.text) >= 15 and not p.tables:
+            add("list_item", p.text, p.text)
+        elif not p.tables and not p.text_box and not p.heading and not p.note and len(p.text) >= 80 and not cjk:
+            window = _window(p.text, rng)
+            add("window", window, window)
+        if p.heading and not p.tables and not p.text_box and not p.note:
+            section = []
+            for q in paras[i + 1 :]:
+                if q.heading or q.tables or q.text_box or q.note:
+                    break
+                section.append(q.text)
+                if len(" ".join(section)) > 1500:
+                    break
+            text = " ".join(section)
+            if len(text) > 1500:
+                text = text[:1500].rsplit(" ", 1)[0]
+            if len(text) >= 40:
+                add("heading_section", f"{p.text} — {text}", f"{p.text} {text}", p.text)
+    for text, depth, nested in truth.cells:
+        if nested or not text:
+            continue
+        if len(text) > 1000:
+            sentences = [s.strip() for s in re.split(r"(?<=[.!?。！？])\s*", text) if 40 <= len(s.strip()) <= 300]
+            if sentences:
+                sentence = sentences[len(sentences) // 2]
+                add("long_cell", sentence, sentence)
+        elif len(text) >= 15 and len(text) <= 400:
+            add("nested_table" if depth >= 2 else "table_cell", text, text)
+    # Absent: a passage of another document that is not in this one.
+    for other in rng.sample(others, min(len(others), 6)):
+        candidates = [p.text for p in other.paras if len(p.text) >= 60]
+        if not candidates:
+            continue
+        window = _window(rng.choice(candidates), rng)
+        if skel(window) and skel(window) not in truth.full and len(found["absent"]) < max(1, per_kind // 2):
+            found["absent"].append(Target(truth.name, "absent", window, "", "", _query(window)))
+    return [t for kind in KINDS for t in found[kind]]
+
+
+# --- adversarial documents of our own ------------------------------------------------
+
+DECOY_PAIRS = [
+    ("吡咯烷应密封储存于阴凉通风处，远离火源。", "N-甲基吡咯烷酮应密封储存于阴凉通风处，远离火源。"),
+    ("Check the seals of pump A every week and log the pressure.", "Check the seals of pump AB every week and log the pressure."),
+    ("The primary mirror was recoated in March 2024 with aluminium.", "The primary mirror was recoated in March 2014 with aluminium."),
+    ("乙醇废液倒入有机废液桶，禁止倒入下水道。", "甲醇废液倒入有机废液桶，禁止倒入下水道。"),
+    ("Nitrogen purge flow is 12 litres per minute at the dewar.", "Nitrogen purge flow is 12 litres per minute at the dewar inlet valve."),
+]
+
+
+def write_adversarial(folder: Path) -> list[tuple[Path, list[Target]]]:
+    sys.path.insert(0, str(REPO_DIR))
+    from tests.docx_factory import heading, make_docx, para, table  # noqa: F401
+    from tests.locate_documents import PASSAGES, TARGET_SENTENCE, write_locate_document
+
+    out = []
+    path = write_locate_document(folder / "own-locate-kinds.docx")
+    own = [
+        Target(path.name, "window", PASSAGES["window"], PASSAGES["window"]),
+        Target(path.name, "heading_section", f"2. Coatings — {PASSAGES['section']}", f"2. Coatings {PASSAGES['section']}", "2. Coatings"),
+        Target(path.name, "table_cell", PASSAGES["cell"], PASSAGES["cell"]),
+        Target(path.name, "nested_table", PASSAGES["nested"], PASSAGES["nested"]),
+        Target(path.name, "long_cell", TARGET_SENTENCE, TARGET_SENTENCE),
+        Target(path.name, "list_item", PASSAGES["list"], PASSAGES["list"]),
+        Target(path.name, "text_box", PASSAGES["textbox"], PASSAGES["textbox"]),
+        Target(path.name, "footnote", PASSAGES["footnote"], PASSAGES["footnote"]),
+        Target(path.name, "chinese", PASSAGES["chinese"], PASSAGES["chinese"]),
+        Target(path.name, "decoy", PASSAGES["decoy"], PASSAGES["decoy"]),
+    ]
+    for t in own:
+        t.query = _query(t.target)
+    out.append((path, own))
+    body = [heading("Decoys")]
+    for a, b in DECOY_PAIRS:
+        body += [para(b), para(a)]  # the decoy first: a first-match locator falls for it
+    body.append(table([["Pump", "Seal check"], ["B", "Check the seals of pump B every day and log the pressure."]]))
+    path = make_docx(folder / "own-decoys.docx", body)
+    decoys = []
+    for a, b in DECOY_PAIRS:
+        for text in (a, b):
+            decoys.append(Target(path.name, "decoy", text, text, "", _query(text)))
+    out.append((path, decoys))
+    return out
+
+
+# --- the app -------------------------------------------------------------------------
+
+
+def prepare_environment(data_dir: Path, base_dir: Path) -> dict[str, str]:
+    for name in list(os.environ):
+        if name == "DATABASE_URL" or name.startswith("MNOTE_") or name in ("INPUT_DIR", "WORKING_DIR", "LIGHTRAG_API_KEY"):
+            del os.environ[name]
+    env = {
+        "DJANGO_SETTINGS_MODULE": "mnote.settings",
+        "MNOTE_DATA_DIR": str(data_dir),
+        "MNOTE_LIBRARY_BASE_DIR": str(base_dir),
+        "MNOTE_LIGHTRAG_URL": "http://127.0.0.1:9",  # no LightRAG: the preview renders from the file
+        "MNOTE_DEBUG": "0",
+        "MNOTE_LOG_LEVEL": "WARNING",
+        "MNOTE_SECRET_KEY": "bench-only-not-secret",
+    }
+    os.environ.update(env)
+    if str(REPO_DIR) not in sys.path:
+        sys.path.insert(0, str(REPO_DIR))
+    return env
+
+
+def register(base_dir: Path, files: list[Path]) -> dict[str, int]:
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.db import connections
+
+    from mnote.library.models import IndexedRoot, Source
+
+    call_command("migrate", verbosity=0, interactive=False)
+    get_user_model().objects.create_user(USERNAME, password=PASSWORD)
+    root = IndexedRoot.objects.create(name="Accuracy bench", path="bench")
+    ids = {}
+    for path in files:
+        stat = path.stat()
+        ids[path.name] = Source.objects.create(
+            root=root, relative_path=path.name, absolute_path=str(path),
+            sha256=hashlib.sha256(path.read_bytes()).hexdigest(), size=stat.st_size, mtime=stat.st_mtime, status="indexed",
+        ).pk
+    connections.close_all()
+    return ids
+
+
+# The parent page: opens the preview in a frame, sends each locator and
+# times the answer; then runs the naive baseline on the frame's document.
+PARENT = """async ([url, items]) => {
+  document.querySelectorAll("#bench-frame").forEach((f) => f.remove());
+  const ready = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("preview not ready")), 60000);
+    window.addEventListener("message", function onReady(e) {
+      if (e.data && e.data.type === "mnote:ready") { clearTimeout(timer); window.removeEventListener("message", onReady); resolve(); }
+    });
+  });
+  const frame = document.createElement("iframe");
+  frame.id = "bench-frame";
+  frame.style.width = "1000px";
+  frame.style.height = "700px";
+  frame.src = url;
+  document.body.prepend(frame);
+  await ready;
+  const d = frame.contentDocument;
+  const problem = (d.querySelector(".alert.error") || {}).textContent || "";
+  if (problem.trim()) return { problem: problem.trim() };
+  const out = [];
+  for (const [i, item] of items.entries()) {
+    const t0 = performance.now();
+    const located = await new Promise((resolve) => {
+      const timer = setTimeout(() => resolve({ status: "timeout" }), 30000);
+      window.addEventListener("message", function onLocated(e) {
+        if (e.data && e.data.type === "mnote:located" && e.data.requestId === `b${i}`) {
+          clearTimeout(timer);
+          window.removeEventListener("message", onLocated);
+          resolve(e.data);
+        }
+      });
+      frame.contentWindow.postMessage({ type: "mnote:locate", requestId: `b${i}`, locator: item.locator }, window.location.origin);
+    });
+    const ms = performance.now() - t0;
+    const marks = Array.from(d.querySelectorAll("mark.mnote-hit")).map((m) => m.textContent).join("");
+    const startBlock = located.blockIndex == null ? null : d.querySelector(`[data-block-index="${located.blockIndex}"]`);
+    // The naive baseline: the first block holding the bare query.
+    const t1 = performance.now();
+    const q = item.query.toLowerCase().replace(/\\s+/g, " ").trim();
+    let hit = null;
+    for (const block of d.querySelectorAll("[data-block-index]")) {
+      if ((block.textContent || "").toLowerCase().replace(/\\s+/g, " ").includes(q)) { hit = block; break; }
+    }
+    const baselineMs = performance.now() - t1;
+    out.push({ status: located.status, error: located.error || "", quote: located.quote || "", marks, ms, blockText: startBlock ? startBlock.textContent : "",
+               baseline: { found: !!hit, quote: hit ? hit.textContent : "", blockText: hit ? hit.textContent : "", ms: baselineMs } });
+  }
+  return { results: out };
+}"""
+
+
+def judge(target: Target, found: bool, quote: str, block_text: str = "") -> str:
+    if target.kind == "absent":
+        return "refused" if not found else "wrong_jump"
+    if not found:
+        return "not_found"
+    # A decoy paragraph is the whole target: its look-alike holds the same words.
+    if target.kind == "decoy" and skel(block_text) != skel(target.target):
+        return "wrong_jump"
+    hl, tg = skel(quote), skel(target.target)
+    head, tail = tg[:12], tg[-12:]
+    start = hl.find(head)
+    end = hl.rfind(tail)
+    if start < 0 or end < 0 or end + len(tail) <= start:
+        return "wrong_jump"
+    exact = start <= 4 and len(hl) - (end + len(tail)) <= 4 and len(hl) <= 1.15 * len(tg) + 12
+    return "exact" if exact else "landed"
+
+
+def summarise(targets: list[Target], key: str) -> dict:
+    """Counts per kind for ``result`` (ours) or ``baseline``."""
+    by_kind: dict[str, Counter] = defaultdict(Counter)
+    ms = []
+    for t in targets:
+        outcome = getattr(t, key)
+        if not outcome:
+            continue
+        by_kind[t.kind][outcome["verdict"]] += 1
+        ms.append(outcome["ms"])
+    present = sum(sum(c.values()) for k, c in by_kind.items() if k != "absent")
+    return {
+        "present_targets": present,
+        "top1_exact": sum(c["exact"] for k, c in by_kind.items() if k != "absent"),
+        "top1_exact_pct": round(100 * sum(c["exact"] for k, c in by_kind.items() if k != "absent") / present, 1) if present else None,
+        "landed": sum(c["exact"] + c["landed"] for k, c in by_kind.items() if k != "absent"),
+        # Shown as a hit but the cited words are not in the highlight.
+        "wrong_jumps": sum(c["wrong_jump"] for c in by_kind.values()),
+        # The highlight holds the cited words but starts early or runs long.
+        "landed_not_exact": sum(c["landed"] for k, c in by_kind.items() if k != "absent"),
+        "honest_not_found": sum(c["not_found"] for k, c in by_kind.items() if k != "absent"),
+        "absent": sum(by_kind["absent"].values()),
+        "absent_refused": by_kind["absent"]["refused"],
+        "decoys": sum(by_kind["decoy"].values()),
+        "decoys_right": by_kind["decoy"]["exact"],
+        "median_ms": round(statistics.median(ms), 1) if ms else None,
+        "p95_ms": round(sorted(ms)[int(0.95 * (len(ms) - 1))], 1) if ms else None,
+        "by_kind": {k: dict(c) for k, c in sorted(by_kind.items())},
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    # ../shared beside a clone (CI), or two levels up from a worktree.
+    default_corpus = next((p for p in (REPO_DIR.parent / "shared" / "corpus" / "docx", REPO_DIR.parent.parent / "shared" / "corpus" / "docx")
+                           if p.is_dir()), REPO_DIR.parent / "shared" / "corpus" / "docx")
+    parser.add_argument("--corpus", type=Path, default=default_corpus)
+    parser.add_argument("--per-kind", type=int, default=2, help="targets per kind per document (default 2)")
+    parser.add_argument("--limit", type=int, default=0, help="at most this many corpus files (0: all)")
+    parser.add_argument("--only", default="", help="only corpus files whose name contains this")
+    parser.add_argument("--show-failures", choices=["none", "tuned", "held"], default="none")
+    parser.add_argument("--no-json", action="store_true")
+    parser.add_argument("--seed", type=int, default=10)
+    parser.add_argument("--e2e", action="store_true", help="instead: end to end on the real embedded LightRAG (ports 8200-8202)")
+    parser.add_argument("--e2e-queries", type=int, default=12)
+    parser.add_argument("--e2e-files", type=int, default=3, help="corpus DOCX files indexed beside the demo library")
+    parser.add_argument("--e2e-timeout", type=float, default=900, help="seconds to wait for ingest")
+    parser.add_argument("--tiktoken-cache", default="", help="a folder holding tiktoken's cache files, if not in data/tiktoken")
+    args = parser.parse_args(argv)
+    if args.e2e:
+        report = run_e2e(args)
+        if not args.no_json:
+            path = RESULTS_FILE.with_name("locate_accuracy_e2e.json")
+            path.write_text(json.dumps({"generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                                        "command": "bench/locate_accuracy.py " + " ".join(argv or sys.argv[1:]),
+                                        "loadavg_end": os.getloadavg(), "report": report}, indent=1, ensure_ascii=False) + "\n")
+            print(f"written {path.relative_to(REPO_DIR)}")
+        return 0 if not report.get("outside_chunk") else 1
+    corpus = args.corpus
+    if not corpus.is_dir():
+        raise SystemExit(f"no DOCX corpus at {corpus} (give --corpus)")
+    rng = random.Random(args.seed)
+    loadavg_start = os.getloadavg()
+    tmp = Path(tempfile.mkdtemp(prefix="mnote-locate-accuracy-"))
+    web = None
+    try:
+        data_dir, base_dir = tmp / "data", tmp / "library"
+        (base_dir / "bench").mkdir(parents=True)
+        data_dir.mkdir()
+        env = prepare_environment(data_dir, base_dir)
+        files = sorted(corpus.glob("*.docx"))
+        if args.only:
+            files = [f for f in files if args.only in f.name]
+        if args.limit:
+            files = files[: args.limit]
+        truths = {}
+        for f in files:
+            truth = read_truth(f)
+            if truth is not None:
+                shutil.copy(f, base_dir / "bench" / f.name)
+                truths[f.name] = truth
+        all_targets: list[Target] = []
+        names = sorted(truths)
+        for name in names:
+            others = [truths[n] for n in names if n != name]
+            all_targets += targets_of(truths[name], others, args.per_kind, rng)
+        own = write_adversarial(base_dir / "bench")
+        for _, targets in own:
+            all_targets += targets
+        import django
+
+        django.setup()
+        from mnote.stack.processes import StackConfig, free_port, web_process
+
+        paths = [base_dir / "bench" / n for n in names] + [p for p, _ in own]
+        ids = register(base_dir, paths)
+        print(f"{len(names)} corpus files ({sum(held_back(n) for n in names)} held back), "
+              f"{len(all_targets)} targets: {dict(Counter(t.kind for t in all_targets))}", flush=True)
+        port = free_port()
+        web = web_process(StackConfig(data_dir=data_dir), "127.0.0.1", port, env)
+        web.start()
+        web.wait_healthy(60)
+        base_url = f"http://127.0.0.1:{port}"
+
+        from playwright.sync_api import sync_playwright
+
+        by_doc: dict[str, list[Target]] = defaultdict(list)
+        for t in all_targets:
+            by_doc[t.doc].append(t)
+        problems = {}
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            try:
+                context = browser.new_context(viewport={"width": 1200, "height": 900}, locale="en-US")
+                page = context.new_page()
+                page.goto(f"{base_url}/accounts/login/")
+                page.fill("#id_username", USERNAME)
+                page.fill("#id_password", PASSWORD)
+                page.click("button.primary")
+                page.wait_for_url(f"{base_url}/", timeout=60_000)
+                for n, (doc, targets) in enumerate(sorted(by_doc.items())):
+                    items = [{"locator": {"precision": "paragraph", "evidenceText": t.evidence, "searchQuery": t.query,
+                                          "headingPath": [t.heading] if t.heading else []}, "query": t.query} for t in targets]
+                    page.goto(f"{base_url}/")
+                    try:
+                        answer = page.evaluate(PARENT, [f"/preview/{ids[doc]}/", items])
+                    except Exception as e:  # a page that never loads is reported, not fatal
+                        answer = {"problem": str(e)[:200]}
+                    if answer.get("problem"):
+                        problems[doc] = answer["problem"]
+                        for t in targets:
+                            t.result = {"verdict": judge(t, False, ""), "ms": 0.0, "status": "problem"}
+                            t.baseline = {"verdict": judge(t, False, ""), "ms": 0.0}
+                        continue
+                    for t, r in zip(targets, answer["results"]):
+                        found = r["status"] in ("exact", "fuzzy")
+                        t.result = {"verdict": judge(t, found, r["quote"] or r["marks"], r["blockText"]), "ms": r["ms"], "status": r["status"],
+                                    "quote": (r["quote"] or "")[:300], "error": r["error"]}
+                        if r["status"] == "timeout" or r["error"]:
+                            print(f"  {doc}: {t.kind} {r['status']} {r['error']}", flush=True)
+                        t.baseline = {"verdict": judge(t, r["baseline"]["found"], r["baseline"]["quote"], r["baseline"]["blockText"]), "ms": r["baseline"]["ms"],
+                                      "quote": r["baseline"]["quote"][:300]}
+                    if n % 20 == 0:
+                        print(f"  {n + 1}/{len(by_doc)} documents", flush=True)
+                context.close()
+            finally:
+                browser.close()
+        groups = {
+            "tuned": [t for t in all_targets if t.doc in truths and not held_back(t.doc)],
+            "held_back": [t for t in all_targets if t.doc in truths and held_back(t.doc)],
+            "own_adversarial": [t for t in all_targets if t.doc not in truths],
+        }
+        report = {g: {"mnote": summarise(ts, "result"), "naive_baseline": summarise(ts, "baseline")} for g, ts in groups.items()}
+        print_report(report)
+        if args.show_failures != "none":
+            group = "tuned" if args.show_failures == "tuned" else "held_back"
+            for t in groups[group] + (groups["own_adversarial"] if group == "tuned" else []):
+                if t.result["verdict"] not in ("exact", "refused"):
+                    print(f"- {t.result['verdict']} {t.kind} {t.doc}: evidence {t.evidence[:120]!r}\n    got {t.result.get('quote', '')[:160]!r}")
+        if problems:
+            print(f"{len(problems)} documents the preview could not show: " + ", ".join(f"{d} ({m[:60]})" for d, m in list(problems.items())[:8]))
+        if not args.no_json:
+            RESULTS_FILE.parent.mkdir(parents=True, exist_ok=True)
+            RESULTS_FILE.write_text(json.dumps({
+                "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "command": "bench/locate_accuracy.py " + " ".join(argv or sys.argv[1:]),
+                "corpus_files": len(names), "held_back_files": sum(held_back(n) for n in names),
+                "targets": len(all_targets), "preview_problems": problems,
+                "loadavg_start": loadavg_start, "loadavg_end": os.getloadavg(), "nproc": os.cpu_count(),
+                "report": report,
+            }, indent=1, ensure_ascii=False) + "\n")
+            print(f"written {RESULTS_FILE.relative_to(REPO_DIR)}")
+        return 0
+    finally:
+        if web is not None:
+            web.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+
+# --- end to end: the real embedded LightRAG ----------------------------------------
+
+E2E_PORTS = (8200, 8201, 8202)  # LightRAG, model endpoint, web app (loopback only)
+
+
+def share_inside(marked: str, chunk_text: str, piece: int = 10) -> float:
+    """The share of the marked words' pieces that are in the chunk's text.
+    Pieces, not the whole: the preview shows a Markdown link's text where the
+    chunk holds its URL too, a merged table cell once where LightRAG's JSON
+    repeats it, a list label LightRAG leaves out."""
+    marks, chunk = skel(marked), skel(chunk_text)
+    pieces = [marks[i : i + piece] for i in range(0, max(1, len(marks) - piece + 1), piece)]
+    return sum(p in chunk for p in pieces) / len(pieces) if marks else 0.0
+
+
+def run_e2e(args) -> dict:
+    """Index the demo library and a few corpus files in the real embedded
+    LightRAG, search with phrases taken from its own chunks, and open every
+    text-document citation in the preview through the parent-frame protocol:
+    every highlighted range must lie inside the cited chunk's text."""
+    tmp = Path(tempfile.mkdtemp(prefix="mnote-locate-e2e-"))
+    stack = web = None
+    try:
+        data_dir, base_dir = tmp / "data", tmp / "library"
+        (base_dir / "e2e").mkdir(parents=True)
+        data_dir.mkdir()
+        env = prepare_environment(data_dir, base_dir)
+        from mnote.stack.processes import EmbeddedStack, StackConfig, web_process
+
+        config = StackConfig(data_dir=data_dir / "stack", lightrag_port=E2E_PORTS[0], model_port=E2E_PORTS[1])
+        for cache in (REPO_DIR / "data" / "tiktoken", Path(args.tiktoken_cache) if args.tiktoken_cache else None):
+            if cache and cache.is_dir():
+                shutil.copytree(cache, config.data_dir / "tiktoken")
+                break
+        # A shared 2-core machine: fewer, smaller and more patient embedding
+        # calls, so ingest does not fail on LightRAG's 60 s worker timeout.
+        for name, value in (("EMBEDDING_FUNC_MAX_ASYNC", "1"), ("EMBEDDING_BATCH_NUM", "4"), ("EMBEDDING_TIMEOUT", "150")):
+            os.environ.setdefault(name, value)
+        stack = EmbeddedStack(config)
+        print("e2e: starting the embedded LightRAG …", flush=True)
+        stack.start()
+        del os.environ["MNOTE_LIGHTRAG_URL"]
+        env.pop("MNOTE_LIGHTRAG_URL")
+        env["MNOTE_LIGHTRAG_ENV_FILE"] = os.environ["MNOTE_LIGHTRAG_ENV_FILE"] = str(config.env_file)
+        shutil.copytree(REPO_DIR / "mnote" / "demo" / "library", base_dir / "e2e" / "demo")
+        corpus = args.corpus
+        picked = [f for f in sorted(corpus.glob("*.docx")) if 20_000 < f.stat().st_size < 200_000][: args.e2e_files]
+        for f in picked:
+            shutil.copy(f, base_dir / "e2e" / f.name)
+        import django
+
+        django.setup()
+        from django.contrib.auth import get_user_model
+        from django.core.management import call_command
+
+        from mnote.citations.citation_text import clean_display_text
+        from mnote.citations.search import full_library_search
+        from mnote.citations.sidecar import load_chunk_store
+        from mnote.library.ingest import wait_until_settled
+        from mnote.library.models import IndexedRoot, Source
+        from mnote.library.provider import lightrag_client
+        from mnote.library.sync import sync_root
+        from mnote.lightrag import LightRAGError
+
+        call_command("migrate", verbosity=0, interactive=False)
+        user = get_user_model().objects.create_user(USERNAME, password=PASSWORD)
+        root = IndexedRoot.objects.create(name="E2E", path="e2e")
+        sync_root(root)
+        t0 = time.monotonic()
+        with lightrag_client() as client:
+            settled = wait_until_settled(client, timeout=args.e2e_timeout, interval=1.0)
+        statuses = Counter(root.sources.values_list("status", flat=True))
+        print(f"e2e: ingest {'settled' if settled else 'NOT settled'} in {time.monotonic() - t0:.0f} s: {dict(statuses)}", flush=True)
+        for source in Source.objects.exclude(status="indexed"):
+            print(f"  not indexed: {source.relative_path}: {source.last_error[:150]}", flush=True)
+        store = load_chunk_store(config.working_dir) or {}
+        rng = random.Random(args.seed)
+        chunks = [c for c in store.values() if len(clean_display_text(c.content)) > 80]
+        rng.shuffle(chunks)
+        citations = []
+        query_errors: list[str] = []
+        for chunk in chunks[: args.e2e_queries]:
+            text = clean_display_text(chunk.content)
+            if sum(is_cjk(c) for c in text) > len(text) / 3:
+                start = rng.randrange(0, max(1, len(text) - 12))
+                query = text[start : start + 10]
+            else:
+                words = text.split()
+                start = rng.randrange(0, max(1, len(words) - 6))
+                query = " ".join(words[start : start + 6])
+            try:
+                mapped = full_library_search(user, query, mode="naive")
+            except LightRAGError as e:  # a busy machine: count it, go on
+                query_errors.append(str(e)[:120])
+                continue
+            for c in mapped.citations:
+                if Path(c.file_name).suffix.lower() in (".docx", ".md", ".txt"):
+                    citations.append((c, clean_display_text(c.raw_quote)))
+        from django.db import connections
+
+        connections.close_all()
+        web = web_process(config, "127.0.0.1", E2E_PORTS[2], env)
+        web.start()
+        web.wait_healthy(60)
+        base_url = f"http://127.0.0.1:{E2E_PORTS[2]}"
+        from playwright.sync_api import sync_playwright
+
+        by_source = defaultdict(list)
+        for c, chunk_text in citations:
+            by_source[c.source_id].append((c, chunk_text))
+        outcomes = Counter()
+        ms = []
+        outside = []
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_context(viewport={"width": 1200, "height": 900}).new_page()
+                page.goto(f"{base_url}/accounts/login/")
+                page.fill("#id_username", USERNAME)
+                page.fill("#id_password", PASSWORD)
+                page.click("button.primary")
+                page.wait_for_url(f"{base_url}/", timeout=60_000)
+                for source_id, items in by_source.items():
+                    page.goto(f"{base_url}/")
+                    answer = page.evaluate(PARENT, [f"/preview/{source_id}/", [{"locator": c.locator, "query": c.search_query} for c, _ in items]])
+                    for (c, chunk_text), r in zip(items, answer.get("results") or []):
+                        ms.append(r["ms"])
+                        if r["status"] not in ("exact", "fuzzy"):
+                            outcomes["not_found"] += 1
+                            continue
+                        if not skel(chunk_text):
+                            # A chunk of markup only (a drawing, an empty table): nothing to be inside.
+                            outcomes["chunk_without_text"] += 1
+                            continue
+                        share = share_inside(r["marks"], chunk_text)
+                        # Strict: every piece in the chunk; tolerant: 85 % of them.
+                        outcomes["inside_chunk_strict" if share == 1 else "not_strictly_inside"] += 1
+                        inside = share >= 0.85
+                        outcomes["inside_chunk" if inside else "outside_chunk"] += 1
+                        if not inside:
+                            outside.append({"file": c.file_name, "query": c.search_query, "share": round(share, 2), "marks": r["marks"][:200],
+                                            "chunk": chunk_text[:200]})
+            finally:
+                browser.close()
+        report = {"files": statuses.total(), "statuses": dict(statuses), "queries": min(len(chunks), args.e2e_queries),
+                  "citations": len(citations), "query_errors": len(query_errors), **outcomes, "median_ms": round(statistics.median(ms), 1) if ms else None,
+                  "outside_examples": outside[:5]}
+        print(f"e2e: {report}", flush=True)
+        return report
+    finally:
+        if web is not None:
+            web.stop()
+        if stack is not None:
+            stack.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def print_report(report: dict) -> None:
+    columns = ["present_targets", "top1_exact_pct", "top1_exact", "landed", "wrong_jumps", "landed_not_exact", "honest_not_found",
+               "absent", "absent_refused", "decoys", "decoys_right", "median_ms", "p95_ms"]
+    print(f"{'group / locator':34}" + "".join(f"{c[:14]:>15}" for c in columns))
+    for group, sides in report.items():
+        for side, s in sides.items():
+            print(f"{group + ' / ' + side:34}" + "".join(f"{str(s[c]):>15}" for c in columns))
+    for group, sides in report.items():
+        print(f"{group} by kind (mnote): {sides['mnote']['by_kind']}")
+        print(f"{group} by kind (baseline): {sides['naive_baseline']['by_kind']}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

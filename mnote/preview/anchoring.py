@@ -1,0 +1,419 @@
+"""Where a cited passage is in a rendered preview, as exact text offsets.
+
+Any rendered HTML whose blocks carry ``data-block-index`` (DOCX, Markdown,
+text — and every renderer that follows the same convention) gets one
+``TextMap`` per document version: the text the browser shows, in document
+order, with each character's block. A cited passage (LightRAG's chunk or
+block text, or only the evidence text of a locator) is resolved against it
+on the server — exact search first, then a seed-and-vote alignment that
+returns offsets — and ``locate.js`` turns the answer into a DOM range.
+
+    text_map = build_text_map(html)          # once per version: cache text_map.compact()
+    text_map = TextMap.from_compact(data)
+    anchor = find_passage(text_map, evidence, heading="2.2 Coatings")
+    anchor.as_json()  # {"status", "score", "start": {"block", "offset"}, "end": …, "textPosition", "textQuote"}
+
+Offsets count *ink*: the characters that are not whitespace. Two HTML
+parsers (lxml here, the browser there) may keep different whitespace-only
+text nodes, but they agree on every visible character, so an ink offset
+inside a block means the same place on both sides. The elements listed in
+``SKIPPED_CLASSES`` (footnote numbers in the text, back-links) are not part
+of the text; ``locate.js`` skips the same ones.
+
+Matching compares *skeletons*: case-folded (NFKC) letters and digits only,
+so punctuation, list labels' dots, table separators and LightRAG's markup
+left-overs never decide a match. A passage is never found on text that is
+not in the document: below ``FOUND`` of its skeleton covered in one place,
+the answer is "not found".
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import unicodedata
+from array import array
+from dataclasses import dataclass
+from functools import lru_cache
+
+import lxml.html
+
+__all__ = ["Anchor", "TextMap", "build_text_map", "find_passage", "skeleton", "SKIPPED_CLASSES"]
+
+COMPACT_VERSION = 1
+# Not part of a block's text (same list in static/js/locate.js).
+SKIPPED_CLASSES = frozenset({"docx-noteref", "docx-backref"})
+# The browser's /\s/ plus the invisible characters Word leaves in text.
+_SPACE = re.compile(r"[\s\u00a0\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000\ufeff\u00ad]+")
+# Share of a passage's skeleton that must sit in one place to call it found.
+FOUND = 0.6
+# At most this many places per seed; a seed found more often says nothing.
+SEED_HITS = 24
+QUOTE_CONTEXT = 32
+
+
+@lru_cache(maxsize=4096)
+def _fold_char(ch: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKC", ch).casefold() if c.isalnum())
+
+
+def _fold(text: str) -> tuple[str, array]:
+    """The skeleton of ``text`` and, for each of its characters, the index of
+    the character of ``text`` it came from."""
+    out: list[str] = []
+    where = array("l")
+    for i, ch in enumerate(text):
+        if ch.isascii():
+            if ch.isalnum():
+                out.append(ch.lower())
+                where.append(i)
+            continue
+        folded = _fold_char(ch)
+        for c in folded:
+            out.append(c)
+            where.append(i)
+    return "".join(out), where
+
+
+def skeleton(text: str) -> str:
+    return _fold(text)[0]
+
+
+def _is_cjk(ch: str) -> bool:
+    return "\u3040" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af" or "\uf900" <= ch <= "\ufaff" or ch >= "\U00020000"
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A passage found in a ``TextMap``: ink offsets ``[start, end)``."""
+
+    status: str  # "exact" | "fuzzy"
+    score: float
+    start: int
+    end: int
+    text_map: TextMap
+
+    def as_json(self) -> dict:
+        tm = self.text_map
+        first_block, first_offset = tm.block_position(self.start)
+        last_block, last_offset = tm.block_position(self.end - 1)
+        start, end = tm.text_offset(self.start), tm.text_offset(self.end - 1) + 1
+        return {
+            "status": self.status,
+            "score": round(self.score, 3),
+            "version": tm.version,
+            "start": {"block": first_block, "offset": first_offset},
+            "end": {"block": last_block, "offset": last_offset + 1},
+            # W3C Web Annotation selectors over ``TextMap.text``.
+            "textPosition": {"start": start, "end": end},
+            "textQuote": {
+                "exact": tm.text[start:end][:2000],
+                "prefix": tm.text[max(0, start - QUOTE_CONTEXT) : start],
+                "suffix": tm.text[end : end + QUOTE_CONTEXT],
+            },
+        }
+
+
+class TextMap:
+    """The rendered text of one document version and the block of each character."""
+
+    def __init__(self, text: str, runs: list[tuple[int, int, int]], headings: dict[int, tuple[int, int]], version: str = ""):
+        # The rendered text, whitespace runs collapsed to one space; runs and
+        # headings count ink (``self.ink`` is ``text`` without its spaces).
+        self.text = text
+        self._ink_text = array("l", (i for i, ch in enumerate(text) if ch != " "))
+        self.ink = text.replace(" ", "")
+        # (ink start, block index, ink offset inside that block) where the owning block changes.
+        self.runs = runs
+        self._run_starts = [r[0] for r in runs]
+        self._run_start_set = frozenset(self._run_starts)
+        # Heading blocks: block index → (first ink, end ink).
+        self.headings = headings
+        self._heading_starts = sorted((start, end) for start, end in headings.values())
+        self.version = version
+        self.skeleton, self._skel_ink = _fold(self.ink)
+
+    # -- the compact form cached with the render ---------------------------------
+
+    def compact(self) -> dict:
+        return {
+            "v": COMPACT_VERSION,
+            "text": self.text,
+            "runs": self.runs,
+            "headings": [[b, s, e] for b, (s, e) in self.headings.items()],
+        }
+
+    @classmethod
+    def from_compact(cls, data: dict, version: str = "") -> TextMap | None:
+        if not isinstance(data, dict) or data.get("v") != COMPACT_VERSION:
+            return None
+        return cls(
+            data["text"],
+            [tuple(r) for r in data["runs"]],
+            {b: (s, e) for b, s, e in data["headings"]},
+            version,
+        )
+
+    # -- positions ---------------------------------------------------------------
+
+    def block_position(self, ink: int) -> tuple[int, int]:
+        """(block index, ink offset inside the block) of an ink offset."""
+        i = max(0, bisect.bisect_right(self._run_starts, ink) - 1)
+        start, block, offset = self.runs[i]
+        return block, offset + (ink - start)
+
+    def text_offset(self, ink: int) -> int:
+        return self._ink_text[ink] if ink < len(self._ink_text) else len(self.text)
+
+    def is_edge(self, ink: int, *, before: bool) -> bool:
+        """Whether a passage may start (``before``) or end at ``ink``: a block
+        edge, or a character that is not a letter or digit on that side."""
+        if ink <= 0 or ink >= len(self.ink) or ink in self._run_start_set:
+            return True
+        neighbour = self.ink[ink - 1] if before else self.ink[ink]
+        return not neighbour.isalnum()
+
+    def heading_before(self, ink: int) -> str:
+        """The skeleton of the last heading that starts at or before ``ink``."""
+        i = bisect.bisect_right(self._heading_starts, (ink, float("inf"))) - 1
+        if i < 0:
+            return ""
+        start, end = self._heading_starts[i]
+        return skeleton(self.ink[start:end])
+
+    def skel_to_ink(self, skel_start: int, skel_end: int) -> tuple[int, int]:
+        return self._skel_ink[skel_start], self._skel_ink[skel_end - 1] + 1
+
+
+def build_text_map(html: str, version: str = "") -> TextMap:
+    """The text map of a rendered fragment: every text node owned by its
+    nearest ``[data-block-index]`` ancestor, in document order."""
+    text_parts: list[str] = []
+    runs: list[tuple[int, int, int]] = []
+    headings: dict[int, tuple[int, int]] = {}
+    per_block: dict[int, int] = {}
+    total = 0
+    if not html.strip():
+        return TextMap("", [(0, 0, 0)], {}, version)
+    root = lxml.html.fragment_fromstring(html, create_parent="div")
+
+    def add(text: str | None, block: int | None) -> None:
+        nonlocal total
+        if not text or block is None:
+            return
+        spaced = _SPACE.sub(" ", text)
+        ink = len(spaced) - spaced.count(" ")
+        if not ink:
+            if text_parts and not text_parts[-1].endswith(" "):
+                text_parts.append(" ")
+            return
+        if not runs or runs[-1][1] != block:
+            runs.append((total, block, per_block.get(block, 0)))
+            if text_parts and not text_parts[-1].endswith(" "):
+                text_parts.append(" ")  # blocks never run into each other
+        if text_parts and text_parts[-1].endswith(" ") and spaced.startswith(" "):
+            spaced = spaced[1:]
+        text_parts.append(spaced)
+        total += ink
+        per_block[block] = per_block.get(block, 0) + ink
+
+    def walk(element, block: int | None) -> None:
+        classes = set((element.get("class") or "").split())
+        if classes & SKIPPED_CLASSES or not isinstance(element.tag, str):
+            return
+        own = element.get("data-block-index")
+        if own is not None and own.isdigit():
+            block = int(own)
+            start = total
+        add(element.text, block)
+        for child in element:
+            walk(child, block)
+            add(child.tail, block)
+        if own is not None and own.isdigit() and element.get("data-heading-level"):
+            headings[block] = (start, total)
+
+    walk(root, None)
+    if not runs:
+        runs.append((0, 0, 0))
+    return TextMap("".join(text_parts).strip(" "), runs, headings, version)
+
+
+# --- finding a passage -------------------------------------------------------------
+
+
+def _occurrences(haystack: str, needle: str, limit: int, lo: int = 0, hi: int | None = None) -> list[int]:
+    found = []
+    hi = len(haystack) if hi is None else hi
+    i = haystack.find(needle, lo, hi)
+    while i >= 0 and len(found) < limit:
+        found.append(i)
+        i = haystack.find(needle, i + 1, hi)
+    return found
+
+
+def _split_heading(evidence: str, heading: str) -> tuple[str, str, bool]:
+    """The mapper's evidence is ``"<heading> — <window>"``: split it. The
+    last value says whether the heading is part of the cited text."""
+    if " — " in evidence:
+        head, window = evidence.split(" — ", 1)
+        if not heading or skeleton(head) == skeleton(heading) or len(head) <= 200:
+            return head, window, True
+    return heading, evidence, False
+
+
+def _pick(text_map: TextMap, places: list[int], length: int, heading_skel: str) -> int:
+    """Of several exact places, the one under the cited heading, then the one
+    whose edges are word or block edges ("pump A." is not inside "pump A
+    inlet"), then the first."""
+    if len(places) == 1:
+        return places[0]
+
+    def rank(place: int) -> tuple:
+        start, end = text_map.skel_to_ink(place, place + length)
+        under = bool(heading_skel) and text_map.heading_before(start) == heading_skel
+        return (under, text_map.is_edge(start, before=True) + text_map.is_edge(end, before=False))
+
+    return max(places, key=lambda place: (rank(place), -place))
+
+
+def _vote(S: str, E: str, lo: int, hi: int) -> tuple[float, int, int] | None:
+    """Seed-and-vote alignment of ``E`` in ``S[lo:hi]``: seeds of ``E`` found
+    in ``S`` vote for the diagonal (place − offset) they imply; the diagonal
+    whose seeds cover most of ``E`` wins. Returns (coverage, start, end) in S."""
+    n = len(E)
+    cjk = sum(1 for c in E[:200] if _is_cjk(c)) > len(E[:200]) / 3
+    # Shorter seeds for a short passage: a list label every few words must
+    # not break all of them.
+    k = (6 if n >= 60 else 4) if cjk else (12 if n >= 120 else 8)
+    if n < 2 * k:
+        k = max(3 if cjk else 5, n // 2)
+    step = max(1, k // 2)
+    votes: list[tuple[int, int, int]] = []  # (diagonal, offset in E, place in S)
+    offsets = list(range(0, max(1, n - k + 1), step))
+    if offsets[-1] != n - k and n > k:
+        offsets.append(n - k)
+    for o in offsets:
+        seed = E[o : o + k]
+        places = _occurrences(S, seed, SEED_HITS + 1, lo, hi)
+        if not places or len(places) > SEED_HITS:
+            continue
+        votes.extend((p - o, o, p) for p in places)
+    if not votes:
+        return None
+    votes.sort()
+    tolerance = max(8, n // 10)
+    best = None
+    j = 0
+    # A sliding window over diagonals: the cluster of votes within ``tolerance``.
+    for i in range(len(votes)):
+        while votes[i][0] - votes[j][0] > tolerance:
+            j += 1
+        cluster = votes[j : i + 1]
+        covered = _coverage(cluster, k, n)
+        if best is None or covered > best[0]:
+            best = (covered, j, i)
+    covered, j, i = best
+    cluster = sorted(votes[j : i + 1], key=lambda v: v[1])
+    first, last = cluster[0], cluster[-1]
+    start = first[2] - (first[1] if first[1] <= k else 0)
+    tail = n - (last[1] + k)
+    end = last[2] + k + (tail if tail <= k else 0)
+    # Snap the edges to where the passage's own first and last characters are.
+    # Snap the edges to the nearest place of the passage's own first and last characters.
+    for m in sorted({min(n, 16), min(n, 10), min(n, 6)}, reverse=True):
+        places = _occurrences(S, E[:m], 8, max(lo, start - k), min(hi, start + k + m))
+        if places:
+            start = min(places, key=lambda i: abs(i - start))
+            break
+    for m in sorted({min(n, 16), min(n, 10), min(n, 6)}, reverse=True):
+        places = _occurrences(S, E[-m:], 8, max(lo, end - k - m), min(hi, end + k))
+        if places:
+            end = min(places, key=lambda i: abs(i + m - end)) + m
+            break
+    return covered, max(lo, start), min(hi, end)
+
+
+def _coverage(cluster: list[tuple[int, int, int]], k: int, n: int) -> float:
+    spans = sorted({o for _, o, _ in cluster})
+    covered, reach = 0, 0
+    for o in spans:
+        covered += max(0, o + k - max(o, reach))
+        reach = max(reach, o + k)
+    return covered / n
+
+
+def find_passage(
+    text_map: TextMap, evidence: str, *, heading: str = "", within: tuple[int, int] | None = None, whole: bool = False
+) -> Anchor | None:
+    """Where ``evidence`` is in the document, or None when it is not there.
+
+    ``heading`` (the citation's last heading) chooses between places that
+    hold the same words and is taken into the highlight only when it stands
+    right before them, as in the text. ``within`` limits the search to an
+    ink range (the cited chunk's place). ``whole``: the text is a chunk, not
+    ``"<heading> — <window>"`` evidence, and is never split at its dash.
+    """
+    S = text_map.skeleton
+    if within is not None:
+        lo = bisect.bisect_left(text_map._skel_ink, within[0])
+        hi = bisect.bisect_left(text_map._skel_ink, within[1])
+    else:
+        lo, hi = 0, len(S)
+    head, window, cited_heading = (heading, evidence or "", False) if whole else _split_heading(evidence or "", heading)
+    E = skeleton(window)
+    H = skeleton(head)
+    if len(E) < 2 or not S:
+        return None
+    # 1. The heading and the window together, as they stand in the text.
+    if H and cited_heading:
+        places = _occurrences(S, H + E, 50, lo, hi)
+        if places:
+            place = places[0]
+            return _anchor(text_map, "exact", 1.0, place, place + len(H) + len(E), evidence)
+    # 2. The window alone, under its heading when it occurs more than once.
+    places = _occurrences(S, E, 50, lo, hi)
+    if places:
+        place = _pick(text_map, places, len(E), H)
+        start = _with_heading(S, H, place, lo) if cited_heading else place
+        return _anchor(text_map, "exact", 1.0, start, place + len(E), window)
+    # 3. Seed and vote: close but not identical text (labels, fields, symbols).
+    voted = _vote(S, E, lo, hi)
+    if voted is None or voted[0] < FOUND:
+        return None
+    covered, start, end = voted
+    if cited_heading:
+        start = _with_heading(S, H, start, lo)
+    return _anchor(text_map, "fuzzy", covered, start, end, window)
+
+
+# Between a heading and its text: a list label or a number at most.
+HEADING_GAP = 4
+
+
+def _with_heading(S: str, H: str, start: int, lo: int) -> int:
+    """``start`` moved back to the cited heading when it stands right before."""
+    if not H:
+        return start
+    # The heading may also overlap ``start``: an aligned start can land in it.
+    i = S.rfind(H, max(lo, start - len(H) - HEADING_GAP), start + len(H) - 1)
+    return i if 0 <= i <= start and start - (i + len(H)) <= HEADING_GAP else start
+
+
+_LEAD = re.compile(r"^[^\w]{1,3}")
+_TRAIL = re.compile(r"[^\w]{1,3}$")
+
+
+def _anchor(text_map: TextMap, status: str, score: float, skel_start: int, skel_end: int, evidence: str = "") -> Anchor | None:
+    if skel_end <= skel_start:
+        return None
+    start, end = text_map.skel_to_ink(skel_start, skel_end)
+    # Punctuation at the evidence's edges ("(", a final ".") belongs to the
+    # passage when the document has it there too.
+    ink = _SPACE.sub("", evidence)
+    lead = (_LEAD.search(ink) or [""])[0] if ink.strip() else ""
+    trail = (_TRAIL.search(ink) or [""])[0] if ink.strip() else ""
+    if trail and text_map.ink.startswith(trail, end):
+        end += len(trail)
+    if lead and start >= len(lead) and text_map.ink[start - len(lead) : start] == lead:
+        start -= len(lead)
+    return Anchor(status, score, start, end, text_map)
