@@ -41,7 +41,13 @@ def open_at(page, live_server, source, evidence, query=""):
 
 
 def hit(page):
-    return page.locator(".mnote-hit, .mnote-hit-outline").first
+    """The block the cited words were marked in (the first, if several)."""
+    return page.locator("mark.mnote-hit").first.locator("xpath=ancestor::*[@data-block-index][1]")
+
+
+def marked(page) -> str:
+    # The cited words are marked piece by piece (one mark per text node).
+    return "".join(page.locator("mark.mnote-hit").all_inner_texts())
 
 
 def test_it_lands_on_the_slide_and_shape_of_a_presentation(shelf, logged_in_page, live_server):
@@ -49,7 +55,7 @@ def test_it_lands_on_the_slide_and_shape_of_a_presentation(shelf, logged_in_page
     page = logged_in_page
     assert open_at(page, live_server, source, files.PASSAGE, "aluminium") == "exact"
     found = hit(page)
-    assert found.inner_text() == files.PASSAGE
+    assert marked(page) == files.PASSAGE
     assert found.get_attribute("data-slide") == "2" and found.get_attribute("data-shape")
     assert found.is_visible()
 
@@ -78,6 +84,7 @@ def test_it_lands_on_the_paragraph_of_a_book(shelf, logged_in_page, live_server)
         "fuzzy",
     )
     found = hit(page)
+    assert marked(page) == "recoated with aluminium in the vacuum chamber"
     assert found.inner_text() == files.PASSAGE and found.get_attribute("data-chapter")
     picture = page.locator("section.epub-chapter img").first
     picture.scroll_into_view_if_needed()
@@ -94,7 +101,7 @@ def test_it_lands_on_the_line_range_of_a_code_file(shelf, logged_in_page, live_s
     # Line numbers show, from CSS, and are not part of the text.
     first_line = page.locator('.code .line[data-line="11"]')
     assert first_line.evaluate("el => getComputedStyle(el, '::before').content") == '"11"'
-    assert not found.inner_text().lstrip().startswith("11")
+    assert not marked(page).lstrip().startswith("11")
     assert page.locator(".code span.k").first.evaluate("el => getComputedStyle(el).color") != "rgb(0, 0, 0)"
 
 
