@@ -66,6 +66,13 @@ def pytest_configure(config):
     from django.conf import settings
 
     settings.DATA_DIR = Path(tempfile.mkdtemp(prefix="mnote-test-data-"))
+    # A test database in a file, not in memory: the live server answers each
+    # request in a thread of its own, and an in-memory SQLite database would be
+    # one connection shared by them all ("bad parameter or other API misuse"
+    # under parallel requests).
+    default = settings.DATABASES["default"]
+    if default["ENGINE"].endswith("sqlite3"):
+        default.setdefault("TEST", {})["NAME"] = str(settings.DATA_DIR / "test-db.sqlite3")
 
 
 def pytest_unconfigure(config):
