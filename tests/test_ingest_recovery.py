@@ -316,3 +316,28 @@ def test_a_delete_answered_busy_is_owed_until_lightrag_is_free(db):
     job = Job.objects.create(kind=Job.Kind.DELETE, payload={"doc_ids": ["doc-a"]}, attempts=Job.MAX_ATTEMPTS + 3)
     job.retry_later("LightRAG busy", give_up=False)
     assert job.state == Job.State.PENDING
+
+
+def test_the_worker_rescans_sources_a_killed_lightrag_left_indexing(root, fake_lightrag):
+    from mnote.library.management.commands.run_worker import Command
+
+    source = indexing(root, "c.md", progress="processing · 3 chunks")
+    Source.objects.filter(pk=source.pk).update(updated_at=timezone.now() - timedelta(minutes=5))
+    fake_lightrag.on("GET", "/health", HEALTH_IDLE)
+    fake_lightrag.on("POST", "/documents/paginated", listing(document(source.lightrag_name, "processing")))
+
+    Command().carry_out_jobs()
+
+    assert Job.objects.filter(kind=Job.Kind.SCAN, state=Job.State.PENDING).count() == 1
+    source.refresh_from_db()
+    assert source.status == Source.Status.INDEXING and source.attempts == 0  # listed: not counted against it
+
+
+def test_the_worker_reconciles_even_when_nothing_is_in_progress(root, fake_lightrag):
+    from mnote.library.management.commands.run_worker import Command
+
+    failed = indexing(root, "a.docx", status=Source.Status.FAILED, lightrag_doc_id="doc-old")
+    fake_lightrag.on("POST", "/documents/paginated", listing(document(failed.lightrag_name)))
+    Command().reconcile()
+    failed.refresh_from_db()
+    assert failed.status == Source.Status.INDEXED

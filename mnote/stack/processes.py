@@ -36,7 +36,10 @@ class EmbeddingLimits:
     max_async: int
     batch: int
     timeout: int
-    parallel_insert: int = 2
+    # One document at a time: LightRAG's vector store (NanoVectorDB) embeds a
+    # flush's chunks while holding the lock a search needs, so a flush of two
+    # documents' chunks makes searches wait twice as long.
+    parallel_insert: int = 1
     seconds_per_chunk: float | None = None
     """Measured at start-up by the local endpoint; None when set by hand or external."""
 
