@@ -237,11 +237,17 @@ def machine_info() -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--corpus", type=Path, default=REPO_DIR.parent.parent / "shared" / "corpus" / "docx")
+    # CI has ../shared beside the clone; a worktree here has it two levels up.
+    default_corpus = next(
+        (p for p in (REPO_DIR.parent / "shared" / "corpus" / "docx", REPO_DIR.parent.parent / "shared" / "corpus" / "docx")
+         if p.is_dir()),
+        REPO_DIR.parent / "shared" / "corpus" / "docx",
+    )
+    ap.add_argument("--corpus", type=Path, default=default_corpus)
     ap.add_argument("--limit", type=int, default=40, help="corpus DOCX files to ingest (0: all)")
     ap.add_argument("--clients", type=int, default=5)
     ap.add_argument("--max-minutes", type=float, default=30, help="per ingest run")
-    ap.add_argument("--bare-chunks", type=int, default=120)
+    ap.add_argument("--bare-chunks", type=int, default=60)
     ap.add_argument("--no-search-run", action="store_true")
     args = ap.parse_args(argv)
     if not args.corpus.is_dir():

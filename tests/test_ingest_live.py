@@ -76,7 +76,7 @@ def test_files_failed_by_a_failing_embedder_are_retried_until_indexed(live_light
     distinct_copies(folder, 3, "notes")
     root = IndexedRoot.objects.create(name="Flaky", path="flaky")
     # Enough failures to exhaust LightRAG's own three attempts at several calls: documents fail.
-    live_lightrag.set_test_knobs(fail_ingest=30)
+    live_lightrag.set_test_knobs(fail_ingest=12)
     sync_root(root)
     with lightrag_client() as client:
         settle(client, timeout=900)

@@ -82,6 +82,11 @@ def indexing(root, name, **fields):
         (EMBEDDING_TIMEOUT, "transient"),
         ("Pipeline halted on internal storage error: vector upsert failed", "transient"),
         ("Connection error.", "transient"),
+        (
+            "NanoVectorDBStorage[chunks] index flush failed: RetryError[<Future at 0x7efed2c4aa10 "
+            "state=finished raised InternalServerError>]",
+            "transient",
+        ),
         ("Document processing was interrupted by a server restart", "transient"),
         ("DOCX parser returned empty content for mnote-0123456789abcdef-x.docx", "legacy"),
         ("File is encrypted or password protected", "permanent"),

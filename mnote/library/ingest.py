@@ -337,6 +337,10 @@ TRANSIENT_MARKERS = (
     "timeout", "timed out", "busy", "halted", "connection", "refused", "cancelled", "canceled",
     "interrupted", "restart", "temporarily", "unavailable", "rate limit", "queue full", "too many requests",
     "internal storage error", "worker execution", "502", "503", "504", "429",
+    # The OpenAI binding's exceptions after its own retries, and a vector store
+    # flush that failed with them: the model service failed, not the file.
+    "retryerror", "internalservererror", "apiconnectionerror", "apitimeouterror", "ratelimiterror",
+    "flush failed", "server error",
 )
 NATIVE_DOCX_EMPTY = "docx parser returned empty content"
 MAX_AUTO_RETRIES = 4
