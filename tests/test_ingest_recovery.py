@@ -346,3 +346,9 @@ def test_the_worker_reconciles_even_when_nothing_is_in_progress(root, fake_light
     Command().reconcile()
     failed.refresh_from_db()
     assert failed.status == Source.Status.INDEXED
+
+
+def test_work_answered_busy_is_asked_for_again_soon_after_a_long_batch(db):
+    job = Job.objects.create(kind=Job.Kind.DELETE, payload={"doc_ids": ["doc-a"]}, attempts=20)
+    job.retry_later("LightRAG busy", give_up=False)
+    assert job.next_attempt_at <= timezone.now() + Job.BUSY_BACKOFF_MAX

@@ -223,6 +223,7 @@ class Job(models.Model):
     MAX_ATTEMPTS = 12
     BACKOFF_BASE_SECONDS = 2
     BACKOFF_MAX_SECONDS = 300
+    BUSY_BACKOFF_MAX = timedelta(seconds=30)
 
     kind = models.CharField(max_length=10, choices=Kind.choices)
     source = models.ForeignKey(Source, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs")
@@ -256,8 +257,11 @@ class Job(models.Model):
         if give_up and self.attempts >= self.MAX_ATTEMPTS:
             self.state = self.State.FAILED
             self.finished_at = timezone.now()
-        else:
+        elif give_up:
             self.next_attempt_at = timezone.now() + self.backoff()
+        else:
+            # Busy ends when LightRAG finishes its batch: ask again soon after, not minutes later.
+            self.next_attempt_at = timezone.now() + min(self.backoff(), self.BUSY_BACKOFF_MAX)
         self.save(update_fields=["attempts", "last_error", "state", "finished_at", "next_attempt_at", "updated_at"])
 
     def finish(self, track_id: str = "") -> None:
