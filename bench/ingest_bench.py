@@ -255,6 +255,7 @@ def main(argv=None) -> int:
 
     clean_environ()
     tmp = Path(tempfile.mkdtemp(prefix="mnote-ingest-bench-"))
+    (tmp / "app").mkdir()
     os.environ.update({
         "DJANGO_SETTINGS_MODULE": "mnote.settings",
         "MNOTE_DATA_DIR": str(tmp / "app"),
