@@ -51,6 +51,8 @@ MATRIX = {
     "library/sources/<int:source_id>/reindex/": ("POST", None, ADMIN_ACTION),
     "library/sources/<int:source_id>/delete-index/": ("POST", None, ADMIN_ACTION),
     "library/sources/clear-stale/": ("POST", None, ADMIN_ACTION),
+    "library/sources/retry-failed/": ("POST", None, ADMIN_ACTION),
+    "library/roots/<int:root_id>/retry-failed/": ("POST", None, ADMIN_ACTION),
     "library/roots/": ("GET", None, ADMIN_PAGE),
     "library/roots/add/": ("GET", None, ADMIN_PAGE),
     "library/roots/<int:root_id>/edit/": ("GET", None, ADMIN_PAGE),

@@ -5,6 +5,7 @@ LightRAG's unmapped documents, and the roots pages.
     cd /work/main && .venv/bin/python -m pytest -q tests/test_dashboard.py
 """
 
+import dataclasses
 import re
 
 import httpx
@@ -151,11 +152,11 @@ def test_it_paginates_fifty_rows_a_page(admin_client, lightrag_up, papers):
     assert table_paths(second) == {f"papers/file-{n}.md" for n in range(50, 55)}
 
 
-def test_it_truncates_the_last_error_and_keeps_it_whole_in_the_title(admin_client, lightrag_up, registry):
+def test_it_shortens_a_long_last_error_and_keeps_it_whole_one_click_away(admin_client, lightrag_up, registry):
     page = admin_client.get("/").content.decode()
     error = registry["failed"].last_error
-    assert f'title="{error}"' in page
-    assert f">{error[:79]}…</span>" in page
+    assert f">{error[:79]}…</summary>" in page
+    assert f'<p class="full-error">{error}</p>' in page
 
 
 def test_it_answers_a_bad_filter_with_400(admin_client, lightrag_up, registry):
@@ -452,3 +453,21 @@ def test_it_uses_no_inline_script_or_style(admin_client, lightrag_up, registry, 
     assert " style=" not in page
     assert "<style" not in page
     assert all("src=" in tag for tag in re.findall(r"<script[^>]*>", page))
+
+
+def test_it_shows_how_lightrag_uses_the_embedder_and_where_that_sizing_came_from(admin_client, lightrag_up, settings, tmp_path):
+    page = admin_client.get("/").content.decode()
+    assert "8 calls at a time × 10 chunks, timeout 30 s, 3 files in parallel" in page
+    assert "as configured (not measured here)" in page
+
+    env_file = tmp_path / ".env"
+    env_file.write_text('MNOTE_EMBEDDING_SECONDS_PER_CHUNK="3.000"\n')
+    settings.MNOTE_LIGHTRAG = dataclasses.replace(settings.MNOTE_LIGHTRAG, env_file=env_file)
+    page = admin_client.get("/").content.decode()
+    assert "sized from a start-up measurement: 3.00 s per chunk (about 20 chunks a minute)" in page
+
+
+def test_it_shows_the_stage_lightrag_reports_for_a_file_it_works_on(admin_client, lightrag_up, registry):
+    Source.objects.filter(pk=registry["queued"].pk).update(status=Source.Status.INDEXING, progress="processing · 12 chunks")
+    page = admin_client.get("/?filter=indexing").content.decode()
+    assert "processing · 12 chunks" in page

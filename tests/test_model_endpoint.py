@@ -48,7 +48,8 @@ def _start(extra_args=()) -> tuple[subprocess.Popen, str, object]:
         stderr=subprocess.STDOUT,
     )
     base = "http://127.0.0.1:%d" % port
-    deadline = time.monotonic() + 60
+    # Loading and timing the engine take a while on a busy 2-core machine.
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             log.seek(0)
@@ -60,7 +61,7 @@ def _start(extra_args=()) -> tuple[subprocess.Popen, str, object]:
         except OSError:
             time.sleep(0.1)
     proc.kill()
-    pytest.fail("endpoint did not become healthy within 60 s")
+    pytest.fail("endpoint did not become healthy within 120 s")
 
 
 def _stop(proc: subprocess.Popen) -> int:
@@ -76,7 +77,7 @@ def _stop(proc: subprocess.Popen) -> int:
 
 @pytest.fixture(scope="module")
 def endpoint():
-    proc, base, log = _start(["--quiet"])
+    proc, base, log = _start(["--quiet", "--test-knobs", "--max-queued-batches", "2"])
     try:
         yield base
     finally:
@@ -267,3 +268,76 @@ def test_it_stops_cleanly_on_sigterm():
         if proc.poll() is None:
             proc.kill()
         log.close()
+
+
+# --- scheduling: a query lane, a bounded ingest queue, test knobs -------------
+
+_PASSAGE = "The dome shutter motor failed and the spectrograph was recalibrated. 圆顶快门电机故障后光谱仪重新校准。"
+
+
+def _timed_embed(base, texts, results, label):
+    t0 = time.monotonic()
+    status, headers, _ = _request(base, "/v1/embeddings", {"model": EMBEDDING_MODEL, "input": texts})
+    results.append((label, status, time.monotonic() - t0, time.monotonic(), headers.get("Retry-After")))
+
+
+def test_it_measures_its_pace_at_start_up_and_reports_it_in_health(endpoint):
+    status, _, body = _request(endpoint, "/health")
+    measured = json.loads(body)["measured"]
+    assert measured["seconds_per_chunk"] > 0 and measured["chunk_tokens"] == 400
+    assert measured["piece"] >= 1
+    assert json.loads(body)["queue"]["max_queued_batches"] == 2
+
+
+def test_a_search_query_is_embedded_before_waiting_ingest_batches(endpoint):
+    import threading
+
+    _post_json(endpoint, "/testing/knobs", {"ingest_delay": 0.5})
+    results = []
+    try:
+        batches = [
+            threading.Thread(target=_timed_embed, args=(endpoint, [f"{b}-{i} {_PASSAGE}" for i in range(8)], results, "ingest"))
+            for b in range(2)
+        ]
+        for thread in batches:
+            thread.start()
+        time.sleep(0.4)
+        _timed_embed(endpoint, "dome shutter motor", results, "query")
+        for thread in batches:
+            thread.join()
+    finally:
+        _post_json(endpoint, "/testing/knobs", {"ingest_delay": 0})
+    query = next(r for r in results if r[0] == "query")
+    ingest = [r for r in results if r[0] == "ingest"]
+    assert query[1] == 200 and all(r[1] == 200 for r in ingest)
+    # Each batch is at least 8 pieces' worth of delay; the query waited for one piece at most.
+    assert query[3] < min(r[3] for r in ingest)
+    assert query[2] < min(r[2] for r in ingest) / 2
+
+
+def test_it_pushes_back_with_429_beyond_its_bounded_ingest_queue(endpoint):
+    import threading
+
+    _post_json(endpoint, "/testing/knobs", {"ingest_delay": 0.3})
+    results = []
+    try:
+        threads = [
+            threading.Thread(target=_timed_embed, args=(endpoint, [f"{b}-{i} {_PASSAGE}" for i in range(4)], results, b))
+            for b in range(4)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        _post_json(endpoint, "/testing/knobs", {"ingest_delay": 0})
+    statuses = sorted(r[1] for r in results)
+    assert statuses.count(200) >= 2 and 429 in statuses
+    assert all(r[4] for r in results if r[1] == 429)  # Retry-After, which OpenAI clients honour
+
+
+def test_a_test_knob_fails_the_next_ingest_piece_then_recovers(endpoint):
+    _post_json(endpoint, "/testing/knobs", {"fail_ingest": 1})
+    status, _, body = _request(endpoint, "/v1/embeddings", {"model": EMBEDDING_MODEL, "input": ["a one", "b two"]})
+    assert status == 503 and "injected" in json.loads(body)["error"]["message"]
+    assert len(_embed(endpoint, ["a one", "b two"])) == 2

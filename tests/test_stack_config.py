@@ -339,3 +339,46 @@ def test_it_reports_a_program_that_cannot_be_started(managed, tmp_path):
 
     with pytest.raises(StackError, match="could not start ghost"):
         missing.start()
+
+
+# --- embedding limits fitted to the measured endpoint -----------------------
+
+
+def test_it_fits_lightrags_embedding_limits_to_a_slow_machine():
+    from mnote.stack.processes import size_embedding
+
+    limits = size_embedding(3.0)  # 3 s per 400-token chunk: a busy 2-core machine
+
+    env = limits.env()
+    # One call computing, one ready: more would only queue inside the endpoint.
+    assert env["EMBEDDING_FUNC_MAX_ASYNC"] == "2"
+    assert env["EMBEDDING_BATCH_NUM"] == "2"
+    # LightRAG cancels a call after 2 x EMBEDDING_TIMEOUT; both calls must fit
+    # with room for a machine several times busier than when measured.
+    assert 2 * int(env["EMBEDDING_TIMEOUT"]) >= 2 * 2 * 3.0 * 4
+    assert env["MNOTE_EMBEDDING_SECONDS_PER_CHUNK"] == "3.000"
+
+
+def test_it_uses_bigger_batches_on_a_fast_machine_and_keeps_a_floor_on_the_timeout():
+    from mnote.stack.processes import size_embedding
+
+    limits = size_embedding(0.1)
+    assert limits.batch == 16 and limits.timeout == 60
+
+
+def test_the_users_embedding_limits_win_over_the_measured_ones(tmp_path):
+    from mnote.stack.processes import size_embedding
+
+    config = config_from_environ(
+        {"MNOTE_EMBEDDING_MAX_ASYNC": "1", "MNOTE_EMBEDDING_BATCH": "5", "MNOTE_EMBEDDING_TIMEOUT": "300"}, tmp_path
+    )
+    limits = size_embedding(3.0, config.embedding_overrides)
+    assert (limits.max_async, limits.batch, limits.timeout) == (1, 5, 300)
+    # Unmeasured (e.g. an external embedding service): only what the user set.
+    env = lightrag_server_env(config)
+    assert (env["EMBEDDING_FUNC_MAX_ASYNC"], env["EMBEDDING_BATCH_NUM"], env["EMBEDDING_TIMEOUT"]) == ("1", "5", "300")
+
+
+def test_it_refuses_an_embedding_limit_that_is_not_a_number(tmp_path):
+    with pytest.raises(StackError, match="MNOTE_EMBEDDING_BATCH"):
+        config_from_environ({"MNOTE_EMBEDDING_BATCH": "lots"}, tmp_path)

@@ -6,6 +6,7 @@ from django.utils.translation import gettext_lazy, ngettext
 
 from mnote.accounts.roles import is_admin
 from mnote.library.forms import IndexedRootForm
+from mnote.library.ingest import retry_failed
 from mnote.library.models import IndexedRoot, Job, Source
 from mnote.library.sync import delete_index, prune_registry, reindex_source, remove_root, sync_root
 
@@ -52,7 +53,7 @@ class IndexedRootAdmin(AdminsManageLibrary, admin.ModelAdmin):
     list_filter = ["enabled", "run_on_change", "visible_to_all"]
     filter_horizontal = ["visible_to_groups"]
     search_fields = ["name", "path"]
-    actions = ["sync_now"]
+    actions = ["sync_now", "retry_failed_files"]
 
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)
@@ -78,6 +79,23 @@ class IndexedRootAdmin(AdminsManageLibrary, admin.ModelAdmin):
         for root in queryset:
             _sync_and_report(self, request, root)
 
+    @admin.action(description=gettext_lazy("Retry failed files"))
+    def retry_failed_files(self, request, queryset):
+        _report_retry(self, request, retry_failed(Source.objects.filter(root__in=queryset)))
+
+
+def _report_retry(model_admin, request, count: int) -> None:
+    model_admin.message_user(
+        request,
+        ngettext(
+            "%(n)d failed file will be sent to LightRAG again, a few at a time.",
+            "%(n)d failed files will be sent to LightRAG again, a few at a time.",
+            count,
+        )
+        % {"n": count},
+        messages.SUCCESS,
+    )
+
 
 @admin.register(Source)
 class SourceAdmin(AdminsManageLibrary, admin.ModelAdmin):
@@ -87,7 +105,7 @@ class SourceAdmin(AdminsManageLibrary, admin.ModelAdmin):
     list_display = ["relative_path", "root", "status", "stale", "chunk_count", "indexed_at", "deleted_at"]
     list_filter = ["status", "stale", "root"]
     search_fields = ["relative_path", "lightrag_name", "lightrag_doc_id", "sha256"]
-    actions = ["reindex", "delete_lightrag_index", "clear_stale_records"]
+    actions = ["reindex", "retry_failed_files", "delete_lightrag_index", "clear_stale_records"]
 
     def has_add_permission(self, request):
         return False
@@ -132,6 +150,10 @@ class SourceAdmin(AdminsManageLibrary, admin.ModelAdmin):
                 % {"n": outcomes["missing"]},
                 messages.WARNING,
             )
+
+    @admin.action(description=gettext_lazy("Retry failed files"))
+    def retry_failed_files(self, request, queryset):
+        _report_retry(self, request, retry_failed(queryset))
 
     @admin.action(description=gettext_lazy("Delete index (LightRAG documents only; files stay)"))
     def delete_lightrag_index(self, request, queryset):

@@ -75,11 +75,11 @@ def refresh_fingerprint(source: Source, stat: os.stat_result | None = None) -> b
 def _link_into_inputs(source: Source) -> None:
     input_dir = settings.MNOTE_LIGHTRAG.input_dir
     input_dir.mkdir(parents=True, exist_ok=True)
-    link = input_dir / source.lightrag_name
+    link = input_dir / source.link_name
     if link.is_symlink() or link.exists():
         return
     # Link under a temporary name first so a scan never sees a half-made entry.
-    tmp = input_dir / f".{source.lightrag_name}.tmp"
+    tmp = input_dir / f".{source.link_name}.tmp"
     if tmp.is_symlink():
         tmp.unlink()
     os.symlink(source.absolute_path, tmp)
@@ -91,12 +91,16 @@ def unlink_from_inputs(source: Source) -> None:
     scan does not pick up a file that left the library."""
     if not source.lightrag_name:
         return
-    link = settings.MNOTE_LIGHTRAG.input_dir / source.lightrag_name
-    if link.is_symlink():
-        link.unlink()
+    for name in {source.lightrag_name, source.link_name}:
+        link = settings.MNOTE_LIGHTRAG.input_dir / name
+        if link.is_symlink():
+            link.unlink()
 
 
-_QUEUED_FIELDS = ["sha256", "size", "mtime", "lightrag_name", "status", "last_error", "excluded_by", "deleted_at", "updated_at"]
+_QUEUED_FIELDS = [
+    "sha256", "size", "mtime", "lightrag_name", "status", "last_error", "excluded_by", "deleted_at", "updated_at",
+    "generation", "retry_at", "progress", "failure_kind",
+]
 
 
 def mark_queued(source: Source) -> None:
@@ -104,6 +108,9 @@ def mark_queued(source: Source) -> None:
     source.lightrag_name = source.unique_lightrag_name()
     source.status = Source.Status.QUEUED
     source.last_error = ""
+    source.failure_kind = ""
+    source.retry_at = None
+    source.progress = ""
     source.excluded_by = ""
     source.deleted_at = None
     source.updated_at = timezone.now()
@@ -244,7 +251,7 @@ def run_due_jobs(client: LightRAGClient) -> int:
             else:
                 job.finish()
         except LightRAGBusy as e:
-            job.retry_later(f"LightRAG busy: {e}")
+            job.retry_later(f"LightRAG busy: {e}", give_up=False)
             continue
         except LightRAGRejected as e:
             # "not_allowed" while a document is still being processed is transient too.
@@ -259,8 +266,8 @@ def run_due_jobs(client: LightRAGClient) -> int:
 
 def bridge_statuses(client: LightRAGClient) -> int:
     """Follow LightRAG's document list: sources in progress become indexed /
-    failed / duplicate, sources whose delete went through become removed.
-    Returns how many changed."""
+    failed / duplicate (or wait for a retry), sources whose delete went
+    through become removed. Returns how many changed."""
     waiting = {
         s.lightrag_name: s for s in Source.objects.filter(status__in=[Source.Status.INDEXING, Source.Status.QUEUED])
     }
@@ -286,22 +293,22 @@ def bridge_statuses(client: LightRAGClient) -> int:
     for name, document in documents.items():
         source = waiting[name]
         if document.status == "processed":
-            source.status = Source.Status.INDEXED
-            source.stale = False
-            source.indexed_at = timezone.now()
-            source.lightrag_doc_id = document.id
-            source.chunk_count = document.chunks_count
-            source.parse_engine = document.parse_engine or ""
-            source.last_error = ""
+            mark_indexed(source, document)
         elif document.status == "failed":
-            source.status = Source.Status.DUPLICATE if document.is_duplicate else Source.Status.FAILED
-            # Kept (never citable: not indexed) so a reindex or prune deletes LightRAG's failed record.
-            source.lightrag_doc_id = document.id
-            source.last_error = document.error_msg or "LightRAG reported the document failed."
-        elif source.status == Source.Status.QUEUED:
-            source.status = Source.Status.INDEXING
+            if document.is_duplicate:
+                source.status = Source.Status.DUPLICATE
+                # Kept (never citable: not indexed) so a reindex or prune deletes LightRAG's failed record.
+                source.lightrag_doc_id = document.id
+                source.last_error = document.error_msg or "LightRAG reported the document failed."
+                source.progress = ""
+            else:
+                record_failure(source, document)
         else:
-            continue
+            progress = document_progress(document)
+            if source.status == Source.Status.INDEXING and progress == source.progress:
+                continue
+            source.status = Source.Status.INDEXING
+            source.progress = progress
         source.save()
         changed.append((source, document))
     # After the saves, so an original indexed in this same pass is found.
@@ -328,26 +335,192 @@ def bridge_statuses(client: LightRAGClient) -> int:
     return len(changed) + removed
 
 
+def document_progress(document) -> str:
+    """LightRAG's stage of a document it works on, as the dashboard shows it."""
+    stage = document.status or "pending"
+    if document.chunks_count:
+        return f"{stage} · {document.chunks_count} chunks"
+    return stage
+
+
+def mark_indexed(source: Source, document) -> None:
+    """A document LightRAG processed: the source is indexed and citable (the
+    caller saves). A delete we still owe for this very document — a failed
+    record LightRAG itself processed again — is called off."""
+    source.status = Source.Status.INDEXED
+    source.stale = False
+    source.indexed_at = source.indexed_at if source.lightrag_doc_id == document.id else timezone.now()
+    source.lightrag_doc_id = document.id
+    source.chunk_count = document.chunks_count
+    source.parse_engine = document.parse_engine or ""
+    source.last_error = ""
+    source.failure_kind = ""
+    source.attempts = 0
+    source.retry_at = None
+    source.progress = ""
+    for job in Job.objects.filter(kind=Job.Kind.DELETE, state=Job.State.PENDING, source=source):
+        if job.payload.get("doc_ids") == [document.id]:
+            job.state, job.finished_at = Job.State.DONE, timezone.now()
+            job.last_error = "called off: LightRAG processed the document after all"
+            job.save(update_fields=["state", "finished_at", "last_error", "updated_at"])
+
+
+# --- failures ------------------------------------------------------------------
+
+# LightRAG's words for failures that another attempt can cure: timeouts, a busy
+# or halted pipeline, an unreachable model service, a restart mid-document.
+TRANSIENT_MARKERS = (
+    "timeout", "timed out", "busy", "halted", "connection", "refused", "cancelled", "canceled",
+    "interrupted", "restart", "temporarily", "unavailable", "rate limit", "queue full", "too many requests",
+    "internal storage error", "worker execution", "502", "503", "504", "429",
+    # The OpenAI binding's exceptions after its own retries, and a vector store
+    # flush that failed with them: the model service failed, not the file.
+    "retryerror", "internalservererror", "apiconnectionerror", "apitimeouterror", "ratelimiterror",
+    "flush failed", "server error",
+)
+NATIVE_DOCX_EMPTY = "docx parser returned empty content"
+MAX_AUTO_RETRIES = 4
+RETRY_BASE = timedelta(seconds=20)
+RETRY_MAX = timedelta(minutes=10)
+# Sources sent again per round, and only while LightRAG is idle: a small wave,
+# so one large file cannot time out the others.
+RETRY_WAVE = 3
+
+
+def classify_failure(message: str) -> str:
+    """"legacy" (the native DOCX parser found no text: try the plain-text
+    parser), "transient" (try again later) or "permanent"."""
+    text = (message or "").lower()
+    if NATIVE_DOCX_EMPTY in text:
+        return "legacy"
+    if any(marker in text for marker in TRANSIENT_MARKERS):
+        return "transient"
+    return "permanent"
+
+
+def record_failure(source: Source, document) -> None:
+    """Decide what a document LightRAG failed becomes (the caller saves)."""
+    message = document.error_msg or "LightRAG reported the document failed."
+    kind = classify_failure(message)
+    source.progress = ""
+    if kind == "legacy" and source.parser_hint != "legacy" and source.file_name.lower().endswith(".docx"):
+        source.parser_hint = "legacy"
+        source.last_error = message
+        schedule_retry(source, document.id, delay=timedelta(0), count=False)
+        return
+    if kind == "transient" and source.attempts < MAX_AUTO_RETRIES:
+        source.last_error = message
+        schedule_retry(source, document.id)
+        return
+    source.status = Source.Status.FAILED
+    source.failure_kind = Source.Failure.TRANSIENT if kind == "transient" else Source.Failure.PERMANENT
+    # Kept (never citable: not indexed) so a retry, reindex or prune deletes LightRAG's failed record.
+    source.lightrag_doc_id = document.id
+    source.retry_at = None
+    if kind == "transient":
+        source.last_error = f"Gave up after {source.attempts + 1} attempts. {message}"
+    else:
+        source.last_error = message
+
+
+def schedule_retry(source: Source, failed_doc_id: str = "", *, delay: timedelta | None = None, count: bool = True) -> None:
+    """Wait, then send the file again under a new name. LightRAG's failed
+    record goes first: LightRAG retries every failed document together with
+    each later scan, which is how one large file failed the others."""
+    if failed_doc_id:
+        owe_delete(source, failed_doc_id)
+    unlink_from_inputs(source)
+    source.lightrag_doc_id = ""
+    if count:
+        source.attempts += 1
+    if delay is None:
+        delay = min(RETRY_BASE * 2 ** max(source.attempts - 1, 0), RETRY_MAX)
+    source.status = Source.Status.RETRYING
+    source.failure_kind = Source.Failure.TRANSIENT
+    source.retry_at = timezone.now() + delay
+
+
+def retry_failed(sources) -> int:
+    """Send failed sources of ``sources`` (a queryset) back to LightRAG, in
+    the worker's small waves, with a fresh retry budget. Returns how many."""
+    count = 0
+    with transaction.atomic():
+        for source in sources.filter(status=Source.Status.FAILED).select_for_update():
+            source.attempts = 0
+            schedule_retry(source, source.lightrag_doc_id, delay=timedelta(0), count=False)
+            source.save()
+            count += 1
+    return count
+
+
+def resend_due_retries(client: LightRAGClient) -> int:
+    """Send a small wave of sources whose retry is due, when LightRAG is idle
+    and owes us no scan. Returns how many were sent."""
+    due = Source.objects.filter(status=Source.Status.RETRYING, retry_at__lte=timezone.now()).order_by("retry_at")
+    if not due.exists():
+        return 0
+    if Job.objects.filter(kind=Job.Kind.SCAN, state=Job.State.PENDING).exists():
+        return 0
+    if Source.objects.filter(status__in=[Source.Status.QUEUED, Source.Status.INDEXING]).exists():
+        return 0
+    if client.health().pipeline_busy:
+        return 0
+    sent = []
+    for source in due[:RETRY_WAVE]:
+        try:
+            refresh_fingerprint(source)
+        except OSError:
+            submit_delete(source, missing=True)  # gone from its folder meanwhile
+            continue
+        source.generation += 1
+        sent.append(source)
+    queue_many(sent)
+    return len(sent)
+
+
+# Scans a source may stay unlisted by an idle LightRAG before it is called failed.
+MAX_UNLISTED_SCANS = 3
+
+
 def rescan_stuck(client: LightRAGClient) -> bool:
     """Owe a new scan when sources sit in "indexing" after their scan finished
-    and LightRAG is idle — what a LightRAG killed mid-ingest leaves behind."""
+    and LightRAG is idle — what a LightRAG killed mid-ingest leaves behind.
+    A source LightRAG never lists after several scans (a file it refuses to
+    take in) ends failed, saying so, instead of "indexing" forever."""
     stuck_before = timezone.now() - RESCAN_AFTER
-    if not Source.objects.filter(status=Source.Status.INDEXING, updated_at__lt=stuck_before).exists():
+    stuck = Source.objects.filter(status=Source.Status.INDEXING, updated_at__lt=stuck_before)
+    if not stuck.exists():
         return False
     if Job.objects.filter(kind=Job.Kind.SCAN, state=Job.State.PENDING).exists():
         return False
     if client.health().pipeline_busy:
         return False
+    listed = {d.file_path for d in client.iter_documents()}
+    for source in stuck.exclude(lightrag_name__in=listed):
+        source.attempts += 1
+        if source.attempts >= MAX_UNLISTED_SCANS:
+            source.status = Source.Status.FAILED
+            source.failure_kind = Source.Failure.PERMANENT
+            source.last_error = (
+                f"LightRAG did not take this file in after {source.attempts} scans "
+                f"(its log may say why, e.g. a file type or name it refuses)."
+            )
+            unlink_from_inputs(source)
+        source.save(update_fields=["attempts", "status", "failure_kind", "last_error", "updated_at"])
+    if not stuck.exists():
+        return False
     owe_scan()
-    Source.objects.filter(status=Source.Status.INDEXING, updated_at__lt=stuck_before).update(updated_at=timezone.now())
+    stuck.update(updated_at=timezone.now())
     return True
 
 
 def work_once(client: LightRAGClient) -> None:
-    """One round of the worker: jobs, then the status bridge."""
+    """One round of the worker: jobs, the status bridge, recovery of stuck
+    sources, then a wave of due retries."""
     run_due_jobs(client)
     bridge_statuses(client)
     rescan_stuck(client)
+    resend_due_retries(client)
 
 
 def wait_until_settled(client: LightRAGClient, *, timeout: float, interval: float = 1.0) -> bool:

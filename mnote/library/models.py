@@ -6,6 +6,7 @@ LightRAG's storage is a cache derived from them.
 """
 
 import hashlib
+import re
 from datetime import timedelta
 from pathlib import PurePosixPath
 
@@ -105,8 +106,13 @@ class Source(models.Model):
         REMOVED = "removed", _("removed")
         EXCLUDED = "excluded", _("excluded")
         DUPLICATE = "duplicate", _("duplicate")
+        RETRYING = "retrying", _("waiting to retry")
 
-    IN_PROGRESS = (Status.QUEUED, Status.INDEXING, Status.DELETE_SUBMITTED)
+    class Failure(models.TextChoices):
+        TRANSIENT = "transient", _("transient")
+        PERMANENT = "permanent", _("permanent")
+
+    IN_PROGRESS = (Status.QUEUED, Status.INDEXING, Status.DELETE_SUBMITTED, Status.RETRYING)
 
     root = models.ForeignKey(IndexedRoot, on_delete=models.CASCADE, related_name="sources")
     relative_path = models.CharField(_("path in root"), max_length=1024)
@@ -135,6 +141,15 @@ class Source(models.Model):
         default=0, help_text="Bumped by a forced reindex so LightRAG sees a new document name."
     )
     last_error = models.TextField(blank=True)
+    failure_kind = models.CharField(max_length=10, choices=Failure.choices, blank=True)
+    attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="Automatic retries since the last success or the last manual retry."
+    )
+    retry_at = models.DateTimeField(null=True, blank=True)
+    progress = models.CharField(max_length=120, blank=True, help_text="LightRAG's stage while it works on the file.")
+    parser_hint = models.CharField(
+        max_length=20, blank=True, help_text="LightRAG parser engine asked for by the file name, e.g. legacy."
+    )
     indexed_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -166,7 +181,31 @@ class Source(models.Model):
         a new document while the old one is still being deleted."""
         key = f"{self.root_id}\0{self.relative_path}\0{self.sha256}\0{self.generation}"
         digest = hashlib.sha256(key.encode()).hexdigest()
-        return f"mnote-{digest[:16]}-{self.file_name}"
+        # LightRAG refuses a source name holding a control character (a newline
+        # in a file name) on every scan; the name is ours, so it goes.
+        return f"mnote-{digest[:16]}-{_UNSAFE_NAME_CHARS.sub('_', self.file_name)}"
+
+    @property
+    def link_name(self) -> str:
+        """The symlink's name in LightRAG's inputs: the LightRAG name, with a
+        parser hint (``x.[legacy].docx``) when one is asked for. LightRAG strips
+        the hint, so its documents carry ``lightrag_name``."""
+        if not self.parser_hint or not self.lightrag_name:
+            return self.lightrag_name
+        stem, dot, extension = self.lightrag_name.rpartition(".")
+        if not dot:
+            return self.lightrag_name
+        return f"{stem}.[{self.parser_hint}].{extension}"
+
+    @property
+    def file_level_citations(self) -> bool:
+        """Parsed without LightRAG's sidecar blocks, so citations point at the
+        file, not a paragraph."""
+        return self.parse_engine == "legacy" and self.file_name.lower().endswith(".docx")
+
+
+# lightrag.api.routers.document_routes._UNSAFE_DOCUMENT_SOURCE_CHAR_PATTERN (1.5.7)
+_UNSAFE_NAME_CHARS = re.compile("[\u0000-\u001f\u007f\ud800-\udfff\ufffe\uffff]")
 
 
 class JobQuerySet(models.QuerySet):
@@ -193,6 +232,7 @@ class Job(models.Model):
     MAX_ATTEMPTS = 12
     BACKOFF_BASE_SECONDS = 2
     BACKOFF_MAX_SECONDS = 300
+    BUSY_BACKOFF_MAX = timedelta(seconds=30)
 
     kind = models.CharField(max_length=10, choices=Kind.choices)
     source = models.ForeignKey(Source, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs")
@@ -218,15 +258,19 @@ class Job(models.Model):
         seconds = min(self.BACKOFF_BASE_SECONDS * 2 ** max(self.attempts - 1, 0), self.BACKOFF_MAX_SECONDS)
         return timedelta(seconds=seconds)
 
-    def retry_later(self, error: str) -> None:
-        """Record a transient failure; give up after MAX_ATTEMPTS."""
+    def retry_later(self, error: str, *, give_up: bool = True) -> None:
+        """Record a transient failure; give up after MAX_ATTEMPTS (never, when
+        LightRAG only said "busy": the work is owed until it is free)."""
         self.attempts += 1
         self.last_error = error
-        if self.attempts >= self.MAX_ATTEMPTS:
+        if give_up and self.attempts >= self.MAX_ATTEMPTS:
             self.state = self.State.FAILED
             self.finished_at = timezone.now()
-        else:
+        elif give_up:
             self.next_attempt_at = timezone.now() + self.backoff()
+        else:
+            # Busy ends when LightRAG finishes its batch: ask again soon after, not minutes later.
+            self.next_attempt_at = timezone.now() + min(self.backoff(), self.BUSY_BACKOFF_MAX)
         self.save(update_fields=["attempts", "last_error", "state", "finished_at", "next_attempt_at", "updated_at"])
 
     def finish(self, track_id: str = "") -> None:

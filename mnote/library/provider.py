@@ -10,6 +10,7 @@ from django.http.request import split_domain_port
 from django.utils.translation import gettext as _
 
 from mnote.lightrag import Health, LightRAGClient, LightRAGError, LightRAGUnauthorized, make_client
+from mnote.lightrag.config import ImproperlyConfiguredLightRAG, read_dotenv
 
 _LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 
@@ -42,10 +43,28 @@ def recent_health(client: LightRAGClient) -> Health:
 class HealthReport:
     health: Health | None
     error: str = ""
+    seconds_per_chunk: float | None = None
+    """The embedded stack's start-up measurement its embedding limits were sized from."""
 
     @property
     def ok(self) -> bool:
         return self.health is not None and self.health.healthy
+
+    @property
+    def chunks_per_minute(self) -> float | None:
+        return 60 / self.seconds_per_chunk if self.seconds_per_chunk else None
+
+
+def measured_seconds_per_chunk() -> float | None:
+    """Written by the embedded stack into LightRAG's .env (LightRAG ignores it)."""
+    env_file = settings.MNOTE_LIGHTRAG.env_file
+    if env_file is None:
+        return None
+    try:
+        value = read_dotenv(env_file).get("MNOTE_EMBEDDING_SECONDS_PER_CHUNK")
+        return float(value) if value else None
+    except (ImproperlyConfiguredLightRAG, ValueError):
+        return None
 
 
 def health_report() -> HealthReport:
@@ -59,7 +78,7 @@ def health_report() -> HealthReport:
     # /health answers without a valid key too, just without its configuration.
     if not health.authenticated:
         return HealthReport(None, _("LightRAG refused MNote's API key: check MNOTE_LIGHTRAG_API_KEY or its .env file."))
-    return HealthReport(health)
+    return HealthReport(health, seconds_per_chunk=measured_seconds_per_chunk())
 
 
 def webui_url(request) -> str:

@@ -5,7 +5,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -17,6 +17,7 @@ from django.views.decorators.vary import vary_on_headers
 from mnote.accounts.roles import is_admin
 from mnote.citations.models import Citation
 from mnote.library.forms import IndexedRootForm
+from mnote.library.ingest import retry_failed
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.provider import health_report, lightrag_client, webui_url
 from mnote.library.roots_preview import base_folders, preview_root
@@ -113,6 +114,7 @@ def _source_table(request, *, full_page: bool, health_ok: bool = True):
         "page_obj": page,
         "showing_unmapped": chosen.condition is None,
         "in_progress": counts["indexing"] > 0,
+        "failed_total": visible.filter(status=Source.Status.FAILED).count() if admin else 0,
         "lightrag_status": status,
         "registry_total": counts["all"],
     }, form
@@ -301,6 +303,36 @@ def clear_stale(request):
     return _back_to_table(request)
 
 
+def _report_retry(request, count: int, where: str) -> None:
+    if count:
+        messages.success(
+            request,
+            ngettext(
+                "%(n)d failed file of %(where)s will be sent to LightRAG again, a few at a time.",
+                "%(n)d failed files of %(where)s will be sent to LightRAG again, a few at a time.",
+                count,
+            )
+            % {"n": count, "where": where},
+        )
+    else:
+        messages.info(request, _("No failed file in %(where)s to retry.") % {"where": where})
+
+
+@require_POST
+@admin_only
+def retry_failed_view(request):
+    _report_retry(request, retry_failed(Source.objects.all()), _("the library"))
+    return _back_to_table(request)
+
+
+@require_POST
+@admin_only
+def root_retry_failed(request, root_id):
+    root = get_object_or_404(IndexedRoot, pk=root_id)
+    _report_retry(request, retry_failed(root.sources.all()), _("the root “%(root)s”") % {"root": root.name})
+    return redirect("library:roots")
+
+
 # --- roots ------------------------------------------------------------------
 
 
@@ -328,7 +360,10 @@ def _sync_and_report(request, root: IndexedRoot) -> None:
 @require_GET
 @admin_only
 def roots(request):
-    rows = IndexedRoot.objects.prefetch_related("visible_to_groups").annotate(source_count=Count("sources"))
+    rows = IndexedRoot.objects.prefetch_related("visible_to_groups").annotate(
+        source_count=Count("sources"),
+        failed_count=Count("sources", filter=Q(sources__status=Source.Status.FAILED)),
+    )
     return render(request, "library/roots.html", {"roots": rows})
 
 

@@ -58,7 +58,12 @@ class Health:
     rerank_queue_available: bool | None
     working_directory: str | None
     input_directory: str | None
-    raw: dict[str, Any] = field(repr=False, compare=False)
+    # How LightRAG uses its embedding service (None when not reported).
+    embedding_max_async: int | None = None
+    embedding_batch: int | None = None
+    embedding_timeout: int | None = None
+    max_parallel_insert: int | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_body(cls, body: dict[str, Any]) -> Health:
@@ -91,6 +96,10 @@ class Health:
             # 1.5.7 puts the directories at the top level, not under `configuration`.
             working_directory=body.get("working_directory") or configuration.get("working_directory"),
             input_directory=body.get("input_directory") or configuration.get("input_directory"),
+            embedding_max_async=_int_or_none(configuration.get("embedding_func_max_async")),
+            embedding_batch=_int_or_none(configuration.get("embedding_batch_num")),
+            embedding_timeout=_int_or_none(configuration.get("embedding_timeout")),
+            max_parallel_insert=_int_or_none(configuration.get("max_parallel_insert")),
             raw=body,
         )
 
@@ -530,6 +539,10 @@ def _lightrag_message(body: Any) -> str | None:
 def _snippet(response: httpx.Response, limit: int = 200) -> str:
     text = " ".join(response.text.split())
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _timestamp(value: Any) -> datetime | None:

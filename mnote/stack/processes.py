@@ -5,6 +5,7 @@ One mechanism for ``make run`` (the ``run_stack`` command) and for the test
 suite's session fixture, so the tests exercise what users run.
 """
 
+import math
 import os
 import secrets
 import signal
@@ -13,7 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import httpx
@@ -27,6 +28,56 @@ EMBEDDING_DIM = 384
 RERANK_MODEL = "mnote-bm25-dense-fusion"  # the name mnote/stack/rerank.py answers with
 # e5 reads at most 512 tokens; LightRAG's default chunk of 1200 would be cut.
 DEFAULT_CHUNK_SIZE = 400
+
+
+@dataclass(frozen=True)
+class EmbeddingLimits:
+    """How LightRAG may use the embedding endpoint, fitted to its pace."""
+
+    max_async: int
+    batch: int
+    timeout: int
+    # One document at a time: LightRAG's vector store (NanoVectorDB) embeds a
+    # flush's chunks while holding the lock a search needs, so a flush of two
+    # documents' chunks makes searches wait twice as long.
+    parallel_insert: int = 1
+    seconds_per_chunk: float | None = None
+    """Measured at start-up by the local endpoint; None when set by hand or external."""
+
+    def env(self) -> dict[str, str]:
+        values = {
+            "EMBEDDING_FUNC_MAX_ASYNC": str(self.max_async),
+            "EMBEDDING_BATCH_NUM": str(self.batch),
+            "EMBEDDING_TIMEOUT": str(self.timeout),
+            "MAX_PARALLEL_INSERT": str(self.parallel_insert),
+        }
+        if self.seconds_per_chunk is not None:
+            # Not read by LightRAG: the dashboard shows what the sizing came from.
+            values["MNOTE_EMBEDDING_SECONDS_PER_CHUNK"] = f"{self.seconds_per_chunk:.3f}"
+        return values
+
+
+# A batch should take about this long on the measured machine.
+BATCH_SECONDS = 4.0
+# Slack for a machine busier than when it was measured (shared CPUs).
+LOAD_FACTOR = 6
+
+
+def size_embedding(seconds_per_chunk: float, overrides: Mapping[str, int] | None = None) -> EmbeddingLimits:
+    """LightRAG's embedding limits for an endpoint that computes one request
+    at a time at ``seconds_per_chunk`` per chunk.
+
+    * Two calls in flight: one computing, one ready, so the engine never idles;
+      more would only wait inside the endpoint, and that wait counts against
+      LightRAG's worker timeout (2 x EMBEDDING_TIMEOUT), which fails documents.
+    * Batches of about BATCH_SECONDS of work.
+    * A timeout covering both calls on a machine LOAD_FACTOR times slower.
+    """
+    overrides = overrides or {}
+    max_async = overrides.get("max_async") or 2
+    batch = overrides.get("batch") or max(2, min(16, int(BATCH_SECONDS / max(seconds_per_chunk, 1e-3))))
+    timeout = overrides.get("timeout") or max(60, math.ceil(max_async * batch * seconds_per_chunk * LOAD_FACTOR))
+    return EmbeddingLimits(max_async, batch, timeout, seconds_per_chunk=round(seconds_per_chunk, 3))
 
 
 class StackError(RuntimeError):
@@ -66,6 +117,11 @@ class StackConfig:
     # (mnote/stack/answering_model.py), and LightRAG may skip its answer cache.
     test_answers: bool = False
     llm_cache: bool = True
+    # MNOTE_EMBEDDING_MAX_ASYNC / _BATCH / _TIMEOUT, each replacing the measured value.
+    embedding_overrides: Mapping[str, int] = field(default_factory=dict)
+    embedding_limits: EmbeddingLimits | None = None
+    # Test only: the model endpoint serves POST /testing/knobs.
+    test_knobs: bool = False
 
     @property
     def lightrag_dir(self) -> Path:
@@ -147,6 +203,15 @@ def config_from_environ(environ: Mapping[str, str], data_dir: Path) -> StackConf
         )
 
     lightrag_python = environ.get("MNOTE_LIGHTRAG_PYTHON", "").strip()
+    overrides = {
+        key: number(name, 0, upper)
+        for key, name, upper in (
+            ("max_async", "MNOTE_EMBEDDING_MAX_ASYNC", 65),
+            ("batch", "MNOTE_EMBEDDING_BATCH", 1025),
+            ("timeout", "MNOTE_EMBEDDING_TIMEOUT", 86_401),
+        )
+        if environ.get(name, "").strip()
+    }
     return StackConfig(
         data_dir=data_dir,
         lightrag_port=port("MNOTE_LIGHTRAG_PORT", 9621),
@@ -156,6 +221,7 @@ def config_from_environ(environ: Mapping[str, str], data_dir: Path) -> StackConf
         llm=external("LLM", "openai"),
         embedding=external("EMBEDDING", "openai"),
         api_key=environ.get("MNOTE_LIGHTRAG_API_KEY", "").strip() or None,
+        embedding_overrides=overrides,
     )
 
 
@@ -186,6 +252,7 @@ def lightrag_server_env(config: StackConfig) -> dict[str, str]:
         # Two cores: parallel inserts only queue on the embedder.
         "MAX_PARALLEL_INSERT": "2",
         **({} if config.llm_cache else {"ENABLE_LLM_CACHE": "false"}),
+        **(config.embedding_limits.env() if config.embedding_limits else _overrides_only(config)),
     }
     if config.needs_model_endpoint:
         # The local endpoint also serves LightRAG's rerank binding (BM25 fused
@@ -198,6 +265,12 @@ def lightrag_server_env(config: StackConfig) -> dict[str, str]:
             MIN_RERANK_SCORE="0",
         )
     return env
+
+
+def _overrides_only(config: StackConfig) -> dict[str, str]:
+    """Unmeasured (an external embedding service): LightRAG's defaults, except what the user set."""
+    names = {"max_async": "EMBEDDING_FUNC_MAX_ASYNC", "batch": "EMBEDDING_BATCH_NUM", "timeout": "EMBEDDING_TIMEOUT"}
+    return {names[key]: str(value) for key, value in config.embedding_overrides.items()}
 
 
 def write_env_file(path: Path, values: Mapping[str, str]) -> None:
@@ -314,7 +387,7 @@ class EmbeddedStack:
         return env
 
     def start(self) -> None:
-        env = self.prepare()
+        self.prepare()
         logs = self.config.data_dir / "logs"
         bin_dir = self.config.lightrag_python.parent
         if self.config.needs_model_endpoint:
@@ -330,13 +403,19 @@ class EmbeddedStack:
                     str(self.config.model_port),
                     "--quiet",
                     *(["--test-answers"] if self.config.test_answers else []),
+                    *(["--test-knobs"] if self.config.test_knobs else []),
                 ],
                 health_url=f"http://{self.config.host}:{self.config.model_port}/health",
                 log_path=logs / "model-endpoint.log",
                 cwd=REPO_DIR,
                 env={"PYTHONPATH": str(REPO_DIR)},
             )
-            self._start(self.model_endpoint, timeout=60)
+            # The endpoint times itself before it listens (a few seconds more on a busy machine).
+            self._start(self.model_endpoint, timeout=120)
+            if self.config.embedding is None:
+                self.config = replace(self.config, embedding_limits=self._measured_limits())
+        env = lightrag_server_env(self.config)
+        write_env_file(self.config.env_file, env)
         self.lightrag = ManagedProcess(
             name="LightRAG",
             argv=[str(bin_dir / "lightrag-server")],
@@ -346,6 +425,19 @@ class EmbeddedStack:
             env=env,
         )
         self._start(self.lightrag, timeout=120)
+
+    def _measured_limits(self) -> EmbeddingLimits:
+        try:
+            measured = httpx.get(self.model_endpoint.health_url, timeout=10).json().get("measured") or {}
+            seconds = float(measured["seconds_per_chunk"])
+        except (httpx.HTTPError, ValueError, KeyError, TypeError) as e:
+            raise StackError(f"the model endpoint did not report its measured pace: {e!r}") from e
+        return size_embedding(seconds, self.config.embedding_overrides)
+
+    def set_test_knobs(self, **knobs) -> dict:
+        """Test only: slow down or fail the endpoint's ingest embeddings."""
+        url = f"http://{self.config.host}:{self.config.model_port}/testing/knobs"
+        return httpx.post(url, json=knobs, timeout=10).raise_for_status().json()
 
     def restart_lightrag(self) -> None:
         assert self.lightrag is not None

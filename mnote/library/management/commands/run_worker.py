@@ -5,9 +5,10 @@ import time
 
 from django.core.management.base import BaseCommand
 
-from mnote.library.ingest import bridge_statuses, run_due_jobs
+from mnote.library.ingest import work_once
 from mnote.library.models import IndexedRoot, Job, Source
 from mnote.library.provider import lightrag_client
+from mnote.library.reconcile import reconcile
 from mnote.library.watcher import RootWatcher, follow_watcher, sync_roots_logging_errors
 from mnote.lightrag import LightRAGError
 
@@ -24,6 +25,13 @@ class Command(BaseCommand):
         parser.add_argument("--interval", type=float, default=2.0)
         parser.add_argument("--no-watch", action="store_true", help="Do not watch run-on-change roots for changes.")
         parser.add_argument(
+            "--reconcile-every",
+            type=float,
+            default=60.0,
+            metavar="SECONDS",
+            help="Compare the registry with LightRAG's whole document list this often, and once at start. Default 60.",
+        )
+        parser.add_argument(
             "--full-sync-every",
             type=float,
             default=15.0,
@@ -31,7 +39,7 @@ class Command(BaseCommand):
             help="Sync every root this often, and once at start (0: never). Default 15.",
         )
 
-    def handle(self, *args, interval, no_watch, full_sync_every, **options):
+    def handle(self, *args, interval, no_watch, full_sync_every, reconcile_every, **options):
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
@@ -40,6 +48,9 @@ class Command(BaseCommand):
         # watch limit, and nothing is watched while the worker is down. A full
         # sync now and then (and at start) catches what they missed.
         next_full_sync = time.monotonic() if full_sync_every > 0 else None
+        # Nothing kept in memory matters: the ledger and the registry are in the
+        # database, and a reconcile at start repairs what a crash left behind.
+        next_reconcile = time.monotonic()
         while not stop.is_set():
             if watcher:
                 follow_watcher(watcher)
@@ -47,6 +58,9 @@ class Command(BaseCommand):
                 sync_roots_logging_errors(IndexedRoot.objects.all())
                 next_full_sync = time.monotonic() + full_sync_every * 60
             self.carry_out_jobs()
+            if time.monotonic() >= next_reconcile:
+                self.reconcile()
+                next_reconcile = time.monotonic() + reconcile_every
             stop.wait(interval)
         if watcher:
             watcher.thread.join(timeout=5)
@@ -57,7 +71,14 @@ class Command(BaseCommand):
             return
         try:
             with lightrag_client() as client:
-                run_due_jobs(client)
-                bridge_statuses(client)
+                # Jobs, status bridge, recovery of sources stuck "indexing", due retries.
+                work_once(client)
         except LightRAGError as e:
             log.warning("worker: %s", e)
+
+    def reconcile(self):
+        try:
+            with lightrag_client() as client:
+                reconcile(client)
+        except LightRAGError as e:
+            log.warning("worker: reconcile postponed: %s", e)

