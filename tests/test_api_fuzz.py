@@ -13,6 +13,8 @@ import httpx
 import pytest
 import schemathesis
 from django.core.handlers.wsgi import WSGIHandler
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 from hypothesis import HealthCheck, Phase, given, settings
 
 from mnote.api.models import ApiToken
@@ -51,6 +53,18 @@ def lightrag_transport(unexpected: list) -> httpx.MockTransport:
         return httpx.Response(status, json=body)
 
     return httpx.MockTransport(handle)
+
+
+@pytest.fixture(autouse=True)
+def connection_kept_between_requests():
+    """The fuzz calls Django's WSGI handler directly, inside the test's
+    transaction: keep the database connection open after each request, as
+    Django's test client does (a request's end would otherwise close it)."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
 
 
 @pytest.fixture
