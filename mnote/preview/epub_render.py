@@ -177,6 +177,13 @@ def preview_epub(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
         title_el = opf.find(f".//{{{DC}}}title")
         title = " ".join((title_el.text or "").split()) if title_el is not None else ""
         toc = _toc(package, opf_part, manifest, spine, book)
+        nav_part = next((item[0] for item in manifest.values() if "nav" in item[2].split()), None)
+        if toc and nav_part in order and len(order) > 1:
+            # Many books list their navigation document in the reading order too; the
+            # contents drawn above already show it, so it is not shown a second time.
+            order.remove(nav_part)
+            book.chapters = {part: i + 1 for i, part in enumerate(order)}
+            toc = _toc(package, opf_part, manifest, spine, book)
         article = etree.Element("article", {"class": "epub"})
         if toc:
             nav = etree.SubElement(article, "nav", {"class": "epub-toc", "aria-label": _("Contents")})
