@@ -454,7 +454,8 @@ def breakdown(fn, runs: int, before=None) -> dict:
 
     from rapidfuzz import fuzz
 
-    from mnote.citations import citation_text, mapper
+    from mnote.citations import mapper
+    from mnote.text import display as citation_text
     from mnote.citations.models import Citation
 
     exclusive: dict[str, float] = {}

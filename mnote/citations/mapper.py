@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from rapidfuzz import fuzz
 
-from mnote.citations.citation_text import (
+from mnote.text.display import (
     clean_display_text,
     ensure_query_terms,
     evidence_window,

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from mnote.citations.answer_badges import AnsweredSentence
-from mnote.citations.citation_text import mark_terms
+from mnote.text.display import mark_terms
 from mnote.citations.search import (
     WITHHELD_NOTE,
     UnknownScope,
