@@ -137,7 +137,7 @@ def profile_first_card(env: dict[str, str]) -> None:
     django.setup()
     from django.contrib.auth import get_user_model
 
-    from mnote.citations.search import answer_stream
+    from mnote.search.answers import answer_stream
 
     user = get_user_model().objects.get(username="bench-member")
     profiler = cProfile.Profile()

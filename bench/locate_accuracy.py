@@ -754,7 +754,7 @@ def run_e2e(args) -> dict:
         from django.core.management import call_command
 
         from mnote.text.display import clean_display_text
-        from mnote.citations.search import full_library_search
+        from mnote.search.answers import full_library_search
         from mnote.citations.sidecar import load_chunk_store
         from mnote.library.ingest import wait_until_settled
         from mnote.library.models import IndexedRoot, Source

@@ -486,7 +486,7 @@ django.setup()
 from django.db import connection
 from django.test import Client
 from django.contrib.auth import get_user_model
-import mnote.citations.search as csearch
+import mnote.search.answers as csearch
 import mnote.library.provider as provider
 import mnote.search.views as views
 from mnote.lightrag.client import LightRAGClient

@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 from django.urls import Resolver404, resolve
 
 from mnote.citations.context import MAX_CONTEXT
-from mnote.citations.search import MODES
+from mnote.search.answers import MODES
 
 MAX_SOURCE_PATHS = 50
 

@@ -69,7 +69,7 @@ def _search(user, data: dict) -> dict:
 
 def _query(user, data: dict) -> dict:
     from mnote.api.views import _search_arguments, query_result
-    from mnote.citations.search import answer_question
+    from mnote.search.answers import answer_question
 
     params = validated(QueryForm, data)
     answer = answer_question(

@@ -6,7 +6,7 @@ every endpoint. Keep it beside any change to views.py or forms.py.
 
 from mnote.api.forms import LIBRARY_PATH_PATTERN, MAX_CHUNK_INDEX, MAX_ID, MAX_SOURCE_PATHS, QUERY_PATTERN
 from mnote.citations.context import MAX_CONTEXT
-from mnote.citations.search import MODES
+from mnote.search.answers import MODES
 from mnote.kinds import RESOURCE_KINDS
 from mnote.library.models import Source
 

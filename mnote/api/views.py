@@ -26,7 +26,7 @@ from mnote.api.forms import (
 from mnote.citations.context import ChunkNotFound, chunk_context
 from mnote.citations.mapper import CitationView
 from mnote.citations.models import Citation
-from mnote.citations.search import (
+from mnote.search.answers import (
     UnknownScope,
     answer_question,
     answer_stream,

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils.translation import gettext_noop
 
-from mnote.citations.answer_badges import AnsweredSentence, BadgePlacer, extractive_answer, render_badged_text
+from mnote.search.badges import AnsweredSentence, BadgePlacer, extractive_answer, render_badged_text
 from mnote.text.display import is_unreadable, query_terms
 from mnote.citations.mapper import MappedResult, map_query_data
 from mnote.citations.sidecar import load_chunk_store
