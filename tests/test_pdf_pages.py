@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from mnote.preview import pdf_pages
-from mnote.preview.pdf_pages import (
+from mnote.preview.pdf import pages as pdf_pages
+from mnote.preview.pdf.pages import (
     PageText,
     PdfBusy,
     PdfRejected,

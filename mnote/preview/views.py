@@ -175,7 +175,7 @@ def anchor_locator(text_map: TextMap, locator: dict, *, tail: str = "") -> dict 
 
 
 def _rejections():
-    from mnote.preview.pdf_pages import PdfRejected
+    from mnote.preview.pdf import PdfRejected
 
     return (PreviewRejected, PdfRejected, TextRejected)
 
@@ -337,7 +337,7 @@ def asset(request, source_id: int, part: str):
 
 @require_GET
 def pdf_page(request, source_id: int, page: int):
-    from mnote.preview.pdf_pages import PdfRejected, render_page_png
+    from mnote.preview.pdf import PdfRejected, render_page_png
 
     source = _visible_source(request, source_id)
     if resource_kind(source.file_name) != "pdf":
@@ -361,7 +361,7 @@ def pdf_page(request, source_id: int, page: int):
 def pdf_find(request, source_id: int):
     """Where the evidence text is on the PDF's text layer: a text match with its
     score, never presented as a layout box."""
-    from mnote.preview.pdf_pages import PdfRejected, find_text
+    from mnote.preview.pdf import PdfRejected, find_text
 
     source = _visible_source(request, source_id)
     evidence = request.GET.get("evidence", "")[:4000]

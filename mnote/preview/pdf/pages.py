@@ -33,7 +33,7 @@ from typing import BinaryIO
 from rapidfuzz import fuzz
 
 if __name__ == "__main__":  # the child process (see sandbox.py): find the mnote package
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from mnote.preview import sandbox  # noqa: E402
 
 log = logging.getLogger(__name__)
