@@ -753,7 +753,7 @@ def run_e2e(args) -> dict:
         from django.contrib.auth import get_user_model
         from django.core.management import call_command
 
-        from mnote.text.display import clean_display_text
+        from mnote.text import clean_display_text
         from mnote.search.answers import full_library_search
         from mnote.citations.sidecar import load_chunk_store
         from mnote.library.ingest import wait_until_settled

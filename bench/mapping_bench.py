@@ -455,8 +455,8 @@ def breakdown(fn, runs: int, before=None) -> dict:
     from rapidfuzz import fuzz
 
     from mnote.citations import mapper
-    from mnote.text import display as citation_text
     from mnote.citations.models import Citation
+    from mnote.text import display, evidence, terms
 
     exclusive: dict[str, float] = {}
     counts: dict[str, int] = {}
@@ -500,8 +500,17 @@ def breakdown(fn, runs: int, before=None) -> dict:
         "lexical_score",
     ):
         patch(mapper, attr, f"{attr}")
-    for attr in ("clean_display_text", "evidence_window", "lexical_score", "_fold"):
-        patch(citation_text, attr, f"{attr}")
+    # Each text module binds the names it imports: patch them where they are called.
+    for module, attr in (
+        (display, "clean_display_text"),
+        (evidence, "clean_display_text"),
+        (evidence, "evidence_window"),
+        (evidence, "lexical_score"),
+        (terms, "_fold"),
+        (display, "_fold"),
+        (evidence, "_fold"),
+    ):
+        patch(module, attr, f"{attr}")
     shim = types.SimpleNamespace(partial_ratio=wrap("rapidfuzz partial_ratio", fuzz.partial_ratio))
     patches.append((mapper, "fuzz", mapper.fuzz))
     mapper.fuzz = shim

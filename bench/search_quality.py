@@ -266,7 +266,7 @@ def run(args, data_dir: Path, library: Path, started: float) -> int:
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
-    from mnote.text.display import clean_display_text, is_unreadable
+    from mnote.text import clean_display_text, is_unreadable
     from mnote.search.answers import full_library_search
     from mnote.library.ingest import wait_until_settled
     from mnote.library.models import IndexedRoot, Source

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from rapidfuzz import fuzz
 
-from mnote.text.display import (
+from mnote.text import (
     clean_display_text,
     ensure_query_terms,
     evidence_window,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path, PurePosixPath
 
-from mnote.text.display import is_real_heading
+from mnote.text import is_real_heading
 
 log = logging.getLogger(__name__)
 

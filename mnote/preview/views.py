@@ -132,7 +132,7 @@ def _text_map(version: str, rendered) -> TextMap | None:
 
 def _chunk_text(chunk_id: str) -> str:
     """The cited chunk's own text, when LightRAG's chunk store is readable."""
-    from mnote.text.display import clean_display_text
+    from mnote.text import clean_display_text
     from mnote.citations.sidecar import load_chunk_store
 
     if not chunk_id:
@@ -156,7 +156,7 @@ def anchor_locator(text_map: TextMap, locator: dict, *, tail: str = "") -> dict 
     else:
         # Never outside the cited chunk: the evidence inside it, else the
         # chunk's own query-centred window, else the whole chunk.
-        from mnote.text.display import evidence_window
+        from mnote.text import evidence_window
 
         within = (place.start, place.end)
         anchor = (

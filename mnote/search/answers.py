@@ -11,7 +11,7 @@ from django.db.models import Q
 from django.utils.translation import gettext_noop
 
 from mnote.search.badges import AnsweredSentence, BadgePlacer, extractive_answer, render_badged_text
-from mnote.text.display import is_unreadable, query_terms
+from mnote.text import is_unreadable, query_terms
 from mnote.citations.mapper import MappedResult, map_query_data
 from mnote.citations.sidecar import load_chunk_store
 from mnote.library.models import IndexedRoot, Source

@@ -15,6 +15,8 @@ from typing import Protocol
 
 from rapidfuzz import fuzz
 
+from mnote.text import content_units, is_cjk_unit, query_units, stemmed_words
+
 __all__ = [
     "MIN_SUPPORT",
     "AnsweredSentence",
@@ -244,104 +246,8 @@ def _space_between(text: str, previous_end: int | None, start: int) -> str:
 
 # ---------------------------------------------------------------- support
 
-_CJK_RUN = re.compile(f"[{_CJK_CHARS}]+")
-_LATIN_TOKEN = re.compile(r"\d+(?:\.\d+)*|[^\W\d_][^\W_]*")
-_STOPWORDS = frozenset(
-    """a about above after again against all also am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each either etc few for from further had has
-    have having he her here hers him his how however i if in into is it its itself just let may me might more
-    most much must my no nor not now of off on once one only or other our ours out over own per please same
-    shall she should so some such than that the their theirs them then there these they this those through
-    thus to too under until up upon us very via was we were what when where whether which while who whom
-    whose why will with within without would yes yet you your yours
-    according additionally based context described document documents furthermore given mentioned moreover
-    namely overall provided specifically stated therefore""".split()
-)
-# Particles that glue Chinese words together: a bigram holding one is not a
-# term ("池的", "是多"), and would only dilute the overlap.
-_CJK_FUNCTION_CHARS = frozenset("的了是在和与及或也都就而并之为被把从于这那吗呢么吧着啊")
-_CJK_STOP_BIGRAMS = frozenset({"多少", "如何", "怎样", "请问", "一下", "几个", "哪些", "哪个"})
-
-
-def _stem(word: str) -> str:
-    """Crude suffix folding, the same on both sides, so "batteries"/"battery",
-    "caches"/"cache" and "charging"/"charged"/"charge" meet."""
-    if word[0].isdigit():
-        return word
-    if len(word) > 4 and word.endswith("ies"):
-        word = word[:-3] + "y"
-    elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    if len(word) > 5 and word.endswith("ing"):
-        word = word[:-3]
-    elif len(word) > 4 and word.endswith("ed") and not word.endswith("eed"):
-        word = word[:-2]
-    if len(word) > 3 and word.endswith("e"):
-        word = word[:-1]
-    return word
-
-
-def _is_cjk(term: str) -> bool:
-    return bool(_CJK_RUN.fullmatch(term))
-
-
-def _cjk_units(run: str) -> list[str]:
-    if len(run) == 1:
-        return [] if run in _CJK_FUNCTION_CHARS else [run]
-    bigrams = (run[i : i + 2] for i in range(len(run) - 1))
-    return [b for b in bigrams if b not in _CJK_STOP_BIGRAMS and not _CJK_FUNCTION_CHARS.intersection(b)]
-
-
-def _latin_unit(token: str) -> str | None:
-    if token[0].isdigit():
-        return token
-    if len(token) < 2 or token in _STOPWORDS:
-        return None
-    return _stem(token)
-
-
 def _units(text: str) -> list[str]:
-    """Content terms for support scoring, in order, once each.
-
-    Unlike a search tokenizer this keeps numbers ("3.7", "2023"): a figure is
-    the claim most worth sourcing. CJK runs count by their bigrams.
-    """
-    text = _without_list_marker(text).lower()
-    units: list[str] = []
-    for run in _CJK_RUN.findall(text):
-        units.extend(_cjk_units(run))
-    for token in _LATIN_TOKEN.findall(_CJK_RUN.sub(" ", text)):
-        if unit := _latin_unit(token):
-            units.append(unit)
-    return list(dict.fromkeys(units))
-
-
-def _query_units(query: str) -> set[str]:
-    """The query's terms in the same form as :func:`_units`."""
-    units: set[str] = set()
-    for term in _query_terms(query):
-        term = term.lower()
-        if _is_cjk(term):
-            # Whole CJK runs add nothing their bigrams do not already say.
-            if len(term) <= 2:
-                units.update(_cjk_units(term))
-        elif unit := _latin_unit(term):
-            units.add(unit)
-    return units
-
-
-def _query_terms(query: str) -> list[str]:
-    """Latin words and CJK runs with their bigrams.
-
-    Private stand-in for ``citation_text.query_terms``, which did not exist
-    when this module was written.
-    """
-    lowered = query.lower()
-    terms = [t for t in _LATIN_TOKEN.findall(_CJK_RUN.sub(" ", lowered)) if len(t) >= 2 and t not in _STOPWORDS]
-    for run in _CJK_RUN.findall(lowered):
-        terms.append(run)
-        terms.extend(run[i : i + 2] for i in range(len(run) - 1))
-    return list(dict.fromkeys(terms))
+    return content_units(_without_list_marker(text))
 
 
 class _Evidence:
@@ -349,11 +255,11 @@ class _Evidence:
 
     def __init__(self, text: str):
         self.lowered = text.lower()
-        self.latin = {_stem(token) for token in _LATIN_TOKEN.findall(_CJK_RUN.sub(" ", self.lowered))}
+        self.latin = stemmed_words(self.lowered)
         self.flat = _flat(text)
 
     def contains(self, unit: str) -> bool:
-        return unit in self.lowered if _is_cjk(unit) else unit in self.latin
+        return unit in self.lowered if is_cjk_unit(unit) else unit in self.latin
 
 
 def _flat(text: str) -> str:
@@ -483,7 +389,7 @@ class BadgePlacer:
             self._by_chunk[ref] = ref
         self._pool = _evidence_pool(citations)
         self._evidence = dict(self._pool)
-        self._query_units = _query_units(query) if query else set()
+        self._query_units = query_units(query) if query else set()
         self._max = max_per_sentence
         self._min_support = min_support
         self._raw = ""
@@ -601,8 +507,8 @@ def extractive_answer(
     their reading order; citations come in the order of their best sentence.
     Empty when no sentence matches.
     """
-    query_units = _query_units(query)
-    if not query_units:
+    units = query_units(query)
+    if not units:
         return []
     candidates = []
     for citation_index, citation in enumerate(citations):
@@ -611,7 +517,7 @@ def extractive_answer(
         for position, sentence in enumerate(split_sentences(citation.display_quote or "")):
             if not _answers_something(sentence):
                 continue
-            score = _query_match(sentence, query_units)
+            score = _query_match(sentence, units)
             if score >= _MIN_QUERY_MATCH:
                 candidates.append(_Candidate(sentence, score, citation_index, position))
     if not candidates:

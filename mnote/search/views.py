@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from mnote.search.badges import AnsweredSentence
-from mnote.text.display import mark_terms
+from mnote.text import mark_terms
 from mnote.search.answers import (
     WITHHELD_NOTE,
     UnknownScope,

@@ -8,7 +8,7 @@ from pathlib import PurePosixPath
 
 from django.db.models import Q
 
-from mnote.text.display import evidence_window, mark_terms, query_terms
+from mnote.text import evidence_window, mark_terms, query_terms
 from mnote.kinds import kind_of
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.source_files import SourceUnavailable, open_source_file

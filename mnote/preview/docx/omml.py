@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from lxml import etree
 
-from mnote.text.display import latex_to_text
+from mnote.text import latex_to_text
 
 from .namespaces import M, M_VAL, W, m
 
