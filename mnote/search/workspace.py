@@ -47,10 +47,18 @@ def refresh_workspace_index(root: IndexedRoot) -> int:
             continue
         entry = WorkspaceText(source_id=pk, sha256=sha256, body=text[:MAX_INDEXED_CHARS])
         (changed if pk in known else fresh).append(entry)
-    WorkspaceText.objects.bulk_create(fresh, batch_size=500)
+    # Two syncs of one root may refresh at once (outside the root's lock): the later row wins.
+    WorkspaceText.objects.bulk_create(
+        fresh, batch_size=500, update_conflicts=True, unique_fields=["source"], update_fields=["sha256", "body"]
+    )
     for entry in changed:
         WorkspaceText.objects.filter(source_id=entry.source_id).update(sha256=entry.sha256, body=entry.body)
     return len(fresh) + len(changed)
+
+
+def refresh_after_sync(sender, *, root: IndexedRoot, **kwargs) -> None:
+    """Receiver of ``library.signals.root_files_changed``."""
+    refresh_workspace_index(root)
 
 
 @dataclass
