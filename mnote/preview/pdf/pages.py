@@ -1,63 +1,48 @@
 """PDF pages for the preview: page sizes, page images and text on the text layer.
 
 The files are whatever users put in their folders, so PDFium (pypdfium2) never
-runs in the web process: each call starts this very file as a child process
+runs in the web process: each call starts ``child.py`` as a child process
 with a time limit, a memory limit and at most ``MAX_WORKERS`` at a time. A file
 that is broken, locked, hangs or crashes the reader becomes ``PdfRejected``
-with a message for the user, never a crashed worker. The child's answer is
-JSON or PNG bytes (nothing the parent would execute).
+with a message for the user, never a crashed worker.
 
-Finding the evidence text is pure Python here, over a cached copy of the
-page texts: an exact match after normalisation first, else the best fuzzy
-window; only the matched span's character boxes are then asked for. The result
-is a *text match* with its score; it never stands in for a layout bbox.
+Finding the evidence text (``matching.py``) is pure Python, over a cached copy
+of the page texts; only the matched span's character boxes are then asked for.
 """
 
-import bisect
 import json
 import logging
 import math
 import os
-import re
-import subprocess
-import sys
 import threading
-import unicodedata
-from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from rapidfuzz import fuzz
-
-if __name__ == "__main__":  # the child process (see sandbox.py): find the mnote package
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-from mnote.preview import sandbox  # noqa: E402
+from mnote.preview import sandbox
+from mnote.preview.pdf import child
+from mnote.preview.pdf.child import (  # noqa: F401 (the limits are part of this module's face)
+    _PNG_SIGNATURE,
+    MAX_HEIGHT_PX,
+    MAX_PAGE_PIXELS,
+    MAX_PAGES,
+    MAX_TEXT_CHARS,
+    TEXT_TIME_BUDGET_S,
+)
+from mnote.preview.pdf.matching import MIN_SCORE, PageText, TextMatch, _TextIndex
 
 log = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
-MAX_PAGES = 5000
 MAX_WIDTH_PX = 2000
 MIN_WIDTH_PX = 50
-MAX_HEIGHT_PX = 8000
-MAX_PAGE_PIXELS = 8_000_000
-# The text layer is read up to these bounds (whichever comes first); pages
-# beyond them are not searched.
-MAX_TEXT_CHARS = 5_000_000
-TEXT_TIME_BUDGET_S = 20.0
 MAX_SPAN_CHARS = 5000  # boxes are read for a matched span up to this long
 # Hard limits on each child process.
 TIMEOUTS_S = {"info": 15.0, "render": 20.0, "text": TEXT_TIME_BUDGET_S + 10.0, "boxes": 15.0}
 CHILD_MEMORY_BYTES = 1024 * 1024 * 1024
 MAX_WORKERS = sandbox.MAX_WORKERS
-
-MIN_SCORE = 0.6
-MIN_NEEDLE_CHARS = 6  # evidence shorter than this (letters and digits) is not searched
-MIN_FUZZY_CHARS = 20  # nor fuzzily below this: short strings match anything a little
-
 
 
 class PdfRejected(Exception):
@@ -75,28 +60,6 @@ class PdfInfo:
     page_count: int
     pages: list[tuple[float, float]]  # (width, height) in points, as displayed (page rotation applied)
     title: str | None
-
-
-@dataclass(frozen=True)
-class TextMatch:
-    page: int  # 1-based
-    rects: list[list[float]]  # [x0, y0, x1, y1] page fractions, top-left origin, one per line of the match
-    score: float  # 0..1; 1.0 for an exact match
-    matched_text: str
-    method: str  # "exact" | "fuzzy"
-    # Every page the match covers, in order: [{"page": n, "rects": [...]}, …].
-    parts: list[dict] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class PageText:
-    """One page's text layer: ``text`` and, per character, four floats in
-    ``boxes`` (x0, y0, x1, y1 as page fractions, top-left origin; NaN for a
-    character without a box, such as a space or line break). ``boxes`` may be
-    None when only the text is known (then matches have no rects)."""
-
-    text: str
-    boxes: Sequence[float] | None = None
 
 
 # --- public functions -----------------------------------------------------------
@@ -306,7 +269,7 @@ def _run_child(op: str, path: str, params: dict) -> bytes:
     too_slow = f"Reading this PDF took too long (more than {timeout:g} s); it may be damaged or too complex."
     try:
         return sandbox.run_child(
-            __file__, op, path, params, timeout=timeout, memory=CHILD_MEMORY_BYTES, slots=_worker_slots, log=log
+            child.__file__, op, path, params, timeout=timeout, memory=CHILD_MEMORY_BYTES, slots=_worker_slots, log=log
         )
     except sandbox.ChildRejected as e:
         raise PdfRejected(str(e)) from e
@@ -324,419 +287,6 @@ def _run_child(op: str, path: str, params: dict) -> bytes:
         if e.reason == "timeout":
             refusal.remember_s = 600  # maybe the file, maybe a busy machine: remembered for a while only
         raise refusal from e
-
-
-class _Rejected(Exception):
-    """In the child: the message for PdfRejected."""
-
-
-_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
-def _open(path: str):
-    import pypdfium2 as pdfium
-
-    messages = {
-        2: "The file could not be opened.",
-        3: "This file is not a valid PDF, or it is damaged.",
-        4: "This PDF is password-protected; the preview cannot open it.",
-        5: "This PDF uses an encryption the preview does not support.",
-    }
-    try:
-        pdf = pdfium.PdfDocument(path)
-    except pdfium.PdfiumError as e:
-        raise _Rejected(messages.get(e.err_code, f"This PDF could not be read ({e}).")) from e
-    count = len(pdf)
-    if count == 0:
-        raise _Rejected("This PDF has no pages.")
-    if count > MAX_PAGES:
-        raise _Rejected(f"This PDF has {count} pages; the preview shows at most {MAX_PAGES}.")
-    return pdf
-
-
-def _load_page(pdf, page_number: int):
-    import pypdfium2 as pdfium
-
-    if not 1 <= page_number <= len(pdf):
-        raise _Rejected(f"There is no page {page_number}; this PDF has {len(pdf)} page{'s' if len(pdf) != 1 else ''}.")
-    try:
-        return pdf[page_number - 1]
-    except pdfium.PdfiumError as e:
-        raise _Rejected(f"Page {page_number} of this PDF is damaged.") from e
-
-
-def _child_info(path: str) -> bytes:
-    pdf = _open(path)
-    pages = []
-    for i in range(len(pdf)):
-        width, height = pdf.get_page_size(i)  # /Rotate applied: as displayed
-        pages.append((round(width, 2), round(height, 2)))
-    title = (pdf.get_metadata_value("Title") or "").strip()
-    return json.dumps({"page_count": len(pdf), "pages": pages, "title": title}).encode()
-
-
-def _child_render(path: str, page: int, width: int) -> bytes:
-    import ctypes
-
-    from pypdfium2 import raw
-
-    pdf_page = _load_page(_open(path), page)
-    w_pt, h_pt = pdf_page.get_size()
-    if not (w_pt > 0.5 and h_pt > 0.5 and math.isfinite(w_pt * h_pt)):
-        raise _Rejected(f"Page {page} of this PDF has no usable size.")
-    height = max(1, round(h_pt * width / w_pt))
-    shrink = min(1.0, MAX_HEIGHT_PX / height, math.sqrt(MAX_PAGE_PIXELS / (width * height)))
-    if shrink < 1.0:
-        width, height = max(1, int(width * shrink)), max(1, int(height * shrink))
-    bitmap = raw.FPDFBitmap_CreateEx(width, height, raw.FPDFBitmap_BGR, None, 0)
-    if not bitmap:
-        raise _Rejected("There is not enough memory to draw this page.")
-    try:
-        raw.FPDFBitmap_FillRect(bitmap, 0, 0, width, height, 0xFFFFFFFF)
-        flags = raw.FPDF_ANNOT | raw.FPDF_REVERSE_BYTE_ORDER  # reversed: RGB, as PNG wants
-        raw.FPDF_RenderPageBitmap(bitmap, pdf_page.raw, 0, 0, width, height, 0, flags)
-        stride = raw.FPDFBitmap_GetStride(bitmap)
-        pixels = ctypes.string_at(raw.FPDFBitmap_GetBuffer(bitmap), stride * height)
-    finally:
-        raw.FPDFBitmap_Destroy(bitmap)
-    return _png_rgb(pixels, width, height, stride)
-
-
-def _png_rgb(pixels: bytes, width: int, height: int, stride: int) -> bytes:
-    """A PNG (8-bit RGB, filter 0) of RGB rows ``stride`` bytes apart; zlib level 3
-    is within 1% of level 6 in size on page images at half the time."""
-    import struct
-    import zlib
-
-    row = width * 3
-    data = b"".join(b"\x00" + pixels[y * stride : y * stride + row] for y in range(height))
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return _PNG_SIGNATURE + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(data, 3)) + chunk(b"IEND", b"")
-
-
-def _child_text(path: str) -> bytes:
-    import time
-
-    import pypdfium2 as pdfium
-
-    deadline = time.monotonic() + TEXT_TIME_BUDGET_S
-    pdf = _open(path)
-    pages, total_chars, truncated = [], 0, False
-    for index in range(len(pdf)):
-        if total_chars >= MAX_TEXT_CHARS or time.monotonic() > deadline:
-            truncated = True
-            break
-        try:
-            textpage = pdf[index].get_textpage()
-        except pdfium.PdfiumError:  # one unreadable page is searched as blank
-            pages.append("")
-            continue
-        chars, _ = _page_chars(textpage, MAX_TEXT_CHARS - total_chars)
-        pages.append("".join(chars))
-        total_chars += len(chars)
-    return json.dumps({"pages": pages, "page_count": len(pdf), "truncated": truncated}).encode()
-
-
-def _child_boxes(path: str, page: int, first: int, end: int) -> bytes:
-    """Boxes of characters ``first``..``end - 1`` (as ``_page_chars`` counts
-    them) as [x0, y0, x1, y1] page fractions, top-left origin, as displayed;
-    null for whitespace."""
-    import ctypes
-
-    from pypdfium2 import raw
-
-    pdf_page = _load_page(_open(path), page)
-    textpage = pdf_page.get_textpage()
-    chars, indices = _page_chars(textpage, end)
-    # The display transform (crop box, /Rotate) as an affine map, from three points.
-    scale, dx, dy, corners = 1_000_000, ctypes.c_int(), ctypes.c_int(), []
-    for px, py in ((0.0, 0.0), (1000.0, 0.0), (0.0, 1000.0)):
-        raw.FPDF_PageToDevice(pdf_page.raw, 0, 0, scale, scale, 0, px, py, dx, dy)
-        corners.append((dx.value / scale, dy.value / scale))
-    (ox, oy), (ax, ay), (bx, by) = corners
-    ax, ay, bx, by = (ax - ox) / 1000, (ay - oy) / 1000, (bx - ox) / 1000, (by - oy) / 1000
-    left, right, bottom, top = (ctypes.c_double() for _ in range(4))
-    boxes = []
-    for k in range(first, len(chars)):
-        if chars[k].isspace() or not raw.FPDFText_GetCharBox(textpage.raw, indices[k], left, right, bottom, top):
-            boxes.append(None)
-            continue
-        x_a, x_b = ox + ax * left.value + bx * bottom.value, ox + ax * right.value + bx * top.value
-        y_a, y_b = oy + ay * left.value + by * bottom.value, oy + ay * right.value + by * top.value
-        boxes.append([round(v, 5) for v in (min(x_a, x_b), min(y_a, y_b), max(x_a, x_b), max(y_a, y_b))])
-    return json.dumps(boxes).encode()
-
-
-def _page_chars(textpage, limit: int) -> tuple[list[str], Sequence[int]]:
-    """The characters of a page (at most ``limit``) and each one's index in
-    PDFium's character list: the page text in one call when it lines up with
-    that list (nearly always), else character by character."""
-    from pypdfium2 import raw
-
-    count = min(textpage.count_chars(), limit)
-    text = textpage.get_text_range(0, count, errors="replace")
-    if len(text) == count:
-        return list(text), range(count)
-    chars, indices, i = [], [], 0
-    while i < count:
-        code, step = raw.FPDFText_GetUnicode(textpage.raw, i), 1
-        if 0xD800 <= code < 0xDC00 and i + 1 < count:
-            low = raw.FPDFText_GetUnicode(textpage.raw, i + 1)
-            if 0xDC00 <= low < 0xE000:
-                code, step = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00), 2
-        chars.append(chr(code) if 0 < code < 0x110000 and not 0xD800 <= code < 0xE000 else "\ufffd")
-        indices.append(i)
-        i += step
-    return chars, indices
-
-
-def _child_main(argv: list[str]) -> int:
-    work = {"info": _child_info, "render": _child_render, "text": _child_text, "boxes": _child_boxes}
-    return sandbox.child_main(argv, work, _Rejected, "This PDF needs more memory than the preview allows.")
-
-
-# --- matching on the text layer -------------------------------------------------
-
-_HEADING_SEPARATOR = " — "  # how citation_text.evidence_window prefixes the heading
-_FUZZY_PAGES = 4  # fuzzy alignment runs on the pages holding most of the evidence's 4-grams
-_PROBE_GRAMS = 64  # 4-grams sampled from the evidence for that
-
-
-_ASCII_WORDS_OR_OTHER = re.compile(r"[A-Za-z0-9]+|[^\x00-\x7f]+")
-_folded: dict[str, str] = {}  # one entry per distinct character ever seen: small
-
-
-def _fold_char(char: str) -> str:
-    """The letters and digits of one character with case, width, compatibility
-    forms and accents folded (NFKD + casefold, combining marks dropped); ''
-    for whitespace, punctuation and hyphens, which matching ignores."""
-    folded = _folded.get(char)
-    if folded is None:
-        decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", char).casefold())
-        folded = _folded[char] = "".join(c for c in decomposed if c.isalnum())
-    return folded
-
-
-def _skeleton(text: str) -> tuple[str, list[int]]:
-    """``text`` reduced to its folded letters and digits (see ``_fold_char``),
-    and for each of them the index of the character it came from. CJK text
-    keeps every character, so it matches whatever spaces a PDF put in it."""
-    out: list[str] = []
-    origin: list[int] = []
-    for run in _ASCII_WORDS_OR_OTHER.finditer(text):
-        chunk, start = run.group(), run.start()
-        if chunk[0].isascii():
-            out.append(chunk.lower())
-            origin.extend(range(start, run.end()))
-            continue
-        for i, char in enumerate(chunk, start):
-            folded = _fold_char(char)
-            if folded:
-                out.append(folded)
-                origin.extend([i] * len(folded))
-    return "".join(out), origin
-
-
-class _TextIndex:
-    """The page texts of one document as one skeleton string (see
-    ``_skeleton``), with a way back from each skeleton character to its page
-    and its character on that page."""
-
-    def __init__(self, pages: list[str]):
-        self.pages = pages
-        parts, origins, self.page_starts = [], array("i"), []
-        offset = 0
-        for text in pages:
-            folded, origin = _skeleton(text)
-            self.page_starts.append(offset)
-            parts.append(folded)
-            origins.extend(origin)
-            offset += len(folded)
-        self.skeleton = "".join(parts)
-        self.char_of = origins  # skeleton index → character index on its page
-        self.page_starts.append(len(self.skeleton))
-
-    @property
-    def size(self) -> int:
-        return len(self.skeleton)
-
-    def page_of(self, k: int) -> int:
-        return bisect.bisect_right(self.page_starts, k) - 1
-
-    def locate(self, evidence: str, *, query: str, page_hint: int | None, min_score: float) -> "_Span | None":
-        variants = (_skeleton(t)[0] for t in _evidence_variants(evidence))
-        needles = [n for n in dict.fromkeys(variants) if len(n) >= MIN_NEEDLE_CHARS]
-        if not needles or not self.skeleton:
-            return None
-        hint = page_hint - 1 if page_hint else None
-        # Exact: the first variant found (the one with the heading first, so it is highlighted too).
-        for needle in needles:
-            spans = []
-            start = self.skeleton.find(needle)
-            while start != -1 and len(spans) < 50:
-                spans.append(_Span(start, start + len(needle), 1.0, "exact"))
-                start = self.skeleton.find(needle, start + 1)
-            if spans:
-                return min(spans, key=lambda s: abs(self._main_page(s) - hint) if hint is not None else 0)
-        wanted = _skeleton(query)[0]
-        best_key, best = None, None
-        for needle in needles:
-            if len(needle) < MIN_FUZZY_CHARS:
-                continue
-            for start, end in self._fuzzy_ranges(needle, hint):
-                found = fuzz.partial_ratio_alignment(needle, self.skeleton[start:end], score_cutoff=min_score * 100)
-                if found is None:
-                    continue
-                span = self._refined(needle, start + found.dest_start, start + found.dest_end)
-                if span.score < min_score:
-                    continue
-                # Equally good places: the one holding the query, then the one
-                # nearest the hinted page, then the one covering more evidence.
-                key = (
-                    round(span.score, 2),
-                    bool(wanted) and wanted in self.skeleton[span.start : span.end],
-                    -abs(self._main_page(span) - hint) if hint is not None else 0,
-                    len(needle),
-                    span.score,
-                )
-                if best_key is None or key > best_key:
-                    best_key, best = key, span
-        return best
-
-    def match(self, span: "_Span", boxes_of: Callable[[int, int, int], Sequence[float] | None]) -> TextMatch:
-        """The TextMatch for ``span``; ``boxes_of(page index, first, end)``
-        gives the flat boxes of those characters of the page (or None). A
-        span across a page break gets the rects of every page it covers."""
-        page = self._main_page(span)
-        parts, text, rects = [], "", []
-        for p in range(self.page_of(span.start), self.page_of(max(span.start, span.end - 1)) + 1):
-            on_page = [self.char_of[k] for k in range(max(span.start, self.page_starts[p]), min(span.end, self.page_starts[p + 1]))]
-            if not on_page:
-                continue
-            first, end = min(on_page), max(on_page) + 1
-            if span.method == "fuzzy":
-                first, end = _whole_words(self.pages[p], first, end)
-            boxes = boxes_of(p, first, end)
-            part_rects = _line_rects(boxes) if boxes else []
-            parts.append({"page": p + 1, "rects": part_rects})
-            if p == page:
-                # \x02 (or U+FFFE) is PDFium's hyphen at a line end: the word is shown joined.
-                text = re.sub(r"\s+", " ", re.sub("[\x02\ufffe]", "", self.pages[p][first:end])).strip()
-                rects = part_rects
-        return TextMatch(page=page + 1, rects=rects, score=round(span.score, 3), matched_text=text, method=span.method, parts=parts)
-
-    def _refined(self, needle: str, start: int, end: int) -> "_Span":
-        """The aligned window (as long as the needle) with its ends moved to
-        where the whole needle matches best, so an inserted or dropped word
-        does not cut the highlight short."""
-        slack = max(3, len(needle) // 10)
-        best = (fuzz.ratio(needle, self.skeleton[start:end]), start, end)
-        for _ in range(2):
-            _, start, end = best
-            for e in range(max(start + 1, end - slack), min(self.size, end + slack) + 1):
-                best = max(best, (fuzz.ratio(needle, self.skeleton[start:e]), start, e), key=lambda b: b[0])
-            _, start, end = best
-            for s in range(max(0, start - slack), min(end - 1, start + slack) + 1):
-                best = max(best, (fuzz.ratio(needle, self.skeleton[s:end]), s, end), key=lambda b: b[0])
-        return _Span(best[1], best[2], best[0] / 100, "fuzzy")
-
-    def _fuzzy_ranges(self, needle: str, hint: int | None) -> list[tuple[int, int]]:
-        """Skeleton ranges to align the needle in: the pages holding most of
-        its 4-grams (and the hinted page), each widened by the needle's length
-        on both sides so a passage across a page break is found whole."""
-        step = max(1, (len(needle) - 3) // _PROBE_GRAMS)
-        grams = {needle[k : k + 4] for k in range(0, len(needle) - 3, step)}
-        pages, starts = len(self.pages), self.page_starts
-        hits = [sum(self.skeleton.find(g, starts[p], starts[p + 1]) != -1 for g in grams) for p in range(pages)]
-        chosen = [p for p in sorted(range(pages), key=lambda p: -hits[p])[:_FUZZY_PAGES] if hits[p]]
-        if hint is not None and 0 <= hint < pages and hint not in chosen:
-            chosen.append(hint)
-        pad = len(needle)
-        return [(max(0, self.page_starts[p] - pad), min(self.size, self.page_starts[p + 1] + pad)) for p in chosen]
-
-    def _main_page(self, span: "_Span") -> int:
-        """The page holding most of the span."""
-        first, last = self.page_of(span.start), self.page_of(max(span.start, span.end - 1))
-        return max(
-            range(first, last + 1),
-            key=lambda p: min(span.end, self.page_starts[p + 1]) - max(span.start, self.page_starts[p]),
-        )
-
-
-@dataclass
-class _Span:
-    start: int  # skeleton indices
-    end: int
-    score: float
-    method: str
-
-
-def _whole_words(text: str, first: int, end: int) -> tuple[int, int]:
-    """``first``..``end`` widened to whole words (a fuzzy window may cut one);
-    not through CJK text, which has no word boundaries."""
-
-    def in_word(k: int) -> bool:
-        return 0 <= k < len(text) and text[k].isalnum() and unicodedata.east_asian_width(text[k]) not in "WF"
-
-    limit = 40
-    while first > 0 and limit and in_word(first - 1) and in_word(first):
-        first, limit = first - 1, limit - 1
-    limit = 40
-    while end < len(text) and limit and in_word(end) and in_word(end - 1):
-        end, limit = end + 1, limit - 1
-    return first, end
-
-
-def _evidence_variants(evidence: str) -> list[str]:
-    """The evidence as given, then without its heading prefix (a heading is
-    often not printed right before the passage on the page)."""
-    variants = [evidence]
-    if _HEADING_SEPARATOR in evidence:
-        variants.append(evidence.split(_HEADING_SEPARATOR, 1)[1])
-    return variants
-
-
-def _line_rects(boxes: Sequence[float]) -> list[list[float]]:
-    """Character boxes (flat, four floats each, NaN for none) merged into one
-    rectangle per line. A character continues the line when it moves on from the
-    previous one along the writing direction (x, or y on rotated pages; set by
-    the line's first two characters), at most 1.5 em from it, and stays within
-    a quarter em of the line's band (so punctuation and underscores stay in)."""
-    lines: list[list] = []  # [x0, y0, x1, y1, axis or None, previous box]
-    for k in range(0, len(boxes) - 3, 4):
-        box = boxes[k : k + 4]
-        x0, y0, x1, y1 = box
-        if math.isnan(x0) or (x1 <= x0 and y1 <= y0):
-            continue
-        line = lines[-1] if lines else None
-        axes = () if line is None else (0, 1) if line[4] is None else (line[4],)
-        axis = next((a for a in axes if _continues(line, box, a)), None)
-        if axis is None:
-            lines.append([x0, y0, x1, y1, None, box])
-        else:
-            lines[-1] = [min(line[0], x0), min(line[1], y0), max(line[2], x1), max(line[3], y1), axis, box]
-    return [[round(min(max(v, 0.0), 1.0), 4) for v in line[:4]] for line in lines]
-
-
-def _continues(line: list, box: Sequence[float], axis: int) -> bool:
-    """Whether ``box`` continues ``line`` along ``axis`` (0: x, 1: y)."""
-    across = 1 - axis
-    previous = line[5]
-    em = max(line[across + 2] - line[across], box[across + 2] - box[across])
-    if max(box[across] - line[across + 2], line[across] - box[across + 2]) > 0.25 * em:
-        return False
-    along = abs(box[axis] + box[axis + 2] - previous[axis] - previous[axis + 2])
-    if along < abs(box[across] + box[across + 2] - previous[across] - previous[across + 2]):
-        return False
-    return max(box[axis] - previous[axis + 2], previous[axis] - box[axis + 2]) < 1.5 * em
-
-
-if __name__ == "__main__":
-    sys.exit(_child_main(sys.argv))
 
 
 def preview_pdf(fp, ctx) -> dict:
