@@ -62,7 +62,6 @@ def authenticate(request) -> None:
             )
         # A browser never sends this header on its own, so no CSRF check.
         request.user = token.user
-        request.api_token = token
         return
     user = request.user
     if not (user.is_authenticated and user.is_active):

@@ -103,7 +103,6 @@ class MappedResult:
 @dataclass
 class _Reference:
     file_path: str
-    reference_id: str
     chunks: list[dict]
 
 
@@ -112,11 +111,10 @@ def _references(data: dict) -> list[_Reference]:
     response has none (include_references off, or an older server)."""
     chunks = [c for c in data.get("chunks") or [] if isinstance(c, dict) and c.get("file_path")]
     by_file: dict[str, _Reference] = {}
-    listed = {r.get("file_path"): str(r.get("reference_id", "")) for r in data.get("references") or [] if isinstance(r, dict)}
     for chunk in chunks:
         name = chunk["file_path"]
         if name not in by_file:
-            by_file[name] = _Reference(name, listed.get(name) or str(chunk.get("reference_id") or len(by_file) + 1), [])
+            by_file[name] = _Reference(name, [])
         by_file[name].chunks.append(chunk)
     return list(by_file.values())
 

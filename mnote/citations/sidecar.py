@@ -43,10 +43,6 @@ class Sidecar:
     blocks: tuple[Block, ...]
     by_id: dict[str, Block] = field(repr=False)
 
-    @property
-    def document_format(self) -> str:
-        return str(self.meta.get("document_format", "")).lower()
-
     @cached_property
     def normalised_contents(self) -> tuple[str, ...]:
         """Each block's content with whitespace collapsed, computed once per

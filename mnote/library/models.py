@@ -222,7 +222,6 @@ class Job(models.Model):
     class Kind(models.TextChoices):
         SCAN = "scan", _("scan")
         DELETE = "delete", _("delete document")
-        TRACK = "track", _("follow status")
 
     class State(models.TextChoices):
         PENDING = "pending", _("pending")
