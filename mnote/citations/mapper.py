@@ -298,6 +298,7 @@ def map_query_data(
     unmatched = set(names) - set(rows_by_name)
     # Registered but outside what this user may see.
     hidden = set(Source.objects.filter(lightrag_name__in=unmatched).values_list("lightrag_name", flat=True)) if unmatched else set()
+    in_scope = set(sources.filter(lightrag_name__in=names).within(scope).values_list("pk", flat=True)) if scope else None
     config = settings.MNOTE_LIGHTRAG
     store = None
     citations: list[CitationView] = []
@@ -315,7 +316,7 @@ def map_query_data(
         if source is None:
             dropped.append({"lightragFilePath": reference.file_path, "reason": why, "chunks": len(reference.chunks)})
             continue
-        if scope and not any(source.library_path == p or source.library_path.startswith(p.rstrip("/") + "/") for p in scope):
+        if in_scope is not None and source.pk not in in_scope:
             dropped.append(
                 {"sourcePath": source.library_path, "reason": "outside the search scope", "chunks": len(reference.chunks)}
             )

@@ -89,13 +89,11 @@ class WorkspaceHit:
 
 def workspace_search(user, query: str, *, scope: list[str] | None = None, limit: int = 30) -> list[WorkspaceHit]:
     terms = [t for t in query_terms(query) if len(t) >= 2] or [query.strip().lower()]
-    rows = Source.objects.visible_to(user).filter(deleted_at__isnull=True).exclude(status__in=_GONE)
+    rows = Source.objects.visible_to(user).within(scope).filter(deleted_at__isnull=True).exclude(status__in=_GONE)
     for term in terms[:8]:
         rows = rows.filter(Q(relative_path__icontains=term) | Q(root__path__icontains=term) | Q(workspace_text__body__icontains=term))
     hits = []
     for source in rows.select_related("root", "workspace_text")[: limit * 3]:
-        if scope and not any(source.library_path == p or source.library_path.startswith(p + "/") for p in scope):
-            continue
         path = source.library_path.lower()
         in_path = any(t in path for t in terms)
         body = getattr(getattr(source, "workspace_text", None), "body", "")
