@@ -40,7 +40,7 @@ class PageText:
     boxes: Sequence[float] | None = None
 
 
-_HEADING_SEPARATOR = " — "  # how citation_text.evidence_window prefixes the heading
+_HEADING_SEPARATOR = " — "  # how mnote.text.evidence_window prefixes the heading
 _FUZZY_PAGES = 4  # fuzzy alignment runs on the pages holding most of the evidence's 4-grams
 _PROBE_GRAMS = 64  # 4-grams sampled from the evidence for that
 
