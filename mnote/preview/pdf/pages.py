@@ -186,7 +186,10 @@ def _checked(path: Path | str | BinaryIO) -> tuple[str, tuple]:
     very file descriptor (``/dev/fd/N``), never by a name that could be
     swapped for another file in between."""
     if hasattr(path, "fileno"):
-        return _checked_open_file(path.fileno())
+        fd = path.fileno()
+        stat = os.fstat(fd)
+        _check_pdf(stat.st_size, lambda: os.pread(fd, 1024, 0))
+        return f"{_FD_PATH}{fd}", ("fd", stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
     path = os.path.abspath(path)
     try:
         stat = os.stat(path)
@@ -196,37 +199,27 @@ def _checked(path: Path | str | BinaryIO) -> tuple[str, tuple]:
         raise PdfRejected(f"The file cannot be read: {e.strerror or e}.") from e
     if not os.path.isfile(path):
         raise PdfRejected("This is not a file.")
-    if stat.st_size == 0:
-        raise PdfRejected("The file is empty.")
-    if stat.st_size > MAX_FILE_BYTES:
-        raise PdfRejected(
-            f"The PDF is too large to preview ({stat.st_size // 2**20} MB; the limit is {MAX_FILE_BYTES // 2**20} MB)."
-        )
-    try:
+
+    def head() -> bytes:
         with open(path, "rb") as f:
-            head = f.read(1024)
-    except OSError as e:
-        raise PdfRejected(f"The file cannot be read: {e.strerror or e}.") from e
-    if b"%PDF-" not in head:
-        raise PdfRejected("This file is not a PDF (it has no PDF header).")
+            return f.read(1024)
+
+    _check_pdf(stat.st_size, head)
     return path, (path, stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
-def _checked_open_file(fd: int) -> tuple[str, tuple]:
-    stat = os.fstat(fd)
-    if stat.st_size == 0:
+def _check_pdf(size: int, read_head) -> None:
+    """PdfRejected unless the file has a size the preview takes and a PDF header."""
+    if size == 0:
         raise PdfRejected("The file is empty.")
-    if stat.st_size > MAX_FILE_BYTES:
-        raise PdfRejected(
-            f"The PDF is too large to preview ({stat.st_size // 2**20} MB; the limit is {MAX_FILE_BYTES // 2**20} MB)."
-        )
+    if size > MAX_FILE_BYTES:
+        raise PdfRejected(f"The PDF is too large to preview ({size // 2**20} MB; the limit is {MAX_FILE_BYTES // 2**20} MB).")
     try:
-        head = os.pread(fd, 1024, 0)
+        head = read_head()
     except OSError as e:
         raise PdfRejected(f"The file cannot be read: {e.strerror or e}.") from e
     if b"%PDF-" not in head:
         raise PdfRejected("This file is not a PDF (it has no PDF header).")
-    return f"{_FD_PATH}{fd}", ("fd", stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
 def _text_index(path: str, key: tuple) -> "_TextIndex":
