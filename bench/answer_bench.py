@@ -43,12 +43,12 @@ REPO_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_DIR / "bench"))
 sys.path.insert(0, str(REPO_DIR))
 
+from machine import machine_info  # noqa: E402
 from search_latency_bench import (  # noqa: E402  (same environment handling as the search benchmark)
     CREATE_USER,
     app_env,
     clean_environ,
     logged_in_client,
-    machine_info,
     manage,
 )
 
@@ -137,7 +137,7 @@ def profile_first_card(env: dict[str, str]) -> None:
     django.setup()
     from django.contrib.auth import get_user_model
 
-    from mnote.citations.search import answer_stream
+    from mnote.search.answers import answer_stream
 
     user = get_user_model().objects.get(username="bench-member")
     profiler = cProfile.Profile()
@@ -235,7 +235,7 @@ def main(argv=None) -> int:
                         "results": result,
                         "ratios": {"first_card_vs_references": round(card_ratio, 3), "first_word_vs_bare": word_ratio and round(word_ratio, 3)},
                         "target": {"first_card_vs_references": 1.15},
-                        "machine": machine_info(),
+                        "machine": machine_info(dirty=("mnote/search", "mnote/citations", "mnote/lightrag", "templates/search")),
                     },
                     indent=2,
                     ensure_ascii=False,

@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import sys
@@ -48,6 +47,8 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+
+from machine import machine_info  # bench/machine.py, beside this file
 
 import httpx
 
@@ -218,21 +219,6 @@ def searchers(run: Run, clients: int, stop: threading.Event) -> tuple[list[threa
 
     threads = [threading.Thread(target=worker, args=(n,), daemon=True) for n in range(clients)]
     return threads, latencies, errors
-
-
-def machine_info() -> dict:
-    import subprocess
-
-    def git(*args):
-        return subprocess.run(["git", *args], cwd=REPO_DIR, capture_output=True, text=True).stdout.strip()
-
-    return {
-        "nproc": os.cpu_count(),
-        "loadavg_at_start": os.getloadavg(),
-        "python": platform.python_version(),
-        "git_head": git("rev-parse", "--short", "HEAD"),
-        "dirty": bool(git("status", "--porcelain", "mnote")),
-    }
 
 
 def main(argv=None) -> int:

@@ -753,8 +753,8 @@ def run_e2e(args) -> dict:
         from django.contrib.auth import get_user_model
         from django.core.management import call_command
 
-        from mnote.citations.citation_text import clean_display_text
-        from mnote.citations.search import full_library_search
+        from mnote.text import clean_display_text
+        from mnote.search.answers import full_library_search
         from mnote.citations.sidecar import load_chunk_store
         from mnote.library.ingest import wait_until_settled
         from mnote.library.models import IndexedRoot, Source

@@ -44,17 +44,16 @@ import argparse
 import hashlib
 import json
 import os
-import platform
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
+
+from machine import machine_info  # bench/machine.py, beside this file
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_DIR / "bench" / "results"
@@ -538,29 +537,6 @@ def cdp_profile(context, base_url: str, source_id: int, kind: str, locators: lis
     return out
 
 
-def machine_info(chromium_version: str) -> dict:
-    import django
-
-    def git(*args):
-        try:
-            return subprocess.run(["git", *args], cwd=REPO_DIR, capture_output=True, text=True, check=True).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            return None
-
-    return {
-        "nproc": os.cpu_count(),
-        "nproc_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "python": sys.version.split()[0],
-        "django": django.get_version(),
-        "chromium": chromium_version,
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "git_head": git("rev-parse", "HEAD"),
-        "git_dirty_preview": bool(git("status", "--porcelain", "--", "mnote/preview", "static/js/locate.js", "templates/preview")),
-        "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
-
-
 def fmt(value) -> str:
     if value is None:
         return "—"
@@ -646,7 +622,7 @@ def main(argv=None) -> int:
             finally:
                 browser.close()
 
-        info = machine_info(chromium_version)
+        info = machine_info(dirty=("mnote/preview", "static/js/locate.js", "templates/preview"), chromium=chromium_version)
         info["loadavg_start"] = loadavg_start
         info["loadavg_end"] = os.getloadavg()
         labels = {

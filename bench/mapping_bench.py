@@ -47,17 +47,16 @@ import hashlib
 import io
 import json
 import os
-import platform
 import pstats
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
+
+from machine import machine_info  # bench/machine.py, beside this file
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_DIR / "bench" / "results"
@@ -454,8 +453,9 @@ def breakdown(fn, runs: int, before=None) -> dict:
 
     from rapidfuzz import fuzz
 
-    from mnote.citations import citation_text, mapper
+    from mnote.citations import mapper
     from mnote.citations.models import Citation
+    from mnote.text import display, evidence, terms
 
     exclusive: dict[str, float] = {}
     counts: dict[str, int] = {}
@@ -499,8 +499,17 @@ def breakdown(fn, runs: int, before=None) -> dict:
         "lexical_score",
     ):
         patch(mapper, attr, f"{attr}")
-    for attr in ("clean_display_text", "evidence_window", "lexical_score", "_fold"):
-        patch(citation_text, attr, f"{attr}")
+    # Each text module binds the names it imports: patch them where they are called.
+    for module, attr in (
+        (display, "clean_display_text"),
+        (evidence, "clean_display_text"),
+        (evidence, "evidence_window"),
+        (evidence, "lexical_score"),
+        (terms, "_fold"),
+        (display, "_fold"),
+        (evidence, "_fold"),
+    ):
+        patch(module, attr, f"{attr}")
     shim = types.SimpleNamespace(partial_ratio=wrap("rapidfuzz partial_ratio", fuzz.partial_ratio))
     patches.append((mapper, "fuzz", mapper.fuzz))
     mapper.fuzz = shim
@@ -584,31 +593,6 @@ def ingest(stack, client, documents: list[Path], timeout: float = 600) -> dict:
 
 
 # --- the bench -----------------------------------------------------------------
-
-
-def machine_info() -> dict:
-    import django
-
-    def git(*args):
-        try:
-            return subprocess.run(
-                ["git", *args], cwd=REPO_DIR, capture_output=True, text=True, check=True
-            ).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            return None
-
-    return {
-        "nproc": os.cpu_count(),
-        "nproc_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "python": sys.version.split()[0],
-        "django": django.get_version(),
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "sqlite": __import__("sqlite3").sqlite_version,
-        "git_head": git("rev-parse", "HEAD"),
-        "git_dirty_citations": bool(git("status", "--porcelain", "--", "mnote/citations")),
-        "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
 
 
 def main(argv=None) -> int:
@@ -873,7 +857,7 @@ def main(argv=None) -> int:
             f"{m} / {b}": rows_out[m]["best_s"] / rows_out[b]["best_s"] for m in mapped_rows for b in baselines
         }
 
-        info = machine_info()
+        info = machine_info(dirty=("mnote/citations", "mnote/text"))
         labels = {
             "query_data_naive": f"baseline /query/data naive, chunk_top_k={args.chunks}",
             "query_data_mix": f"baseline /query/data mix, chunk_top_k={args.chunks}",

@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -45,8 +44,9 @@ import tempfile
 import textwrap
 import time
 import zipfile
-from datetime import UTC, datetime
 from pathlib import Path
+
+from machine import machine_info  # bench/machine.py, beside this file
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_DIR))
@@ -199,29 +199,16 @@ def long_document(tmp: Path) -> Path:
     return write_docx(Document(title="10,000 paragraphs", blocks=blocks), tmp / "long-10000.docx")
 
 
-def machine_info(repeat: int, corpus: Path, mammoth: dict) -> dict:
-    def git(*args):
-        try:
-            return subprocess.run(
-                ["git", *args], cwd=REPO_DIR, capture_output=True, text=True, check=True
-            ).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            return None
-
-    return {
-        "corpus": str(corpus),
-        "repeat": repeat,
-        "nproc": os.cpu_count(),
-        "python": platform.python_version(),
-        "lxml": ".".join(map(str, lxml.etree.LXML_VERSION[:3])),
-        "libxml2": ".".join(map(str, lxml.etree.LIBXML_VERSION)),
-        "mammoth": mammoth["version"],
-        "mammoth_python": mammoth["python"],
-        "platform": platform.platform(),
-        "git_head": git("rev-parse", "HEAD"),
-        "git_dirty_preview": bool(git("status", "--porcelain", "--", "mnote/preview")),
-        "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
+def render_machine(repeat: int, corpus: Path, mammoth: dict) -> dict:
+    return machine_info(
+        dirty=("mnote/preview",),
+        corpus=str(corpus),
+        repeat=repeat,
+        lxml=".".join(map(str, lxml.etree.LXML_VERSION[:3])),
+        libxml2=".".join(map(str, lxml.etree.LIBXML_VERSION)),
+        mammoth=mammoth["version"],
+        mammoth_python=mammoth["python"],
+    )
 
 
 def summarise(names, ours, theirs, counts) -> dict:
@@ -348,7 +335,7 @@ def main(argv=None) -> int:
         report = {
             "benchmark": "render_bench",
             "command": "python bench/render_bench.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-            "machine": machine_info(args.repeat, args.corpus, mammoth),
+            "machine": render_machine(args.repeat, args.corpus, mammoth),
             "summary": summary,
             "long_document": {"paragraphs": 10_000, "ours": long_ours, "mammoth": long_mammoth},
             "rejected_by_ours": ours_errors,
@@ -380,7 +367,7 @@ def kinds_bench(args, argv) -> None:
         out = RESULTS_FILE.with_name("render_kinds_bench.json")
         command = "python bench/render_bench.py " + " ".join(argv if argv is not None else sys.argv[1:])
         out.write_text(json.dumps({"benchmark": "render_bench --kinds", "command": command,
-                                   "machine": machine_info(args.repeat, corpus, {"version": "n/a", "python": "n/a"}),
+                                   "machine": render_machine(args.repeat, corpus, {"version": "n/a", "python": "n/a"}),
                                    "kinds": report}, indent=2, ensure_ascii=False) + "\n")  # fmt: skip
         print(f"wrote {out.relative_to(REPO_DIR)}")
 

@@ -51,7 +51,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -60,8 +59,9 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from datetime import datetime, timezone
 from pathlib import Path
+
+from machine import machine_info  # bench/machine.py, beside this file
 
 import httpx
 
@@ -486,7 +486,7 @@ django.setup()
 from django.db import connection
 from django.test import Client
 from django.contrib.auth import get_user_model
-import mnote.citations.search as csearch
+import mnote.search.answers as csearch
 import mnote.library.provider as provider
 import mnote.search.views as views
 from mnote.lightrag.client import LightRAGClient
@@ -614,29 +614,6 @@ def breakdown(env: dict[str, str], tmp: Path, rounds: int, do_profile: bool) -> 
 # --- the bench ------------------------------------------------------------------
 
 
-def machine_info() -> dict:
-    import django
-
-    def git(*args):
-        try:
-            return subprocess.run(["git", *args], cwd=REPO_DIR, capture_output=True, text=True, check=True).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            return None
-
-    return {
-        "nproc": os.cpu_count(),
-        "nproc_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "python": sys.version.split()[0],
-        "django": django.get_version(),
-        "httpx": httpx.__version__,
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "git_head": git("rev-parse", "HEAD"),
-        "git_dirty_app": bool(git("status", "--porcelain", "--", "mnote/search", "mnote/citations", "mnote/lightrag", "templates/search")),
-        "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
-
-
 def ms(seconds) -> str:
     return "—" if seconds is None else f"{seconds * 1000:.1f}"
 
@@ -738,7 +715,7 @@ def main(argv=None) -> int:
             "concurrent throughput app / bare": conc["partial"]["throughput_rps"] / conc["bare"]["throughput_rps"],
         }
 
-        info = machine_info()
+        info = machine_info(dirty=("mnote/search", "mnote/citations", "mnote/lightrag", "templates/search"), httpx=httpx.__version__)
         info["loadavg_start"] = loadavg_start
         info["loadavg_end"] = os.getloadavg()
         print()

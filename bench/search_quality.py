@@ -25,7 +25,7 @@ stack, local model endpoint, rerank binding on):
 
   - LightRAG's own order: ``/query/data`` with ``enable_rerank: false``, the
     chunks in the order LightRAG returns them (its dense order);
-  - the page: ``mnote.citations.search.full_library_search`` as the search
+  - the page: ``mnote.search.answers.full_library_search`` as the search
     page calls it (rerank on, unreadable quotes dropped), the cards in the
     order the page shows them.
 
@@ -266,8 +266,8 @@ def run(args, data_dir: Path, library: Path, started: float) -> int:
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
-    from mnote.citations.citation_text import clean_display_text, is_unreadable
-    from mnote.citations.search import full_library_search
+    from mnote.text import clean_display_text, is_unreadable
+    from mnote.search.answers import full_library_search
     from mnote.library.ingest import wait_until_settled
     from mnote.library.models import IndexedRoot, Source
     from mnote.library.provider import lightrag_client

@@ -35,7 +35,6 @@ import hashlib
 import io
 import json
 import os
-import platform
 import pstats
 import random
 import shutil
@@ -44,8 +43,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
+
+from machine import machine_info  # bench/machine.py, beside this file
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_DIR / "bench" / "results"
@@ -211,33 +211,6 @@ def profile(fn) -> str:
     return out.getvalue()
 
 
-def machine_info(n: int, repeat: int, total_bytes: int) -> dict:
-    import django
-
-    def git(*args):
-        try:
-            return subprocess.run(["git", *args], cwd=REPO_DIR, capture_output=True, text=True, check=True).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            return None
-
-    return {
-        "files": n,
-        "total_bytes": total_bytes,
-        "folders": FOLDERS,
-        "repeat": repeat,
-        "nproc": os.cpu_count(),
-        "nproc_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "python": sys.version.split()[0],
-        "django": django.get_version(),
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "sqlite": __import__("sqlite3").sqlite_version,
-        "git_head": git("rev-parse", "HEAD"),
-        "git_dirty_library": bool(git("status", "--porcelain", "--", "mnote/library")),
-        "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=10_000, help="number of files in the root (default 10000)")
@@ -330,7 +303,7 @@ def main(argv=None) -> int:
             "resync / walk_stat": ratio("resync", "walk_stat", "best_s"),
         }
 
-        info = machine_info(n, repeat, total_bytes)
+        info = machine_info(dirty=("mnote/library",), files=n, total_bytes=total_bytes, folders=FOLDERS, repeat=repeat)
         labels = {
             "first_sync": "(a) first sync (batch_limit=N)",
             "resync": "(b) re-sync, nothing changed",

@@ -42,7 +42,7 @@ def _register(kind: Kind) -> None:
     KINDS[kind.name] = kind
 
 
-_register(Kind("pdf", (".pdf",), "pdf_pages:preview_pdf"))
+_register(Kind("pdf", (".pdf",), "pdf:preview_pdf"))
 _register(Kind("docx", (".docx",), "docx_render:preview_docx"))
 _register(Kind("odt", (".odt",), "odt_render:preview_odt"))
 _register(Kind("markdown", (".md", ".mdx"), "text_render:preview_markdown", workspace_text=True))

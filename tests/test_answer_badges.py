@@ -1,6 +1,6 @@
 from dataclasses import dataclass
 
-from mnote.citations.answer_badges import (
+from mnote.search.badges import (
     AnsweredSentence,
     extractive_answer,
     map_ref_markers,
@@ -222,7 +222,7 @@ def test_it_renders_badges_after_each_sentence():
 
 
 def test_it_never_answers_with_a_question_or_a_flattened_table():
-    from mnote.citations.answer_badges import extractive_answer
+    from mnote.search.badges import extractive_answer
 
     class Quote:
         def __init__(self, citation_id, display_quote):
@@ -239,7 +239,7 @@ def test_it_never_answers_with_a_question_or_a_flattened_table():
 
 # --- streaming: badges placed while the answer arrives ----------------------
 
-from mnote.citations.answer_badges import BadgePlacer  # noqa: E402
+from mnote.search.badges import BadgePlacer  # noqa: E402
 
 
 @dataclass

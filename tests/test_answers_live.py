@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from mnote.citations.search import answer_stream
+from mnote.search.answers import answer_stream
 from mnote.library.ingest import wait_until_settled
 from mnote.library.models import IndexedRoot
 from mnote.library.provider import lightrag_client

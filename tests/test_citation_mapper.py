@@ -223,7 +223,7 @@ def test_it_keeps_lightrags_synthetic_heading_out_of_evidence_and_heading_path(r
 
 
 def test_it_never_puts_a_synthetic_heading_into_evidence_text():
-    from mnote.citations.citation_text import evidence_window
+    from mnote.text import evidence_window
 
     window = evidence_window("Text before any heading about mirrors.", "mirrors", heading_path=["Preface/Uncategorized"])
     assert window == "Text before any heading about mirrors."

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from mnote.citations.citation_text import (
+from mnote.text import (
     clean_display_text,
     ensure_query_terms,
     evidence_window,
@@ -599,13 +599,13 @@ def test_it_returns_the_whole_quote_unmarked_without_matches():
 
 
 def test_it_shows_word_symbol_font_bullets_as_bullets_not_boxes():
-    from mnote.citations.citation_text import clean_display_text
+    from mnote.text import clean_display_text
 
     assert clean_display_text("\uf0b7 First step\n\uf0a7 Detail \uf0fc done") == "• First step ▪ Detail ✓ done"
 
 
 def test_it_calls_empty_and_field_error_quotes_unreadable_and_keeps_real_ones():
-    from mnote.citations.citation_text import is_unreadable
+    from mnote.text import is_unreadable
 
     assert is_unreadable("") and is_unreadable("  · | ; ")
     assert is_unreadable("Figure 2 Error! Reference source not found. | Table 1 Error! Reference source not found.")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from mnote.citations.search import answer_question, full_library_search
+from mnote.search.answers import answer_question, full_library_search
 from mnote.library.ingest import wait_until_settled
 from mnote.library.models import IndexedRoot
 from mnote.library.provider import lightrag_client

@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from mnote.preview import pdf_pages
-from mnote.preview.pdf_pages import (
+from mnote.preview.pdf import pages as pdf_pages
+from mnote.preview.pdf.pages import (
     PageText,
     PdfBusy,
     PdfRejected,
@@ -354,7 +354,7 @@ def test_it_reports_a_reader_that_takes_too_long(report, monkeypatch):
 @pytest.mark.parametrize(("status", "message"), [(-11, "crashed"), (-6, "more memory"), (1, "failed")])
 def test_it_reports_a_reader_that_dies(report, monkeypatch, status, message):
     monkeypatch.setattr(
-        pdf_pages.subprocess, "run", lambda command, **kw: subprocess.CompletedProcess(command, status, b"", b"boom")
+        subprocess, "run", lambda command, **kw: subprocess.CompletedProcess(command, status, b"", b"boom")
     )
     with pytest.raises(PdfRejected, match=message):
         pdf_info(report)

@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 import pytest
 
-from mnote.citations.search import full_library_search
+from mnote.search.answers import full_library_search
 from mnote.library.models import IndexedRoot, Source
 from tests.pdf_factory import make_pdf
 

@@ -123,7 +123,7 @@ def test_it_turns_a_failing_sync_into_a_message(admin_client, papers_dir, monkey
     def broken_sync(root):
         raise PermissionError("[Errno 13] Permission denied: 'papers/intro.md'")
 
-    monkeypatch.setattr("mnote.library.admin.sync_root", broken_sync)
+    monkeypatch.setattr("mnote.library.sync_report.sync_root", broken_sync)
     response = admin_client.post("/admin/library/indexedroot/add/", root_form(), follow=True)
 
     assert response.status_code == 200

@@ -42,6 +42,10 @@ def test_it_finds_files_by_name_and_follows_edits(notes, member, library_dir):
 def test_it_limits_to_the_scope_and_to_visible_roots(notes, member):
     assert workspace_search(member, "离心机", scope=["notes/2026"])
     assert not workspace_search(member, "离心机", scope=["notes/other"])
+    # A scope is whole folders or files: "notes/202" is not "notes/2026".
+    assert not workspace_search(member, "离心机", scope=["notes/202"])
+    assert workspace_search(member, "离心机", scope=["notes/2026/设备清单.txt"])
+    assert workspace_search(member, "离心机", scope=["notes"])
     notes.visible_to_all = False
     notes.save()
     notes.visible_to_groups.add(Group.objects.create(name="ops"))

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from mnote.accounts.roles import is_admin
 from mnote.api.models import ApiToken
+from mnote.json_errors import error_response
 from mnote.lightrag import LightRAGBusy, LightRAGError, LightRAGRejected, LightRAGUnauthorized
 
 log = logging.getLogger(__name__)
@@ -36,10 +37,6 @@ class ApiError(Exception):
 
     def response(self) -> JsonResponse:
         return error_response(self.status, self.code, self.message, headers=self.headers, **self.extra)
-
-
-def error_response(status: int, code: str, message: str, *, headers: dict | None = None, **extra) -> JsonResponse:
-    return JsonResponse({"error": {"code": code, "message": message, **extra}}, status=status, headers=headers)
 
 
 class _CsrfCheck(CsrfViewMiddleware):
@@ -65,7 +62,6 @@ def authenticate(request) -> None:
             )
         # A browser never sends this header on its own, so no CSRF check.
         request.user = token.user
-        request.api_token = token
         return
     user = request.user
     if not (user.is_authenticated and user.is_active):

@@ -3,7 +3,6 @@ fields here take JSON values as they are: a string where text is expected, a
 real ``true``/``false`` for flags, never a guess from something else."""
 
 import re
-from pathlib import PurePosixPath
 from urllib.parse import urlsplit
 
 from django import forms
@@ -11,9 +10,9 @@ from django.core.exceptions import ValidationError
 from django.urls import Resolver404, resolve
 
 from mnote.citations.context import MAX_CONTEXT
-from mnote.citations.search import MODES
+from mnote.library.forms import ScopeField
+from mnote.search.answers import MODES
 
-MAX_SOURCE_PATHS = 50
 
 
 class JsonStringField(forms.CharField):
@@ -64,29 +63,6 @@ class JsonBooleanField(forms.Field):
         raise ValidationError("Must be true or false.", code="invalid")
 
 
-# A library path as OpenAPI publishes it and the field checks it: no
-# backslash, no ".." segment, something besides slashes and spaces.
-LIBRARY_PATH_PATTERN = r"^(?![\s\S]*\\)(?![\s\S]*(^|/)\s*\.\.\s*(/|$))[\s\S]*[^\s/]"
-
-
-class LibraryPathListField(forms.Field):
-    """Library paths of files or folders (``root/path/in/root``)."""
-
-    def to_python(self, value):
-        if value is None or value == "":
-            return []
-        if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
-            raise ValidationError("Must be a list of library paths (strings).", code="invalid")
-        if len(value) > MAX_SOURCE_PATHS:
-            raise ValidationError(f"At most {MAX_SOURCE_PATHS} paths.", code="max_length")
-        paths = []
-        for raw in value:
-            if not re.search(LIBRARY_PATH_PATTERN, raw):
-                raise ValidationError(f"“{raw}” is not a library path such as “papers/2024”.", code="invalid")
-            paths.append(str(PurePosixPath(raw.strip().strip("/"))))
-        return list(dict.fromkeys(paths))
-
-
 class SearchForm(forms.Form):
     """The parameters of /api/search and /api/query."""
 
@@ -94,7 +70,7 @@ class SearchForm(forms.Form):
     mode = forms.ChoiceField(choices=[(m, m) for m in MODES], required=False)
     topK = JsonIntegerField(min_value=1, max_value=200, required=False)
     chunkTopK = JsonIntegerField(min_value=1, max_value=100, required=False)
-    sourcePaths = LibraryPathListField(required=False)
+    sourcePaths = ScopeField(required=False)
     enableRerank = JsonBooleanField(required=False)
 
     def clean_mode(self):

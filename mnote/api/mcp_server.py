@@ -23,7 +23,7 @@ from pydantic import Field
 
 from mnote.api.endpoint import ApiError, validated
 from mnote.api.forms import OpenReferenceForm, QueryForm, SearchForm
-from mnote.lightrag import LightRAGError
+from mnote.lightrag import QUERY_MODES, LightRAGError
 
 # The user whose token opened this MCP request or stdio session.
 asker: contextvars.ContextVar = contextvars.ContextVar("mnote_mcp_asker")
@@ -38,7 +38,7 @@ server = FastMCP(
     ),
 )
 
-Mode = Literal["naive", "local", "global", "hybrid", "mix"]
+Mode = Literal[QUERY_MODES]
 
 
 def _run(work, *args) -> dict:
@@ -69,7 +69,7 @@ def _search(user, data: dict) -> dict:
 
 def _query(user, data: dict) -> dict:
     from mnote.api.views import _search_arguments, query_result
-    from mnote.citations.search import answer_question
+    from mnote.search.answers import answer_question
 
     params = validated(QueryForm, data)
     answer = answer_question(

@@ -4,11 +4,12 @@ Hand-written so it says exactly what the views do; tests check it lists
 every endpoint. Keep it beside any change to views.py or forms.py.
 """
 
-from mnote.api.forms import LIBRARY_PATH_PATTERN, MAX_CHUNK_INDEX, MAX_ID, MAX_SOURCE_PATHS, QUERY_PATTERN
+from mnote.api.forms import MAX_CHUNK_INDEX, MAX_ID, QUERY_PATTERN
 from mnote.citations.context import MAX_CONTEXT
-from mnote.citations.search import MODES
 from mnote.kinds import RESOURCE_KINDS
+from mnote.library.forms import LIBRARY_PATH_PATTERN, MAX_SCOPE_PATHS
 from mnote.library.models import Source
+from mnote.search.answers import MODES
 
 _REF = "#/components/schemas/"
 
@@ -107,7 +108,7 @@ SCHEMAS = {
             "chunkTopK": {"type": "integer", "minimum": 1, "maximum": 100},
             "sourcePaths": {
                 "type": "array",
-                "maxItems": MAX_SOURCE_PATHS,
+                "maxItems": MAX_SCOPE_PATHS,
                 "items": {"type": "string", "pattern": LIBRARY_PATH_PATTERN},
                 "description": "Library paths of files or folders (e.g. papers/2024); results are limited to them.",
             },

@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 from asgiref.sync import async_to_sync
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 
 from mnote.accounts.roles import is_admin
@@ -26,7 +27,7 @@ from mnote.api.forms import (
 from mnote.citations.context import ChunkNotFound, chunk_context
 from mnote.citations.mapper import CitationView
 from mnote.citations.models import Citation
-from mnote.citations.search import (
+from mnote.search.answers import (
     UnknownScope,
     answer_question,
     answer_stream,
@@ -228,7 +229,7 @@ def query(request):
 
 
 def preview_url(source_id: int, token: str) -> str:
-    return f"/preview/{source_id}/?{urlencode({'c': token})}"
+    return f"{reverse('preview', args=[source_id])}?{urlencode({'c': token})}"
 
 
 @api_endpoint("POST")

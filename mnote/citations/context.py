@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from mnote.citations.citation_text import clean_display_text
+from mnote.text import clean_display_text
 from mnote.citations.sidecar import Block, Sidecar, load_chunk_store, load_sidecar
 from mnote.library.models import Source
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from rapidfuzz import fuzz
 
-from mnote.citations.citation_text import (
+from mnote.text import (
     clean_display_text,
     ensure_query_terms,
     evidence_window,
@@ -103,7 +103,6 @@ class MappedResult:
 @dataclass
 class _Reference:
     file_path: str
-    reference_id: str
     chunks: list[dict]
 
 
@@ -112,11 +111,10 @@ def _references(data: dict) -> list[_Reference]:
     response has none (include_references off, or an older server)."""
     chunks = [c for c in data.get("chunks") or [] if isinstance(c, dict) and c.get("file_path")]
     by_file: dict[str, _Reference] = {}
-    listed = {r.get("file_path"): str(r.get("reference_id", "")) for r in data.get("references") or [] if isinstance(r, dict)}
     for chunk in chunks:
         name = chunk["file_path"]
         if name not in by_file:
-            by_file[name] = _Reference(name, listed.get(name) or str(chunk.get("reference_id") or len(by_file) + 1), [])
+            by_file[name] = _Reference(name, [])
         by_file[name].chunks.append(chunk)
     return list(by_file.values())
 
@@ -300,6 +298,7 @@ def map_query_data(
     unmatched = set(names) - set(rows_by_name)
     # Registered but outside what this user may see.
     hidden = set(Source.objects.filter(lightrag_name__in=unmatched).values_list("lightrag_name", flat=True)) if unmatched else set()
+    in_scope = set(sources.filter(lightrag_name__in=names).within(scope).values_list("pk", flat=True)) if scope else None
     config = settings.MNOTE_LIGHTRAG
     store = None
     citations: list[CitationView] = []
@@ -317,7 +316,7 @@ def map_query_data(
         if source is None:
             dropped.append({"lightragFilePath": reference.file_path, "reason": why, "chunks": len(reference.chunks)})
             continue
-        if scope and not any(source.library_path == p or source.library_path.startswith(p.rstrip("/") + "/") for p in scope):
+        if in_scope is not None and source.pk not in in_scope:
             dropped.append(
                 {"sourcePath": source.library_path, "reason": "outside the search scope", "chunks": len(reference.chunks)}
             )

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path, PurePosixPath
 
-from mnote.citations.citation_text import is_real_heading
+from mnote.text import is_real_heading
 
 log = logging.getLogger(__name__)
 
@@ -42,10 +42,6 @@ class Sidecar:
     meta: dict
     blocks: tuple[Block, ...]
     by_id: dict[str, Block] = field(repr=False)
-
-    @property
-    def document_format(self) -> str:
-        return str(self.meta.get("document_format", "")).lower()
 
     @cached_property
     def normalised_contents(self) -> tuple[str, ...]:

@@ -1,5 +1,3 @@
-import logging
-
 from django.contrib import admin, messages
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
@@ -8,9 +6,9 @@ from mnote.accounts.roles import is_admin
 from mnote.library.forms import IndexedRootForm
 from mnote.library.ingest import retry_failed
 from mnote.library.models import IndexedRoot, Job, Source
-from mnote.library.sync import delete_index, prune_registry, reindex_source, remove_root, sync_root
+from mnote.library.sync import delete_index, prune_registry, reindex_source, remove_root
+from mnote.library.sync_report import sync_and_report
 
-log = logging.getLogger(__name__)
 
 
 class AdminsManageLibrary:
@@ -32,20 +30,6 @@ class AdminsManageLibrary:
         return is_admin(request.user)
 
 
-def _sync_and_report(model_admin, request, root: IndexedRoot) -> None:
-    try:
-        summary = sync_root(root)
-    except Exception as e:
-        # The root itself is saved; a failed sync must say so, not lose the page.
-        log.exception("sync of root %s failed", root.pk)
-        model_admin.message_user(
-            request, _("Syncing “%(root)s” failed: %(error)s") % {"root": root.name, "error": e}, messages.ERROR
-        )
-        return
-    level = messages.WARNING if summary.error or summary.refused else messages.SUCCESS
-    model_admin.message_user(request, summary.line(), level)
-
-
 @admin.register(IndexedRoot)
 class IndexedRootAdmin(AdminsManageLibrary, admin.ModelAdmin):
     form = IndexedRootForm
@@ -57,7 +41,7 @@ class IndexedRootAdmin(AdminsManageLibrary, admin.ModelAdmin):
 
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)
-        _sync_and_report(self, request, form.instance)
+        sync_and_report(request, form.instance)
 
     def get_deleted_objects(self, objs, request):
         deleted, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
@@ -77,7 +61,7 @@ class IndexedRootAdmin(AdminsManageLibrary, admin.ModelAdmin):
     @admin.action(description=gettext_lazy("Sync now"))
     def sync_now(self, request, queryset):
         for root in queryset:
-            _sync_and_report(self, request, root)
+            sync_and_report(request, root)
 
     @admin.action(description=gettext_lazy("Retry failed files"))
     def retry_failed_files(self, request, queryset):

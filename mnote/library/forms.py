@@ -1,12 +1,53 @@
 """Input for the registry: the one place an indexed root's fields are
 validated, used by the admin and by the ``add_root`` command alike."""
 
+import re
+from pathlib import PurePosixPath
+
 from django import forms
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
 
 from mnote.library.expansion import PathRefused, resolve_inside
 from mnote.library.models import IndexedRoot
+
+
+MAX_SCOPE_PATHS = 50
+# A library path as OpenAPI publishes it and the field checks it: no
+# backslash, no ".." segment, something besides slashes and spaces.
+LIBRARY_PATH_PATTERN = r"^(?![\s\S]*\\)(?![\s\S]*(^|/)\s*\.\.\s*(/|$))[\s\S]*[^\s/]"
+
+
+class ScopeField(forms.Field):
+    """A search scope: library paths of files or folders (``root/path/in/root``),
+    as a JSON list (the API) or, with ``text=True``, one text, comma- or
+    line-separated (the pages' input)."""
+
+    def __init__(self, *, text: bool = False, **kwargs):
+        self.text = text
+        super().__init__(**kwargs)
+
+    def to_python(self, value):
+        if value is None or value == "":
+            return []
+        if self.text and isinstance(value, str):
+            if len(value) > 4000:
+                raise forms.ValidationError(_("At most %(n)d paths.") % {"n": MAX_SCOPE_PATHS}, code="max_length")
+            value = [p for p in value.replace("\n", ",").split(",") if p.strip().strip("/")]
+        if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+            raise forms.ValidationError(_("Must be a list of library paths (strings)."), code="invalid")
+        if len(value) > MAX_SCOPE_PATHS:
+            raise forms.ValidationError(_("At most %(n)d paths.") % {"n": MAX_SCOPE_PATHS}, code="max_length")
+        paths = []
+        for raw in value:
+            if ".." in [part.strip() for part in raw.split("/")]:
+                raise forms.ValidationError(_("A scope path cannot contain “..”."), code="invalid")
+            if not re.search(LIBRARY_PATH_PATTERN, raw):
+                raise forms.ValidationError(
+                    _("“%(path)s” is not a library path such as “papers/2024”.") % {"path": raw}, code="invalid"
+                )
+            paths.append(str(PurePosixPath(raw.strip().strip("/"))))
+        return list(dict.fromkeys(paths))
 
 
 class GlobLinesField(forms.CharField):

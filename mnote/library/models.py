@@ -13,6 +13,8 @@ from pathlib import PurePosixPath
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import models
+from django.db.models import Q, Value
+from django.db.models.functions import Concat
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -81,6 +83,17 @@ class SourceQuerySet(models.QuerySet):
         """Every page and API goes through this: a member never sees a source,
         a quote or a file name from a root they may not see."""
         return self.filter(root__in=IndexedRoot.objects.visible_to(user))
+
+    def within(self, scope: list[str] | None):
+        """Sources whose library path is one of ``scope``'s paths or inside one
+        of them (a folder); every source when there is no scope."""
+        if not scope:
+            return self
+        match = Q()
+        for path in (p.rstrip("/") for p in scope):
+            match |= Q(root__path=path) | Q(root__path__startswith=path + "/")
+            match |= Q(in_root=path) | Q(in_root__startswith=path + "/")
+        return self.alias(in_root=Concat("root__path", Value("/"), "relative_path", output_field=models.CharField())).filter(match)
 
     def in_progress(self):
         return self.filter(status__in=Source.IN_PROGRESS)
@@ -222,7 +235,6 @@ class Job(models.Model):
     class Kind(models.TextChoices):
         SCAN = "scan", _("scan")
         DELETE = "delete", _("delete document")
-        TRACK = "track", _("follow status")
 
     class State(models.TextChoices):
         PENDING = "pending", _("pending")

@@ -24,9 +24,9 @@ from mnote.library.ingest import (
     unlink_from_inputs,
 )
 from mnote.library.models import IndexedRoot, Job, Source
+from mnote.library.signals import root_files_changed
 from mnote.library.text_size import held_back_reason, is_held_back
 from mnote.lightrag import LightRAGClient, LightRAGError
-from mnote.search.workspace import refresh_workspace_index
 
 log = logging.getLogger(__name__)
 
@@ -194,9 +194,10 @@ def sync_root(root: IndexedRoot, *, batch_limit: int | None = None) -> SyncSumma
 
         queue_many(queue_known)
         send_to_lightrag(queue_fresh)
-        refresh_workspace_index(root)
         summary.queued = len(queue_known) + len(queue_fresh)
         summary.capped = len(to_queue) + len(fresh) - summary.queued
+    # Outside the lock: receivers read file bodies.
+    root_files_changed.send(sender=IndexedRoot, root=root)
     return summary
 
 

@@ -1,4 +1,3 @@
-import logging
 from functools import wraps
 
 from django import forms
@@ -29,11 +28,11 @@ from mnote.library.source_filters import (
     reindex_refusal,
     source_filter,
 )
-from mnote.library.sync import delete_index, library_status, prune_registry, reindex_source, remove_root, sync_root
+from mnote.library.sync import delete_index, library_status, prune_registry, reindex_source, remove_root
+from mnote.library.sync_report import sync_and_report
 from mnote.library.tree import folder_level, roots_level
 from mnote.search.recent import recent as recent_queries
 
-log = logging.getLogger(__name__)
 
 PAGE_SIZE = 50
 
@@ -345,18 +344,6 @@ class RootPageForm(IndexedRootForm):
         }
 
 
-def _sync_and_report(request, root: IndexedRoot) -> None:
-    try:
-        summary = sync_root(root)
-    except Exception as e:
-        # The root itself is saved; a failed sync must say so, not lose the page.
-        log.exception("sync of root %s failed", root.pk)
-        messages.error(request, _("Syncing “%(root)s” failed: %(error)s") % {"root": root.name, "error": e})
-        return
-    level = messages.WARNING if summary.error or summary.refused else messages.SUCCESS
-    messages.add_message(request, level, summary.line())
-
-
 @require_GET
 @admin_only
 def roots(request):
@@ -394,7 +381,7 @@ def _root_form_page(request, root: IndexedRoot | None):
         if form.is_valid():
             saved = form.save()
             messages.success(request, _("Saved the root “%(root)s”.") % {"root": saved.name})
-            _sync_and_report(request, saved)
+            sync_and_report(request, saved)
             return redirect("library:roots")
         messages.error(request, _("The root was not saved; please correct the fields marked below."))
     return render(request, "library/root_form.html", context)
@@ -420,7 +407,7 @@ def root_disable(request, root_id):
         root.enabled = False
         root.save(update_fields=["enabled", "updated_at"])
         messages.success(request, _("Disabled the root “%(root)s”.") % {"root": root.name})
-        _sync_and_report(request, root)
+        sync_and_report(request, root)
         return redirect("library:roots")
     return render(request, "library/root_confirm.html", {"root": root, "action": "disable"})
 
@@ -432,7 +419,7 @@ def root_enable(request, root_id):
     root.enabled = True
     root.save(update_fields=["enabled", "updated_at"])
     messages.success(request, _("Enabled the root “%(root)s”.") % {"root": root.name})
-    _sync_and_report(request, root)
+    sync_and_report(request, root)
     return redirect("library:roots")
 
 

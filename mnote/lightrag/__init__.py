@@ -1,12 +1,14 @@
 """MNote's only way to talk to LightRAG: configuration, one client, typed errors."""
 
 from .client import (
+    QUERY_MODES,
     Document,
     DocumentsPage,
     DeleteResult,
     Health,
     LightRAGClient,
     ScanResult,
+    lightrag_mode,
     make_client,
 )
 from .config import (
@@ -25,6 +27,7 @@ from .errors import (
 
 __all__ = [
     "NO_LLM_MODEL",
+    "QUERY_MODES",
     "DeleteResult",
     "Document",
     "DocumentsPage",
@@ -38,6 +41,7 @@ __all__ = [
     "LightRAGUnauthorized",
     "LightRAGUnavailable",
     "ScanResult",
+    "lightrag_mode",
     "load_config",
     "make_client",
 ]

@@ -32,7 +32,13 @@ HEALTH_TIMEOUT = httpx.Timeout(5.0, connect=3.0)
 # /query waits for the LLM to write the answer, not only for retrieval.
 ANSWER_TIMEOUT = httpx.Timeout(120.0, connect=3.0)
 
-QUERY_MODES = frozenset({"naive", "local", "global", "hybrid", "mix"})
+# The query modes MNote offers (pages, API, MCP); "hybrid" is sent as "mix".
+QUERY_MODES = ("naive", "local", "global", "hybrid", "mix")
+
+
+def lightrag_mode(mode: str) -> str:
+    """The contract: MNote's "hybrid" is LightRAG's "mix" (graph and vector together)."""
+    return "mix" if mode == "hybrid" else mode
 MIN_PAGE_SIZE, MAX_PAGE_SIZE = 10, 200
 # Documents added while we page through the list may push a few more pages.
 EXTRA_PAGES_ALLOWED = 10
@@ -510,11 +516,10 @@ def _query_request(
     enable_rerank: bool | None,
 ) -> dict[str, Any]:
     if mode not in QUERY_MODES:
-        raise ValueError(f"Unknown query mode {mode!r}; expected one of {sorted(QUERY_MODES)}.")
+        raise ValueError(f"Unknown query mode {mode!r}; expected one of {list(QUERY_MODES)}.")
     request: dict[str, Any] = {
         "query": query,
-        # The contract: MNote's "hybrid" is LightRAG's "mix" (graph and vector together).
-        "mode": "mix" if mode == "hybrid" else mode,
+        "mode": lightrag_mode(mode),
         "include_references": True,
         "include_chunk_content": True,
     }

@@ -5,7 +5,6 @@ from dataclasses import replace
 from pathlib import Path
 from urllib.parse import quote
 
-from django import forms
 from django.conf import settings
 from django.http import FileResponse, Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
@@ -15,16 +14,21 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
 from mnote.citations.models import Citation
+from mnote.citations.sidecar import load_chunk_store
+from mnote.json_errors import error_response
 from mnote.kinds import kind_of
 from mnote.library.ingest import opened_sha256
 from mnote.library.models import Source
 from mnote.library.source_files import SourceUnavailable, open_source_file
 from mnote.preview.anchoring import TextMap, build_text_map, find_passage
 from mnote.preview.docx.safe_package import PreviewRejected
+from mnote.preview.forms import MAX_LOCATOR_CHARS, AnchorForm, PdfFindForm, PdfPageForm, PreviewForm
+from mnote.preview.pdf import PdfRejected, find_text, render_page_png
 from mnote.preview.render_cache import RENDERER_VERSION, RenderRefused, cached
 from mnote.preview.render_rate import RenderRateLimited, charge_render
 from mnote.preview.renderers import PreviewContext, asset_loader_for, page_finder_for, render_cache_key, renderer_for
 from mnote.preview.text_render import TextRejected
+from mnote.text import clean_display_text, evidence_window
 
 _LOCATOR_KEYS = {
     "precision", "degraded", "resourceKind", "sourceId", "sourcePath", "page", "bbox", "blockId", "paraIds",
@@ -34,14 +38,9 @@ _LOCATOR_KEYS = {
 # citation does not re-read the cached render.
 _TEXT_MAPS: OrderedDict[str, TextMap] = OrderedDict()
 _TEXT_MAPS_KEPT = 8
-MAX_LOCATOR_CHARS = 20_000
 MAX_ID = 2**63 - 1
-PDF_PAGE_WIDTHS = (600, 1000, 1600)
-
-
-class PreviewForm(forms.Form):
-    # The page of a paged sheet (XLSX, CSV); anything else opens the first.
-    rows_page = forms.IntegerField(min_value=1, max_value=100_000, required=False)
+# What a preview cannot show, with a message for the user.
+_REJECTIONS = (PreviewRejected, PdfRejected, TextRejected)
 
 
 def resource_kind(name: str) -> str:
@@ -106,7 +105,7 @@ def _rendered(request, kind, handle, sha256: str, ctx: PreviewContext) -> dict:
             result["textMap"] = build_text_map(result["html"]).compact()
         return result
 
-    return cached(render_cache_key(kind, ctx, get_language() or ""), sha256, render_now, refusals=_rejections())
+    return cached(render_cache_key(kind, ctx, get_language() or ""), sha256, render_now, refusals=_REJECTIONS)
 
 
 def _version(sha256: str, ctx: PreviewContext) -> str:
@@ -132,9 +131,6 @@ def _text_map(version: str, rendered) -> TextMap | None:
 
 def _chunk_text(chunk_id: str) -> str:
     """The cited chunk's own text, when LightRAG's chunk store is readable."""
-    from mnote.citations.citation_text import clean_display_text
-    from mnote.citations.sidecar import load_chunk_store
-
     if not chunk_id:
         return ""
     store = load_chunk_store(settings.MNOTE_LIGHTRAG.working_dir) or {}
@@ -156,8 +152,6 @@ def anchor_locator(text_map: TextMap, locator: dict, *, tail: str = "") -> dict 
     else:
         # Never outside the cited chunk: the evidence inside it, else the
         # chunk's own query-centred window, else the whole chunk.
-        from mnote.citations.citation_text import evidence_window
-
         within = (place.start, place.end)
         anchor = (
             find_passage(text_map, evidence, heading=heading, within=within)
@@ -170,14 +164,6 @@ def anchor_locator(text_map: TextMap, locator: dict, *, tail: str = "") -> dict 
             return None  # head without its tail: not the cited passage
         anchor = replace(anchor, end=max(anchor.end, end.end), status="exact" if anchor.status == end.status == "exact" else "fuzzy")
     return anchor.as_json() if anchor else None
-
-
-
-
-def _rejections():
-    from mnote.preview.pdf_pages import PdfRejected
-
-    return (PreviewRejected, PdfRejected, TextRejected)
 
 
 def _page_of_passage(source: Source, kind, path: Path, sha256: str, evidence: str) -> int | None:
@@ -243,7 +229,7 @@ def document(request, source_id: int):
                     text_map = _text_map(context["text_version"], rendered)
                     anchor = anchor_locator(text_map, locator) if text_map else None
                     locator = context["locator"] = {**locator, "anchor": anchor} if anchor else locator
-    except (*_rejections(), RenderRefused) as e:
+    except (*_REJECTIONS, RenderRefused) as e:
         context["problem"] = str(e)
     except RenderRateLimited as e:
         context["problem"] = _(
@@ -263,16 +249,6 @@ def _gone_page(request, source: Source, error: SourceUnavailable):
     )
 
 
-class AnchorForm(forms.Form):
-    evidence = forms.CharField(max_length=MAX_LOCATOR_CHARS)
-    # The end of an evidence text too long for one URL (the page sends head and tail).
-    tail = forms.CharField(max_length=MAX_LOCATOR_CHARS, required=False)
-    heading = forms.CharField(max_length=1000, required=False)
-    chunk_id = forms.CharField(max_length=200, required=False)
-    query = forms.CharField(max_length=1000, required=False)
-    rows_page = forms.IntegerField(min_value=1, max_value=100_000, required=False)
-
-
 @require_GET
 def anchor(request, source_id: int):
     """Where a passage is in this source's rendered preview (text offsets and
@@ -281,20 +257,18 @@ def anchor(request, source_id: int):
     form = AnchorForm(request.GET)
     kind = kind_of(source.file_name)
     if not form.is_valid() or renderer_for(kind) is None:
-        return JsonResponse({"error": {"code": "bad_request", "message": "Give the evidence text of a passage in a document."}}, status=400)
+        return error_response(400, "bad_request", "Give the evidence text of a passage in a document.")
     try:
         with open_source_file(source) as handle:
             sha256 = opened_sha256(source, handle)
             ctx = _preview_context(source, Path(source.absolute_path), form.cleaned_data["rows_page"] or 1)
             text_map = _text_map(_version(sha256, ctx), lambda: _rendered(request, kind, handle, sha256, ctx))
     except SourceUnavailable as e:
-        return JsonResponse({"error": {"code": "gone", "message": e.message}}, status=e.status)
+        return error_response(e.status, "gone", e.message)
     except RenderRateLimited as e:
-        response = JsonResponse({"error": {"code": "rate_limited", "message": "Too many previews in a short time."}}, status=429)
-        response["Retry-After"] = str(e.retry_after)
-        return response
-    except (*_rejections(), RenderRefused) as e:
-        return JsonResponse({"error": {"code": "unreadable", "message": str(e)}}, status=422)
+        return error_response(429, "rate_limited", "Too many previews in a short time.", headers={"Retry-After": str(e.retry_after)})
+    except (*_REJECTIONS, RenderRefused) as e:
+        return error_response(422, "unreadable", str(e))
     except OSError:
         raise Http404("This file is no longer in the library.") from None
     locator = {"evidenceText": form.cleaned_data["evidence"], "chunkId": form.cleaned_data["chunk_id"], "searchQuery": form.cleaned_data["query"],
@@ -337,19 +311,15 @@ def asset(request, source_id: int, part: str):
 
 @require_GET
 def pdf_page(request, source_id: int, page: int):
-    from mnote.preview.pdf_pages import PdfRejected, render_page_png
-
     source = _visible_source(request, source_id)
     if resource_kind(source.file_name) != "pdf":
         raise Http404("Not a PDF.")
-    try:
-        width = int(request.GET.get("w", 1000))
-    except ValueError:
-        width = 1000
-    width = min(PDF_PAGE_WIDTHS, key=lambda w: abs(w - width))
+    form = PdfPageForm(request.GET)
+    if not form.is_valid():
+        return HttpResponse("Give the page width in pixels (w).", status=400, content_type="text/plain; charset=utf-8")
     try:
         with open_source_file(source) as handle:
-            png = render_page_png(handle, page, width_px=width)
+            png = render_page_png(handle, page, width_px=form.cleaned_data["w"])
     except (PdfRejected, OSError, SourceUnavailable) as e:
         raise Http404(str(e)) from e
     response = HttpResponse(png, content_type="image/png")
@@ -361,20 +331,18 @@ def pdf_page(request, source_id: int, page: int):
 def pdf_find(request, source_id: int):
     """Where the evidence text is on the PDF's text layer: a text match with its
     score, never presented as a layout box."""
-    from mnote.preview.pdf_pages import PdfRejected, find_text
-
     source = _visible_source(request, source_id)
-    evidence = request.GET.get("evidence", "")[:4000]
-    if resource_kind(source.file_name) != "pdf" or not evidence.strip():
-        return JsonResponse({"error": {"code": "bad_request", "message": "Give the evidence text of a PDF citation."}}, status=400)
+    form = PdfFindForm(request.GET)
+    if resource_kind(source.file_name) != "pdf" or not form.is_valid():
+        return error_response(400, "bad_request", "Give the evidence text of a PDF citation.")
+    evidence, query, page_hint = (form.cleaned_data[k] for k in ("evidence", "query", "page"))
     try:
-        page_hint = int(request.GET["page"]) if request.GET.get("page", "").isdigit() else None
         with open_source_file(source) as handle:
-            match = find_text(handle, evidence, query=request.GET.get("query", "")[:500], page_hint=page_hint)
+            match = find_text(handle, evidence, query=query, page_hint=page_hint)
     except SourceUnavailable as e:
-        return JsonResponse({"error": {"code": "gone", "message": e.message}}, status=e.status)
+        return error_response(e.status, "gone", e.message)
     except (PdfRejected, OSError) as e:
-        return JsonResponse({"error": {"code": "unreadable", "message": str(e)}}, status=422)
+        return error_response(422, "unreadable", str(e))
     if match is None:
         return JsonResponse({"page": None})
     return JsonResponse(

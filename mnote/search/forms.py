@@ -1,6 +1,8 @@
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from mnote.library.forms import ScopeField
+
 MODE_CHOICES = [
     ("library", _("Full library")),
     ("workspace", _("Workspace")),
@@ -12,10 +14,10 @@ class SearchForm(forms.Form):
     q = forms.CharField(label=_("Search"), max_length=1000, strip=True)
     mode = forms.ChoiceField(label=_("Mode"), choices=MODE_CHOICES, required=False)
     retrieval = forms.ChoiceField(label=_("Retrieval"), choices=RETRIEVAL_CHOICES, required=False)
-    scope = forms.CharField(
+    scope = ScopeField(
+        text=True,
         label=_("Scope"),
         required=False,
-        max_length=4000,
         help_text=_("Library paths of folders or files, one per line or comma-separated."),
         widget=forms.TextInput(attrs={"placeholder": _("e.g. demo/en, demo/zh/会议纪要-2026-10.md")}),
     )
@@ -25,14 +27,6 @@ class SearchForm(forms.Form):
 
     def clean_retrieval(self):
         return self.cleaned_data.get("retrieval") or "mix"
-
-    def clean_scope(self):
-        raw = self.cleaned_data.get("scope", "")
-        paths = [p.strip().strip("/") for p in raw.replace("\n", ",").split(",") if p.strip().strip("/")]
-        for path in paths:
-            if ".." in path.split("/"):
-                raise forms.ValidationError(_("A scope path cannot contain “..”."))
-        return paths
 
 
 class AskForm(SearchForm):

@@ -9,9 +9,9 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from mnote.citations.answer_badges import AnsweredSentence
-from mnote.citations.citation_text import mark_terms
-from mnote.citations.search import (
+from mnote.search.badges import AnsweredSentence
+from mnote.text import mark_terms
+from mnote.search.answers import (
     WITHHELD_NOTE,
     UnknownScope,
     answer_question,

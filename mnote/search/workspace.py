@@ -8,7 +8,7 @@ from pathlib import PurePosixPath
 
 from django.db.models import Q
 
-from mnote.citations.citation_text import evidence_window, mark_terms, query_terms
+from mnote.text import evidence_window, mark_terms, query_terms
 from mnote.kinds import kind_of
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.source_files import SourceUnavailable, open_source_file
@@ -47,10 +47,18 @@ def refresh_workspace_index(root: IndexedRoot) -> int:
             continue
         entry = WorkspaceText(source_id=pk, sha256=sha256, body=text[:MAX_INDEXED_CHARS])
         (changed if pk in known else fresh).append(entry)
-    WorkspaceText.objects.bulk_create(fresh, batch_size=500)
+    # Two syncs of one root may refresh at once (outside the root's lock): the later row wins.
+    WorkspaceText.objects.bulk_create(
+        fresh, batch_size=500, update_conflicts=True, unique_fields=["source"], update_fields=["sha256", "body"]
+    )
     for entry in changed:
         WorkspaceText.objects.filter(source_id=entry.source_id).update(sha256=entry.sha256, body=entry.body)
     return len(fresh) + len(changed)
+
+
+def refresh_after_sync(sender, *, root: IndexedRoot, **kwargs) -> None:
+    """Receiver of ``library.signals.root_files_changed``."""
+    refresh_workspace_index(root)
 
 
 @dataclass
@@ -81,13 +89,11 @@ class WorkspaceHit:
 
 def workspace_search(user, query: str, *, scope: list[str] | None = None, limit: int = 30) -> list[WorkspaceHit]:
     terms = [t for t in query_terms(query) if len(t) >= 2] or [query.strip().lower()]
-    rows = Source.objects.visible_to(user).filter(deleted_at__isnull=True).exclude(status__in=_GONE)
+    rows = Source.objects.visible_to(user).within(scope).filter(deleted_at__isnull=True).exclude(status__in=_GONE)
     for term in terms[:8]:
         rows = rows.filter(Q(relative_path__icontains=term) | Q(root__path__icontains=term) | Q(workspace_text__body__icontains=term))
     hits = []
     for source in rows.select_related("root", "workspace_text")[: limit * 3]:
-        if scope and not any(source.library_path == p or source.library_path.startswith(p + "/") for p in scope):
-            continue
         path = source.library_path.lower()
         in_path = any(t in path for t in terms)
         body = getattr(getattr(source, "workspace_text", None), "body", "")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import httpx
 
+from mnote.env import env_str
 from mnote.lightrag.config import NO_LLM_MODEL
 from mnote.private_files import write_private_file
 
@@ -172,7 +173,7 @@ def config_from_environ(environ: Mapping[str, str], data_dir: Path) -> StackConf
     """Read the MNOTE_* variables that replace parts of the embedded stack."""
 
     def number(name: str, default: int, upper: int) -> int:
-        raw = environ.get(name, "").strip()
+        raw = env_str(name, "", environ)
         if not raw:
             return default
         if not (raw.isascii() and raw.isdigit()) or not 0 < int(raw) < upper:
@@ -183,26 +184,26 @@ def config_from_environ(environ: Mapping[str, str], data_dir: Path) -> StackConf
         return number(name, default, 65536)
 
     def external(prefix: str, default_binding: str) -> ExternalModel | None:
-        host = environ.get(f"MNOTE_{prefix}_HOST", "").strip()
+        host = env_str(f"MNOTE_{prefix}_HOST", "", environ)
         if not host:
             return None
-        model = environ.get(f"MNOTE_{prefix}_MODEL", "").strip()
+        model = env_str(f"MNOTE_{prefix}_MODEL", "", environ)
         if not model:
             raise StackError(f"MNOTE_{prefix}_HOST is set, so MNOTE_{prefix}_MODEL must name the model.")
         dim = None
         if prefix == "EMBEDDING":
-            if not environ.get("MNOTE_EMBEDDING_DIM", "").strip():
+            if not env_str("MNOTE_EMBEDDING_DIM", "", environ):
                 raise StackError("MNOTE_EMBEDDING_HOST is set, so MNOTE_EMBEDDING_DIM must give its dimension.")
             dim = number("MNOTE_EMBEDDING_DIM", 0, 100_000)
         return ExternalModel(
-            binding=environ.get(f"MNOTE_{prefix}_BINDING", default_binding).strip(),
+            binding=env_str(f"MNOTE_{prefix}_BINDING", default_binding, environ),
             host=host,
             model=model,
-            api_key=environ.get(f"MNOTE_{prefix}_API_KEY", "").strip() or "none",
+            api_key=env_str(f"MNOTE_{prefix}_API_KEY", "", environ) or "none",
             dim=dim,
         )
 
-    lightrag_python = environ.get("MNOTE_LIGHTRAG_PYTHON", "").strip()
+    lightrag_python = env_str("MNOTE_LIGHTRAG_PYTHON", "", environ)
     overrides = {
         key: number(name, 0, upper)
         for key, name, upper in (
@@ -210,7 +211,7 @@ def config_from_environ(environ: Mapping[str, str], data_dir: Path) -> StackConf
             ("batch", "MNOTE_EMBEDDING_BATCH", 1025),
             ("timeout", "MNOTE_EMBEDDING_TIMEOUT", 86_401),
         )
-        if environ.get(name, "").strip()
+        if env_str(name, "", environ)
     }
     return StackConfig(
         data_dir=data_dir,
@@ -220,7 +221,7 @@ def config_from_environ(environ: Mapping[str, str], data_dir: Path) -> StackConf
         chunk_size=number("MNOTE_CHUNK_SIZE", DEFAULT_CHUNK_SIZE, 100_000),
         llm=external("LLM", "openai"),
         embedding=external("EMBEDDING", "openai"),
-        api_key=environ.get("MNOTE_LIGHTRAG_API_KEY", "").strip() or None,
+        api_key=env_str("MNOTE_LIGHTRAG_API_KEY", "", environ) or None,
         embedding_overrides=overrides,
     )
 

@@ -2,7 +2,7 @@
 
 Joining the ``m:t`` text of an equation loses its structure (∫₀¹x becomes
 "01x"). LightRAG converts OMML to LaTeX for its chunks and MNote shows that
-LaTeX through ``citation_text.latex_to_text``; the preview does the same —
+LaTeX through ``mnote.text.latex_to_text``; the preview does the same —
 OMML → LaTeX here, then the same ``latex_to_text`` — so an equation reads the
 same in a citation's evidence text and in the rendered document
 (``SNR=S/√(S+B)``, ``∫₀¹x dx``, ``x̂``, ``lim_(x→0)f``).
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from lxml import etree
 
-from mnote.citations.citation_text import latex_to_text
+from mnote.text import latex_to_text
 
 from .namespaces import M, M_VAL, W, m
 

@@ -8,6 +8,7 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from mnote.env import env_int, env_str
 from mnote.stack.processes import REPO_DIR, EmbeddedStack, ManagedProcess, StackError, config_from_environ, web_process
 
 
@@ -18,8 +19,8 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--host", default=os.environ.get("MNOTE_HOST", "127.0.0.1"))
-        parser.add_argument("--port", type=int, default=int(os.environ.get("MNOTE_PORT", "8000")))
+        parser.add_argument("--host", default=env_str("MNOTE_HOST", "127.0.0.1"))
+        parser.add_argument("--port", type=int, default=env_int("MNOTE_PORT", 8000, minimum=1))
         parser.add_argument("--no-demo", action="store_true", help="do not load the demo library")
 
     def handle(self, *args, host, port, no_demo, **options):
@@ -30,7 +31,7 @@ class Command(BaseCommand):
         child_env = {}
         stack = None
         try:
-            if os.environ.get("MNOTE_LIGHTRAG_URL"):
+            if env_str("MNOTE_LIGHTRAG_URL"):
                 self.stdout.write(f"Using the external LightRAG at {settings.MNOTE_LIGHTRAG.base_url}.")
             else:
                 stack = EmbeddedStack(config_from_environ(os.environ, settings.DATA_DIR))

@@ -15,6 +15,16 @@ from typing import Protocol
 
 from rapidfuzz import fuzz
 
+from mnote.search.markers import (
+    _REFERENCE_HEADING,
+    _numeric_to_ref,
+    _outside_code,
+    _without_reference_section,
+    map_ref_markers,
+    strip_llm_markers,
+)
+from mnote.text import content_units, is_cjk_unit, query_units, stemmed_words
+
 __all__ = [
     "MIN_SUPPORT",
     "AnsweredSentence",
@@ -57,114 +67,6 @@ class AnsweredSentence:
     # sentences, " " inside a paragraph, "\n" a new line or list item, "\n\n"
     # a new paragraph. Lets renderers keep the answer's layout.
     space_before: str = ""
-
-
-# ---------------------------------------------------------------- markers
-
-_NUMBER = r"\^?[1-9]\d{0,2}"
-_NUMBER_LIST = rf"{_NUMBER}(?:\s*(?:[,，;；、]|[-–—])\s*{_NUMBER})*"
-_NUMBER_PREFIX = r"(?:(?:source|doc|document|reference|citation)\s*#?\s*)?"
-# Only brackets holding nothing but reference numbers: `[x0, y0]`, `[0, 1]`
-# (an interval) or `[a]` are content, never touched.
-_NUMERIC_MARKER = re.compile(
-    rf"[ \t]*(?:\[\s*{_NUMBER_PREFIX}{_NUMBER_LIST}\s*\](?:\(#?[^)\s]*\))?"
-    rf"|【\s*{_NUMBER_LIST}\s*】|［\s*{_NUMBER_LIST}\s*］)",
-    re.IGNORECASE,
-)
-_LIGHTRAG_MARKER = re.compile(r"[ \t]*\[(?:KG|DC)(?:\s*[,/|]\s*(?:KG|DC))*\]")
-_FOOTNOTE_DEFINITION = re.compile(r"^[ \t]*\[\^\d{1,3}\]:.*(?:\n|$)", re.MULTILINE)
-_CODE = re.compile(r"```.*?(?:```|$)|`[^`\n]*`", re.DOTALL)
-
-_REFERENCE_WORDS = (
-    r"references?|sources?|citations?|bibliography|works\s+cited"
-    r"|参考文献|参考资料|参考来源|引用|引用来源|引用文献|资料来源|来源"
-)
-_BOLD = r"(?:\*\*|__)?"
-_REFERENCE_HEADING = re.compile(
-    rf"^[ \t]*(?:#{{1,6}}[ \t]*)?{_BOLD}[ \t]*(?:{_REFERENCE_WORDS})[ \t]*{_BOLD}"
-    rf"(?:[ \t]*(?P<colon>[:：])[ \t]*{_BOLD}(?P<rest>[^\n]*))?[ \t]*$",
-    re.IGNORECASE | re.MULTILINE,
-)
-_REFERENCE_ITEM = re.compile(
-    r"^\s*(?:[-*+•]\s|\d{1,3}[.)]\s|\[\^?\d{1,3}\]|【\d{1,3}】|\[(?:KG|DC)\]|\[ref:)", re.IGNORECASE
-)
-_RULE_LINE = re.compile(r"^\s*(?:-{3,}|\*{3,}|_{3,})\s*$")
-
-
-def _without_reference_section(text: str) -> str:
-    """Cut a trailing "References"/"参考文献" heading and the list after it.
-
-    Only when nothing but list items follows: a "Sources of error" paragraph
-    or a heading followed by prose is the answer itself.
-    """
-    for heading in _REFERENCE_HEADING.finditer(text):
-        if heading.group("rest") and not heading.group("colon"):
-            continue
-        after = text[heading.end() :].splitlines()
-        if all(not line.strip() or _REFERENCE_ITEM.match(line) or _RULE_LINE.match(line) for line in after):
-            kept = text[: heading.start()].rstrip().splitlines()
-            while kept and (not kept[-1].strip() or _RULE_LINE.match(kept[-1])):
-                kept.pop()
-            return "\n".join(kept)
-    return text
-
-
-def _outside_code(text: str, clean) -> str:
-    """Apply ``clean`` to the prose only; code samples keep their brackets."""
-    parts, last = [], 0
-    for code in _CODE.finditer(text):
-        parts.append(clean(text[last : code.start()]))
-        parts.append(code.group())
-        last = code.end()
-    parts.append(clean(text[last:]))
-    return "".join(parts)
-
-
-def _strip_inline_markers(prose: str) -> str:
-    prose = _FOOTNOTE_DEFINITION.sub("", prose)
-    prose = _NUMERIC_MARKER.sub("", prose)
-    return _LIGHTRAG_MARKER.sub("", prose)
-
-
-def strip_llm_markers(text: str) -> str:
-    """Remove the LLM's own reference markers and trailing reference list.
-
-    Removed: `[1]`, `[1, 2]`, `[1-3]`, `[1][2]`, `[^1]` (and footnote
-    definitions), `【1】`, `[Source 1]`, LightRAG's `[KG]`/`[DC]`, and a final
-    References/Sources/参考文献/引用 section. Kept: any bracket with other
-    content (`[x0, y0]`, `[ref:…]`), `(1)`, and everything inside code.
-    """
-    text = _without_reference_section(text)
-    text = _outside_code(text, _strip_inline_markers)
-    text = "\n".join(line.rstrip() for line in text.splitlines())
-    return re.sub(r"\n{3,}", "\n\n", text).strip()
-
-
-_REF_MARKER = re.compile(r"[ \t]*\[ref:\s*([^\[\]]*?)\s*\]", re.IGNORECASE)
-
-
-def map_ref_markers(text: str, citation_by_chunk: dict[str, str]) -> tuple[str, dict[int, list[str]]]:
-    """Take `[ref:<chunk_id>]` markers out of ``text``.
-
-    Returns the text without them and, for each place a marker stood (a
-    character offset into the returned text), the citation ids its chunk ids
-    map to. `[ref:a, b]` names several chunks; unknown chunk ids are dropped.
-    """
-    kept: list[str] = []
-    refs: dict[int, list[str]] = {}
-    length = last = 0
-    for marker in _REF_MARKER.finditer(text):
-        before = text[last : marker.start()]
-        kept.append(before)
-        length += len(before)
-        last = marker.end()
-        for chunk_id in re.split(r"[,;，；\s]+", marker.group(1)):
-            chunk_id = re.sub(r"^ref:", "", chunk_id, flags=re.IGNORECASE)
-            citation_id = citation_by_chunk.get(chunk_id)
-            if citation_id and citation_id not in refs.get(length, []):
-                refs.setdefault(length, []).append(citation_id)
-    kept.append(text[last:])
-    return "".join(kept), refs
 
 
 # -------------------------------------------------------------- sentences
@@ -244,104 +146,8 @@ def _space_between(text: str, previous_end: int | None, start: int) -> str:
 
 # ---------------------------------------------------------------- support
 
-_CJK_RUN = re.compile(f"[{_CJK_CHARS}]+")
-_LATIN_TOKEN = re.compile(r"\d+(?:\.\d+)*|[^\W\d_][^\W_]*")
-_STOPWORDS = frozenset(
-    """a about above after again against all also am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each either etc few for from further had has
-    have having he her here hers him his how however i if in into is it its itself just let may me might more
-    most much must my no nor not now of off on once one only or other our ours out over own per please same
-    shall she should so some such than that the their theirs them then there these they this those through
-    thus to too under until up upon us very via was we were what when where whether which while who whom
-    whose why will with within without would yes yet you your yours
-    according additionally based context described document documents furthermore given mentioned moreover
-    namely overall provided specifically stated therefore""".split()
-)
-# Particles that glue Chinese words together: a bigram holding one is not a
-# term ("池的", "是多"), and would only dilute the overlap.
-_CJK_FUNCTION_CHARS = frozenset("的了是在和与及或也都就而并之为被把从于这那吗呢么吧着啊")
-_CJK_STOP_BIGRAMS = frozenset({"多少", "如何", "怎样", "请问", "一下", "几个", "哪些", "哪个"})
-
-
-def _stem(word: str) -> str:
-    """Crude suffix folding, the same on both sides, so "batteries"/"battery",
-    "caches"/"cache" and "charging"/"charged"/"charge" meet."""
-    if word[0].isdigit():
-        return word
-    if len(word) > 4 and word.endswith("ies"):
-        word = word[:-3] + "y"
-    elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    if len(word) > 5 and word.endswith("ing"):
-        word = word[:-3]
-    elif len(word) > 4 and word.endswith("ed") and not word.endswith("eed"):
-        word = word[:-2]
-    if len(word) > 3 and word.endswith("e"):
-        word = word[:-1]
-    return word
-
-
-def _is_cjk(term: str) -> bool:
-    return bool(_CJK_RUN.fullmatch(term))
-
-
-def _cjk_units(run: str) -> list[str]:
-    if len(run) == 1:
-        return [] if run in _CJK_FUNCTION_CHARS else [run]
-    bigrams = (run[i : i + 2] for i in range(len(run) - 1))
-    return [b for b in bigrams if b not in _CJK_STOP_BIGRAMS and not _CJK_FUNCTION_CHARS.intersection(b)]
-
-
-def _latin_unit(token: str) -> str | None:
-    if token[0].isdigit():
-        return token
-    if len(token) < 2 or token in _STOPWORDS:
-        return None
-    return _stem(token)
-
-
 def _units(text: str) -> list[str]:
-    """Content terms for support scoring, in order, once each.
-
-    Unlike a search tokenizer this keeps numbers ("3.7", "2023"): a figure is
-    the claim most worth sourcing. CJK runs count by their bigrams.
-    """
-    text = _without_list_marker(text).lower()
-    units: list[str] = []
-    for run in _CJK_RUN.findall(text):
-        units.extend(_cjk_units(run))
-    for token in _LATIN_TOKEN.findall(_CJK_RUN.sub(" ", text)):
-        if unit := _latin_unit(token):
-            units.append(unit)
-    return list(dict.fromkeys(units))
-
-
-def _query_units(query: str) -> set[str]:
-    """The query's terms in the same form as :func:`_units`."""
-    units: set[str] = set()
-    for term in _query_terms(query):
-        term = term.lower()
-        if _is_cjk(term):
-            # Whole CJK runs add nothing their bigrams do not already say.
-            if len(term) <= 2:
-                units.update(_cjk_units(term))
-        elif unit := _latin_unit(term):
-            units.add(unit)
-    return units
-
-
-def _query_terms(query: str) -> list[str]:
-    """Latin words and CJK runs with their bigrams.
-
-    Private stand-in for ``citation_text.query_terms``, which did not exist
-    when this module was written.
-    """
-    lowered = query.lower()
-    terms = [t for t in _LATIN_TOKEN.findall(_CJK_RUN.sub(" ", lowered)) if len(t) >= 2 and t not in _STOPWORDS]
-    for run in _CJK_RUN.findall(lowered):
-        terms.append(run)
-        terms.extend(run[i : i + 2] for i in range(len(run) - 1))
-    return list(dict.fromkeys(terms))
+    return content_units(_without_list_marker(text))
 
 
 class _Evidence:
@@ -349,11 +155,11 @@ class _Evidence:
 
     def __init__(self, text: str):
         self.lowered = text.lower()
-        self.latin = {_stem(token) for token in _LATIN_TOKEN.findall(_CJK_RUN.sub(" ", self.lowered))}
+        self.latin = stemmed_words(self.lowered)
         self.flat = _flat(text)
 
     def contains(self, unit: str) -> bool:
-        return unit in self.lowered if _is_cjk(unit) else unit in self.latin
+        return unit in self.lowered if is_cjk_unit(unit) else unit in self.latin
 
 
 def _flat(text: str) -> str:
@@ -441,23 +247,6 @@ def place_badges(
     return placer.sentences
 
 
-def _numbers(marker: str) -> list[str]:
-    found: list[str] = []
-    for first, last in re.findall(r"(\d+)(?:\s*[-–—]\s*(\d+))?", marker):
-        if last and 0 < int(last) - int(first) < 10:
-            found.extend(str(n) for n in range(int(first), int(last) + 1))
-        else:
-            found.extend(n for n in (first, last) if n)
-    return found
-
-
-def _numeric_to_ref(prose: str) -> str:
-    """`[1, 2]` → `[ref:#1 #2]`, so LightRAG's reference markers survive
-    cleaning with their place; `#n` is resolved per sentence later."""
-    prose = _FOOTNOTE_DEFINITION.sub("", prose)
-    return _NUMERIC_MARKER.sub(lambda m: "[ref:" + " ".join("#" + n for n in _numbers(m.group())) + "]", prose)
-
-
 class BadgePlacer:
     """Badges placed while an answer streams in: ``feed`` the pieces as they
     come and get back each sentence once it is complete (another sentence has
@@ -483,7 +272,7 @@ class BadgePlacer:
             self._by_chunk[ref] = ref
         self._pool = _evidence_pool(citations)
         self._evidence = dict(self._pool)
-        self._query_units = _query_units(query) if query else set()
+        self._query_units = query_units(query) if query else set()
         self._max = max_per_sentence
         self._min_support = min_support
         self._raw = ""
@@ -601,8 +390,8 @@ def extractive_answer(
     their reading order; citations come in the order of their best sentence.
     Empty when no sentence matches.
     """
-    query_units = _query_units(query)
-    if not query_units:
+    units = query_units(query)
+    if not units:
         return []
     candidates = []
     for citation_index, citation in enumerate(citations):
@@ -611,7 +400,7 @@ def extractive_answer(
         for position, sentence in enumerate(split_sentences(citation.display_quote or "")):
             if not _answers_something(sentence):
                 continue
-            score = _query_match(sentence, query_units)
+            score = _query_match(sentence, units)
             if score >= _MIN_QUERY_MATCH:
                 candidates.append(_Candidate(sentence, score, citation_index, position))
     if not candidates:

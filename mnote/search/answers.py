@@ -10,14 +10,15 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils.translation import gettext_noop
 
-from mnote.citations.answer_badges import AnsweredSentence, BadgePlacer, extractive_answer, render_badged_text
-from mnote.citations.citation_text import is_unreadable, query_terms
 from mnote.citations.mapper import MappedResult, map_query_data
 from mnote.citations.sidecar import load_chunk_store
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.provider import lightrag_client, recent_health
+from mnote.lightrag import QUERY_MODES, lightrag_mode
+from mnote.search.badges import AnsweredSentence, BadgePlacer, extractive_answer, render_badged_text
+from mnote.text import is_unreadable, query_terms
 
-MODES = ("naive", "local", "global", "hybrid", "mix")
+MODES = QUERY_MODES
 _WHY_NOT_IN_LIGHTRAG = {
     Source.Status.NOT_INDEXED: gettext_noop("not indexed yet"),
     Source.Status.QUEUED: gettext_noop("indexing (queued)"),
@@ -148,7 +149,7 @@ def full_library_search(
     if reranked_pool:
         del mapped.citations[CARDS_SHOWN:]
     mapped.diagnostics["llmAvailable"] = health.has_llm
-    mapped.diagnostics["mode"] = "mix" if mode == "hybrid" else mode
+    mapped.diagnostics["mode"] = lightrag_mode(mode)
     if scope:
         mapped.diagnostics["outsideScope"] = sum(
             d.get("chunks", 1) for d in mapped.dropped if d["reason"] == "outside the search scope"
@@ -324,7 +325,7 @@ def answer_stream(
                 if early.citations:
                     yield AnswerEvent("cards", Answer(query, "extractive" if withheld else "llm", [], early))
             mapped = map_query_data(data, **mapping)
-            mapped.diagnostics.update(llmAvailable=True, mode="mix" if mode == "hybrid" else mode)
+            mapped.diagnostics.update(llmAvailable=True, mode=lightrag_mode(mode))
             if withheld:
                 answer = Answer(
                     query, "extractive", extractive_answer(query, mapped.citations), mapped, notes=[WITHHELD_NOTE], withheld=True

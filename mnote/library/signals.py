@@ -1,0 +1,7 @@
+"""What the library announces to the stages above it, which it never imports."""
+
+from django.dispatch import Signal
+
+# Sent by sync_root after the root's locked transaction, with ``root``: the
+# root's files may have changed (the workspace index re-reads the changed ones).
+root_files_changed = Signal()

@@ -1,0 +1,132 @@
+"""Locator evidence windows, the de-duplication fingerprint, MNote's lexical score and term marks."""
+
+import hashlib
+import unicodedata
+
+from mnote.text.display import clean_display_text
+from mnote.text.terms import (
+    _WORD_TOKEN,
+    _fold,
+    _find,
+    _is_cjk,
+    _is_latin_word_char,
+    _term_spans,
+    _window_bounds,
+    is_real_heading,
+    query_terms,
+)
+
+def _densest_cluster(text: str, query: str, width: int) -> tuple[int, int] | None:
+    """The span holding the most distinct query terms (longer terms weigh
+    more) within ``width`` characters.
+
+    Ties go to matches that start a word or clause, then to more matches,
+    then to the earliest: ``吡咯烷`` after ``。`` beats the one inside
+    ``N-甲基吡咯烷酮``.
+    """
+    spans = _term_spans(text, query)
+    if not spans:
+        return None
+    starts_word = [s == 0 or not text[s - 1].isalnum() for s, _, _ in spans]
+    best: tuple[tuple[int, int, int], int, int] | None = None
+    counts: dict[str, int] = {}
+    weight = standalone = 0
+    j = 0
+    for i, (start, _, _) in enumerate(spans):
+        while j < len(spans) and (j == i or spans[j][1] - start <= width):
+            term = spans[j][2]
+            counts[term] = counts.get(term, 0) + 1
+            weight += len(term) if counts[term] == 1 else 0
+            standalone += starts_word[j]
+            j += 1
+        score = (weight, standalone, j - i)
+        if best is None or score > best[0]:
+            best = (score, i, j)
+        term = spans[i][2]
+        counts[term] -= 1
+        weight -= len(term) if counts[term] == 0 else 0
+        standalone -= starts_word[i]
+    _, i, j = best
+    return spans[i][0], max(end for _, end, _ in spans[i:j])
+
+
+def evidence_window(text: str, query: str, *, heading_path: list[str] | None = None, width: int = 280) -> str:
+    """The locator evidence text: ``"<last heading> — <window>"``.
+
+    The window is about ``width`` characters of the cleaned text, centred on
+    the densest cluster of query terms (the start of the text when none is
+    found), cut only between whole words (anywhere between CJK characters).
+    The heading is left out when there is none or the window already starts
+    with it. No markup, no ellipses: the browser scorer tokenises it as is.
+    """
+    cleaned = clean_display_text(text)
+    cluster = _densest_cluster(cleaned, query, width) or (0, 0)
+    start, end = _window_bounds(cleaned, cluster[0], cluster[1], width)
+    window = cleaned[start:end]
+    heading = clean_display_text(next((h for h in reversed(heading_path or []) if is_real_heading(h)), ""))
+    if not heading or _fold(window)[0].startswith(_fold(heading)[0]):
+        return window
+    return f"{heading} — {window}" if window else heading
+
+
+# --- fingerprint, score, marks --------------------------------------------------
+
+
+def fingerprint(text: str) -> str:
+    """sha1 hex of the text with case, width and compatibility forms folded
+    (NFKC + casefold) and everything but letters and digits dropped.
+
+    Pass the display quote. All of it is hashed, not a prefix: two chunks of
+    one section can share a long opening and differ later, and merging them
+    would lose a citation, which is worse than showing a near-duplicate.
+    """
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text or "").casefold())
+    kept = "".join(ch for ch in folded if ch.isalnum())
+    return hashlib.sha1(kept.encode(), usedforsecurity=False).hexdigest()
+
+
+def _phrase(text: str) -> str:
+    return " ".join(_WORD_TOKEN.findall(_fold(text)[0]))
+
+
+def lexical_score(text: str, query: str) -> float:
+    """MNote's lexical score in [0, 1]: 0.9 × the fraction of query terms the
+    text contains, + 0.1 when it contains the whole query as a phrase.
+    Shown as "MNote lexical score", never as rerank."""
+    terms = query_terms(query)
+    if not terms or not text:
+        return 0.0
+    folded = _fold(text)[0]
+    found = sum(1 for term in terms if _find(folded, term))
+    phrase = _phrase(query)
+    has_phrase = bool(phrase) and bool(_find(_phrase(text), phrase))
+    return round(min(1.0, 0.9 * found / len(terms) + (0.1 if has_phrase else 0.0)), 4)
+
+
+def mark_terms(display: str, query: str) -> list[tuple[str, bool]]:
+    """The display quote as (segment, is a query-term match) pairs, in order,
+    for templates to wrap matches in ``<mark>`` with auto-escaping on. A
+    Latin match is extended to the end of its word (``mirror`` marks
+    ``mirrors``); a CJK run is marked whole, or by bigrams when the display
+    does not contain it whole."""
+    if not display:
+        return []
+    marked: list[tuple[int, int]] = []
+    for start, end, term in _term_spans(display, query):
+        if not _is_cjk(term[0]):
+            while end < len(display) and _is_latin_word_char(display[end]):
+                end += 1
+        if marked and start <= marked[-1][1]:
+            marked[-1] = (marked[-1][0], max(marked[-1][1], end))
+        else:
+            marked.append((start, end))
+    segments: list[tuple[str, bool]] = []
+    pos = 0
+    for start, end in marked:
+        if start > pos:
+            segments.append((display[pos:start], False))
+        segments.append((display[start:end], True))
+        pos = end
+    if pos < len(display):
+        segments.append((display[pos:], False))
+    return segments
