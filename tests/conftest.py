@@ -205,26 +205,6 @@ def live_answering(answering_stack, settings, library_dir):
 
 
 @pytest.fixture
-def demo_library(live_lightrag, library_dir):
-    """Our demo documents in a root, indexed by the real LightRAG."""
-    from mnote.library.ingest import wait_until_settled
-    from mnote.library.models import IndexedRoot
-    from mnote.library.provider import lightrag_client
-    from mnote.library.sync import sync_root
-
-    shutil.copytree(REPO_DIR / "mnote" / "demo" / "library", library_dir / "demo")
-    root = IndexedRoot.objects.create(name="Demo", path="demo")
-    sync_root(root)
-    with lightrag_client() as client:
-        # Transient failures on a loaded machine are retried by the ledger; allow for a retry or two.
-        assert wait_until_settled(client, timeout=600, interval=0.5)
-    assert dict(root.sources.values_list("relative_path", "status")) == {
-        path: "indexed" for path in root.sources.values_list("relative_path", flat=True)
-    }, list(root.sources.values_list("relative_path", "status", "last_error"))
-    return root
-
-
-@pytest.fixture
 def live_lightrag(embedded_stack, settings, library_dir):
     """Point the app at the session's real LightRAG, reading its key and
     folders from LightRAG's own .env as a deployment would."""
@@ -232,6 +212,20 @@ def live_lightrag(embedded_stack, settings, library_dir):
 
 
 def _point_app_at(stack, settings):
+    _use_lightrag_of(stack, settings)
+    # Each test starts from an empty LightRAG: the database is per test, and
+    # LightRAG would otherwise call a later test's files duplicates (a shelf's
+    # documents stay there after its tests, see below).
+    empty_lightrag(settings.MNOTE_LIGHTRAG)
+    yield stack
+    if stack.model_endpoint is not None and stack.model_endpoint.alive():
+        stack.set_test_knobs(ingest_delay=0, fail_ingest=0)
+    empty_lightrag(settings.MNOTE_LIGHTRAG)
+
+
+def _use_lightrag_of(stack, settings) -> None:
+    """The app's settings pointed at the stack's LightRAG (restarted first if a
+    test killed it), its key and folders read from LightRAG's own .env."""
     config = stack.config
     if not stack.lightrag.alive():
         stack.restart_lightrag()
@@ -242,12 +236,6 @@ def _point_app_at(stack, settings):
         default_working_dir=config.working_dir,
     )
     settings.MNOTE_LIGHTRAG_TRANSPORT = None
-    yield stack
-    if stack.model_endpoint is not None and stack.model_endpoint.alive():
-        stack.set_test_knobs(ingest_delay=0, fail_ingest=0)
-    # Each test starts from an empty LightRAG: the database is per test, and
-    # LightRAG would otherwise call a later test's files duplicates.
-    empty_lightrag(settings.MNOTE_LIGHTRAG)
 
 
 def empty_lightrag(config, timeout: float = 90) -> None:
@@ -271,6 +259,148 @@ def empty_lightrag(config, timeout: float = 90) -> None:
     for entry in config.input_dir.iterdir():
         if entry.is_symlink():
             entry.unlink()  # our own links, never a user's file
+
+
+# --- shelves: files indexed once, kept in LightRAG between tests -------------
+#
+# Indexing takes from seconds (one small file) to a minute (the demo library)
+# on a busy machine, so the files several tests search are indexed once, into
+# a LightRAG that keeps them: each test gets the database rows indexing made,
+# loaded again (its database is its own). A test that changes what is shared
+# — the shelf's files, the documents in LightRAG — makes the next test index
+# again; a killed LightRAG is restarted. ``live_lightrag`` and
+# ``live_answering`` empty their LightRAG before and after a test, so a shelf
+# on those stacks lasts while its tests follow one another.
+
+
+@dataclasses.dataclass
+class Shelf:
+    """One root's files, built by ``fill(folder)`` in a folder of the session,
+    and once indexed, the rows and LightRAG documents indexing made."""
+
+    stack: EmbeddedStack
+    base_dir: Path
+    name: str
+    path: str
+    fill: object  # fill(folder): writes the shelf's files
+    rows: list = dataclasses.field(default_factory=list)  # (model label, serialized rows), parents first
+    doc_ids: frozenset = frozenset()
+    built: dict = dataclasses.field(default_factory=dict)  # relative path -> (size, mtime) of each file as built
+
+    @property
+    def folder(self) -> Path:
+        return self.base_dir / self.path
+
+    def files(self) -> dict[str, tuple[int, int]]:
+        return {p.relative_to(self.folder).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns)
+                for p in sorted(self.folder.rglob("*")) if p.is_file()}  # fmt: skip
+
+    def build(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self.folder.mkdir(parents=True)
+        self.fill(self.folder)
+        self.built = self.files()
+
+    def intact(self, config) -> bool:
+        """The files as built, and LightRAG holding exactly the documents indexing left."""
+        if not self.rows or self.files() != self.built:
+            return False
+        from mnote.lightrag import LightRAGError, make_client
+
+        try:
+            with make_client(config) as client:
+                documents = list(client.iter_documents())
+        except LightRAGError:
+            return False
+        return {d.id for d in documents if d.status == "processed"} == self.doc_ids == {d.id for d in documents}
+
+
+def make_shelf(stack, tmp_path_factory, name: str, path: str, fill) -> Shelf:
+    return Shelf(stack, tmp_path_factory.mktemp(f"shelf-{path}"), name, path, fill)
+
+
+def use_shelf(shelf: Shelf, settings):
+    """The shelf's root for this test, indexed (again only when something
+    changed it); the app's library and LightRAG are the shelf's."""
+    from mnote.library.models import IndexedRoot
+
+    settings.MNOTE_LIBRARY_BASE_DIR = shelf.base_dir
+    _use_lightrag_of(shelf.stack, settings)
+    if shelf.intact(settings.MNOTE_LIGHTRAG):
+        _load_rows(shelf.rows)
+    else:
+        _index_shelf(shelf, settings.MNOTE_LIGHTRAG)
+    return IndexedRoot.objects.get(path=shelf.path)
+
+
+def _snapshot_models():
+    """The app's own models (not users, permissions or sessions), parents first."""
+    from django.apps import apps
+    from django.core import serializers
+
+    own = [(config, None) for config in apps.get_app_configs() if config.name.startswith("mnote.")]
+    return serializers.sort_dependencies(own)
+
+
+def _index_shelf(shelf: Shelf, config) -> None:
+    from django.core import serializers
+
+    from mnote.library.ingest import wait_until_settled
+    from mnote.library.models import IndexedRoot
+    from mnote.library.sync import sync_root
+    from mnote.lightrag import make_client
+
+    models = _snapshot_models()
+    assert not any(m._default_manager.exists() for m in models), "request a shelf before fixtures that add library rows"
+    empty_lightrag(config)
+    shelf.build()
+    root = IndexedRoot.objects.create(name=shelf.name, path=shelf.path)
+    sync_root(root)
+    with make_client(config) as client:
+        # Transient failures on a loaded machine are retried by the ledger; allow for a retry or two.
+        assert wait_until_settled(client, timeout=600, interval=0.5)
+    statuses = list(root.sources.values_list("relative_path", "status", "last_error"))
+    assert statuses and all(status == "indexed" for _, status, _ in statuses), statuses
+    shelf.rows = [(m._meta.label, serializers.serialize("json", m._default_manager.order_by("pk"))) for m in models]
+    shelf.doc_ids = frozenset(root.sources.values_list("lightrag_doc_id", flat=True))
+
+
+def _load_rows(rows) -> None:
+    from django.core import serializers
+    from django.db import transaction
+
+    with transaction.atomic():  # SQLite checks foreign keys at commit: a row may name a later one
+        for _label, data in rows:
+            for row in serializers.deserialize("json", data):
+                row.save()
+
+
+@pytest.fixture(scope="session")
+def demo_stack(embedded_stack, tmp_path_factory):
+    """A second lightrag-server configured as the session's one (same models,
+    rerank and embedding limits, served by the session's model endpoint), for
+    the demo library alone: no other test empties it."""
+    data_dir = tmp_path_factory.mktemp("demo-stack")
+    shutil.copytree(embedded_stack.config.tiktoken_dir, data_dir / "tiktoken")
+    stack = EmbeddedStack(dataclasses.replace(embedded_stack.config, data_dir=data_dir, lightrag_port=free_port()))
+    stack.prepare()
+    stack.start_lightrag()
+    yield stack
+    stack.stop()
+
+
+@pytest.fixture(scope="session")
+def demo_shelf(demo_stack, tmp_path_factory):
+    def fill(folder):
+        shutil.copytree(REPO_DIR / "mnote" / "demo" / "library", folder, dirs_exist_ok=True)
+
+    return make_shelf(demo_stack, tmp_path_factory, "Demo", "demo", fill)
+
+
+@pytest.fixture
+def demo_library(demo_shelf, settings):
+    """Our demo documents in a root, indexed by a real LightRAG (once per session)."""
+    return use_shelf(demo_shelf, settings)
 
 
 # --- headless Chromium, for browser tests -----------------------------------

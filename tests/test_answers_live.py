@@ -6,6 +6,7 @@ root the asker may not see."""
 import json
 import re
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -18,6 +19,7 @@ from mnote.library.models import IndexedRoot
 from mnote.library.provider import lightrag_client
 from mnote.library.sync import sync_root
 from mnote.search.models import Conversation
+from tests.conftest import make_shelf, use_shelf
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
 
@@ -54,19 +56,22 @@ def index(root):
     assert set(root.sources.values_list("status", flat=True)) == {"indexed"}
 
 
-@pytest.fixture
-def manuals(live_answering, library_dir):
-    (library_dir / "manuals").mkdir()
-    (library_dir / "manuals" / "gamma.md").write_text(GAMMA)
-    root = IndexedRoot.objects.create(name="Manuals", path="manuals")
-    index(root)
-    return root
+@pytest.fixture(scope="module")
+def manuals_shelf(answering_stack, tmp_path_factory):
+    """The Gamma notes, indexed once for this module (again after a test that adds to them)."""
+    return make_shelf(answering_stack, tmp_path_factory, "Manuals", "manuals", lambda folder: (folder / "gamma.md").write_text(GAMMA))
 
 
 @pytest.fixture
-def vault(manuals, library_dir):
-    (library_dir / "vault").mkdir()
-    (library_dir / "vault" / "secret.md").write_text(SECRET)
+def manuals(manuals_shelf, settings):
+    return use_shelf(manuals_shelf, settings)
+
+
+@pytest.fixture
+def vault(manuals, settings):
+    folder = Path(settings.MNOTE_LIBRARY_BASE_DIR) / "vault"
+    folder.mkdir(exist_ok=True)
+    (folder / "secret.md").write_text(SECRET)
     root = IndexedRoot.objects.create(name="Vault", path="vault", visible_to_all=False)
     root.visible_to_groups.add(Group.objects.create(name="facilities"))
     index(root)
@@ -106,33 +111,6 @@ def test_an_answer_streams_from_one_retrieval_badged_from_its_own_context(manual
     assert answering_model()["streamed"] == 1
 
 
-def test_the_page_streams_cards_first_then_badged_sentences(manuals, library_dir, member, answering_model):
-    (library_dir / "manuals" / "dome.md").write_text("# Dome\n\nThe Gamma dome is painted white to keep it cool at dusk.\n")
-    index(manuals)
-    client = Client()
-    client.force_login(member)
-    response = client.post("/ask/", {"q": "When does the Gamma dome open?"}, HTTP_ACCEPT="text/event-stream")
-    assert response.status_code == 200 and response["Content-Type"].startswith("text/event-stream")
-    events = []
-    for block in b"".join(response.streaming_content).decode().split("\n\n"):
-        if block.strip():
-            name, data = block.split("\n", 1)
-            events.append((name.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
-    names = [name for name, _ in events]
-    assert names[0] == "context" and names[-1] == "done" and "text" in names
-    assert "source-card" in events[0][1]["html"] and "badge-link" not in events[0][1]["html"]
-    # The first file's cards come first, the other file's cards before any word.
-    assert names[1] == "cards" and names.index("cards") < names.index("text")
-    early = set(re.findall(r'id="cite-(\w+)"', events[0][1]["html"] + events[1][1]["html"]))
-    assert early == set(re.findall(r'id="cite-(\w+)"', events[-1][1]["html"]))
-    sentences = "".join(data["html"] for name, data in events if name == "text")
-    assert "thirty minutes after sunset" in sentences and "badge-link" in sentences
-    done = events[-1][1]
-    conversation = Conversation.objects.get(user=member)
-    assert done["url"] == f"/ask/c/{conversation.pk}/"
-    assert "context-rest" in done["html"] or "Cited" in done["html"]
-
-
 def test_stop_closes_the_answer_at_lightrag(manuals, member, answering_model):
     answering_model("POST", {"pace": 0.4})
     events = answer_stream(member, "How often is the Gamma mirror re-aluminised?", mode="naive")
@@ -157,6 +135,33 @@ def test_a_follow_up_is_answered_with_the_earlier_turn(manuals, member, answerin
     assert answering_model()["histories"] == [0, 2]  # the second request carried the first turn
     page = client.get(f"/ask/c/{conversation.pk}/").content.decode()
     assert page.count('<article class="turn') == 2 and "below 85 percent" in page
+
+
+def test_the_page_streams_cards_first_then_badged_sentences(manuals, member, answering_model):
+    (manuals.absolute_path / "dome.md").write_text("# Dome\n\nThe Gamma dome is painted white to keep it cool at dusk.\n")
+    index(manuals)
+    client = Client()
+    client.force_login(member)
+    response = client.post("/ask/", {"q": "When does the Gamma dome open?"}, HTTP_ACCEPT="text/event-stream")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/event-stream")
+    events = []
+    for block in b"".join(response.streaming_content).decode().split("\n\n"):
+        if block.strip():
+            name, data = block.split("\n", 1)
+            events.append((name.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
+    names = [name for name, _ in events]
+    assert names[0] == "context" and names[-1] == "done" and "text" in names
+    assert "source-card" in events[0][1]["html"] and "badge-link" not in events[0][1]["html"]
+    # The first file's cards come first, the other file's cards before any word.
+    assert names[1] == "cards" and names.index("cards") < names.index("text")
+    early = set(re.findall(r'id="cite-(\w+)"', events[0][1]["html"] + events[1][1]["html"]))
+    assert early == set(re.findall(r'id="cite-(\w+)"', events[-1][1]["html"]))
+    sentences = "".join(data["html"] for name, data in events if name == "text")
+    assert "thirty minutes after sunset" in sentences and "badge-link" in sentences
+    done = events[-1][1]
+    conversation = Conversation.objects.get(user=member)
+    assert done["url"] == f"/ask/c/{conversation.pk}/"
+    assert "context-rest" in done["html"] or "Cited" in done["html"]
 
 
 def test_a_members_answer_never_repeats_a_restricted_root(vault, member, admin_user, answering_model):

@@ -70,10 +70,10 @@ def test_a_member_searches_opens_asks_and_shares(demo_library, chromium, live_se
 
 
 def test_pages_say_when_lightrag_is_down_and_workspace_search_still_works(
-    demo_library, live_lightrag, chromium, live_server, member
+    demo_library, demo_stack, chromium, live_server, member
 ):
     page = log_in(chromium, live_server.url, "mia", "member-pass-123")
-    live_lightrag.lightrag.kill()
+    demo_stack.lightrag.kill()
     try:
         page.goto(f"{live_server.url}/")
         assert "LightRAG unavailable" in page.content()
@@ -86,7 +86,7 @@ def test_pages_say_when_lightrag_is_down_and_workspace_search_still_works(
         assert "LightRAG is unavailable" in page.locator("#results").inner_text()
         assert page.locator("article.source-card[data-locator]").count() == 0
     finally:
-        live_lightrag.restart_lightrag()
+        demo_stack.restart_lightrag()
         page.context.close()
 
 

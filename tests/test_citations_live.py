@@ -10,26 +10,26 @@ import pytest
 from django.test import Client
 
 from mnote.search.answers import answer_question, full_library_search
-from mnote.library.ingest import wait_until_settled
-from mnote.library.models import IndexedRoot
-from mnote.library.provider import lightrag_client
 from mnote.library.sync import sync_root
+from tests.conftest import make_shelf, use_shelf
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
 
 DEMO = Path(__file__).resolve().parent.parent / "mnote" / "demo" / "library"
 
 
+@pytest.fixture(scope="module")
+def manual_shelf(embedded_stack, tmp_path_factory):
+    """The manual, indexed once for this module (again after the test that edits it)."""
+    return make_shelf(
+        embedded_stack, tmp_path_factory, "Manuals", "manuals",
+        lambda folder: shutil.copy(DEMO / "en" / "gamma-telescope-manual.docx", folder / "gamma-telescope-manual.docx"),
+    )  # fmt: skip
+
+
 @pytest.fixture
-def manual(live_lightrag, library_dir):
-    folder = library_dir / "manuals"
-    folder.mkdir()
-    shutil.copy(DEMO / "en" / "gamma-telescope-manual.docx", folder / "gamma-telescope-manual.docx")
-    root = IndexedRoot.objects.create(name="Manuals", path="manuals")
-    sync_root(root)
-    with lightrag_client() as client:
-        assert wait_until_settled(client, timeout=240, interval=0.5)
-    source = root.sources.get()
+def manual(manual_shelf, settings):
+    source = use_shelf(manual_shelf, settings).sources.get()
     assert source.status == "indexed", source.last_error
     return source
 
@@ -57,6 +57,15 @@ def test_it_turns_the_equation_into_readable_text(manual, member):
     assert "\\frac" not in quotes and "<equation" not in quotes
 
 
+def test_it_answers_without_an_llm_from_the_cited_sentences(manual, member):
+    answer = answer_question(member, "What are the Zerodur meniscus primary mirror and its actuators?", mode="naive")
+    assert answer.kind == "extractive"
+    ids = {c.citation_id for c in answer.mapped.citations}
+    assert answer.sentences and all(set(s.citation_ids) <= ids for s in answer.sentences)
+    assert any("Zerodur" in s.text for s in answer.sentences)
+    assert all(len(s.citation_ids) <= 3 for s in answer.sentences)
+
+
 def test_its_permalink_opens_for_another_member_and_reports_an_edit(manual, member, django_user_model):
     mapped = full_library_search(member, "Zerodur meniscus primary mirror", mode="naive")
     url = next(c.citation_url for c in mapped.citations if c.source_id == manual.pk)
@@ -76,12 +85,3 @@ def test_its_permalink_opens_for_another_member_and_reports_an_edit(manual, memb
     page = fresh.get(url)
     assert page.status_code == 200
     assert b"The source has changed since this citation was made" in page.content
-
-
-def test_it_answers_without_an_llm_from_the_cited_sentences(manual, member):
-    answer = answer_question(member, "What are the Zerodur meniscus primary mirror and its actuators?", mode="naive")
-    assert answer.kind == "extractive"
-    ids = {c.citation_id for c in answer.mapped.citations}
-    assert answer.sentences and all(set(s.citation_ids) <= ids for s in answer.sentences)
-    assert any("Zerodur" in s.text for s in answer.sentences)
-    assert all(len(s.citation_ids) <= 3 for s in answer.sentences)

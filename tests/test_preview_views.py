@@ -133,3 +133,73 @@ def test_a_picture_with_spaces_and_any_script_in_its_name_is_served(shelf, membe
     src = page.split('<img alt="portrait" src="', 1)[1].split('"', 1)[0]
     assert "%20%231.png" in src
     assert member_client.get(src)["Content-Type"] == "image/png"
+
+
+# --- removed and missing files, bad parameters: what each preview URL answers
+
+
+def _body(response) -> str:
+    return (b"".join(response.streaming_content) if response.streaming else response.content).decode()
+
+
+@pytest.mark.parametrize("how", ["row removed", "file deleted"])
+def test_every_preview_url_of_a_file_gone_from_the_library_says_so(shelf, member_client, library_dir, how):
+    from tests.pdf_factory import make_pdf
+
+    review = shelf("review.pptx", files.make_pptx)
+    scan = shelf("scan.pdf", lambda p: make_pdf(p, [["Mirror coating log"]]))
+    assert member_client.get(f"/preview/{review.pk}/").status_code == 200
+    if how == "row removed":
+        Source.objects.filter(pk__in=[review.pk, scan.pk]).update(status=Source.Status.REMOVED)
+        status, message = 410, "This file is no longer in the library"
+    else:
+        (library_dir / "shelf" / "review.pptx").unlink()
+        (library_dir / "shelf" / "scan.pdf").unlink()
+        status, message = 404, "This file is missing"
+
+    for url in (f"/preview/{review.pk}/", f"/preview/{review.pk}/original"):
+        response = member_client.get(url)
+        assert response.status_code == status, url
+        assert message in _body(response), url
+    for url, params in ((f"/preview/{review.pk}/anchor", {"evidence": "Mirror maintenance"}),
+                        (f"/preview/{scan.pk}/find", {"evidence": "Mirror coating log"})):  # fmt: skip
+        response = member_client.get(url, params)
+        assert response.status_code == status, url
+        assert response.json()["error"] == {"code": "gone", "message": response.json()["error"]["message"]}
+        assert message in response.json()["error"]["message"]
+    # A picture or page of a file that is gone is simply not there.
+    assert member_client.get(f"/preview/{review.pk}/image/ppt/media/image1.png").status_code == 404
+    assert member_client.get(f"/preview/{scan.pk}/page/1.png").status_code == 404
+
+
+def test_an_unknown_source_is_a_404_on_every_preview_url(shelf, member_client):
+    missing = Source.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+    for suffix in ("", "original", "image/file", "page/1.png", "find?evidence=x", "anchor?evidence=x"):
+        assert member_client.get(f"/preview/{missing + 1000}/{suffix}").status_code == 404, suffix
+
+
+def test_the_anchor_and_find_urls_refuse_a_request_without_evidence_with_a_message(shelf, member_client):
+    from tests.pdf_factory import make_pdf
+
+    review = shelf("review.pptx", files.make_pptx)
+    scan = shelf("scan.pdf", lambda p: make_pdf(p, [["Mirror coating log"]]))
+    for url, params in [
+        (f"/preview/{review.pk}/anchor", {}),
+        (f"/preview/{review.pk}/anchor", {"evidence": "x" * 20_001}),
+        (f"/preview/{review.pk}/anchor", {"evidence": "Mirror", "rows_page": "0"}),
+        (f"/preview/{scan.pk}/find", {"evidence": "   "}),
+        (f"/preview/{review.pk}/find", {"evidence": "Mirror maintenance"}),  # not a PDF
+    ]:
+        response = member_client.get(url, params)
+        assert response.status_code == 400, (url, params)
+        assert response.json()["error"]["code"] == "bad_request" and response.json()["error"]["message"], (url, params)
+    # A PDF page of a file that is not a PDF does not exist.
+    assert member_client.get(f"/preview/{review.pk}/page/1.png").status_code == 404
+
+
+def test_the_anchor_url_finds_a_passage_of_the_rendered_preview(shelf, member_client):
+    review = shelf("review.pptx", files.make_pptx)
+    found = member_client.get(f"/preview/{review.pk}/anchor", {"evidence": "Mirror maintenance"}).json()
+    assert found["anchor"]["status"] == "exact" and found["version"]
+    absent = member_client.get(f"/preview/{review.pk}/anchor", {"evidence": "a sentence no slide holds at all"}).json()
+    assert absent["anchor"] is None

@@ -178,3 +178,114 @@ def test_with_a_rerank_provider_it_asks_for_more_candidates_and_shows_the_first_
     assert [a.get("chunk_top_k") for a in fake.asks] == [60]
     assert page.count('class="card source-card') == 20
     assert "Minutes item 19 " in page and "Minutes item 20 " not in page
+
+
+# --- the view as a user meets it: bad parameters, htmx, nothing found, restricted roots
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"q": "approval", "scope": "office/../hr"}, "A scope path cannot contain “..”."),
+        ({"q": "approval", "mode": "everything"}, "Select a valid choice. everything is not one of the available choices."),
+        ({"q": "approval", "retrieval": "graph"}, "Select a valid choice. graph is not one of the available choices."),
+        ({"q": "x" * 1001}, "Ensure this value has at most 1000 characters (it has 1001)."),
+        ({"q": "   "}, "This field is required."),
+    ],
+)
+def test_a_malformed_search_is_a_400_with_its_message_and_asks_lightrag_nothing(member_client, settings, library, params, message):
+    fake = _serve(settings, lambda body: [_chunk("handbook.docx", 0, HANDBOOK)])
+    response = member_client.get("/search/", params)
+
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    assert fake.asks == []
+
+
+def test_htmx_gets_the_message_of_a_malformed_search_in_the_results(member_client, settings, library):
+    fake = _serve(settings, lambda body: [])
+    response = member_client.get("/search/", {"q": "approval", "scope": "../hr"}, HTTP_HX_REQUEST="true")
+
+    # htmx swaps only a 2xx answer: the refusal is said where the results go.
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "<html" not in page and 'role="alert"' in page and "A scope path cannot contain “..”." in page
+    assert fake.asks == []
+
+
+def test_htmx_gets_only_the_results_and_a_history_restore_the_whole_page(member_client, settings, library):
+    _serve(settings, lambda body: [_chunk("handbook.docx", 0, HANDBOOK)])
+    params = {"q": "purchase approval", "mode": "library"}
+
+    partial = member_client.get("/search/", params, HTTP_HX_REQUEST="true")
+    assert "<html" not in partial.content.decode() and "<form" not in partial.content.decode()
+    assert "office/policies/handbook.docx" in partial.content.decode()
+    assert "HX-Request" in partial["Vary"]
+    whole = member_client.get("/search/", params).content.decode()
+    assert "<html" in whole and 'class="search-form"' in whole and "office/policies/handbook.docx" in whole
+    restored = member_client.get("/search/", params, HTTP_HX_REQUEST="true", HTTP_HX_HISTORY_RESTORE_REQUEST="true")
+    assert "<html" in restored.content.decode() and "office/policies/handbook.docx" in restored.content.decode()
+
+
+def test_the_search_page_without_a_question_shows_the_form_and_asks_nothing(member_client, settings, library):
+    fake = _serve(settings, lambda body: [])
+    response = member_client.get("/search/")
+    page = response.content.decode()
+    assert response.status_code == 200 and 'name="q"' in page and 'role="alert"' not in page
+    assert "found nothing" not in page and fake.asks == []
+
+
+def test_it_says_when_nothing_was_found_in_either_mode(member_client, settings, library):
+    _serve(settings, lambda body: [])
+    library_page = member_client.get("/search/", {"q": "zebra crossing", "mode": "library"}).content.decode()
+    assert "LightRAG found nothing citable for this search." in library_page
+    assert 'class="card source-card' not in library_page
+    workspace_page = member_client.get("/search/", {"q": "zebra crossing", "mode": "workspace"}).content.decode()
+    assert "Nothing in the workspace matches." in workspace_page
+
+
+def test_it_says_lightrag_is_unavailable_and_shows_no_card(member_client, settings, library):
+    def refuse(request):
+        raise httpx.ConnectError("connection refused", request=request)
+
+    settings.MNOTE_LIGHTRAG_TRANSPORT = httpx.MockTransport(refuse)
+    response = member_client.get("/search/", {"q": "approval", "mode": "library"})
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert "LightRAG is unavailable, so the full library cannot be searched right now." in page
+    assert 'class="card source-card' not in page
+
+
+@pytest.fixture
+def restricted(library, django_user_model):
+    """A root only the HR group may see, with a file LightRAG will cite."""
+    from django.contrib.auth.models import Group
+
+    hr = IndexedRoot.objects.create(name="HR", path="hr", visible_to_all=False)
+    group = Group.objects.create(name="hr")
+    hr.visible_to_groups.add(group)
+    salaries = _source(hr, "pay/salaries.docx", "salaries.docx")
+    colleague = django_user_model.objects.create_user("hana")
+    colleague.groups.add(group)
+    return salaries, colleague
+
+
+def test_a_member_never_sees_a_restricted_roots_file_nor_learns_its_scope_exists(
+    member_client, client, settings, library, restricted
+):
+    salaries, colleague = restricted
+    chunks = [_chunk("salaries.docx", 0, "Salary approval table for the budget holder."), _chunk("handbook.docx", 0, HANDBOOK)]
+    fake = _serve(settings, lambda body: chunks)
+
+    page = member_client.get("/search/", {"q": "approval", "mode": "library"}).content.decode()
+    assert "office/policies/handbook.docx" in page
+    assert "salaries" not in page and "Salary approval" not in page
+    scoped = member_client.get("/search/", {"q": "approval", "mode": "library", "scope": "hr"}).content.decode()
+    assert "Nothing in the library you can see is called “hr”" in scoped and "Salary approval" not in scoped
+    asks = len(fake.asks)
+
+    client.force_login(colleague)
+    theirs = client.get("/search/", {"q": "approval", "mode": "library", "scope": "hr"}).content.decode()
+    assert "hr/pay/salaries.docx" in theirs and "Salary approval" in theirs
+    assert "office/policies/handbook.docx" not in theirs  # outside the scope
+    assert len(fake.asks) == asks + 1  # the member's refused scope asked LightRAG nothing

@@ -74,8 +74,22 @@ def search(request):
                 context["problem"] = _lightrag_problem(e)
             context["missing"] = not_in_lightrag(request.user, query)
             context["scope"] = scope
-    template = "search/search.html#results" if request.htmx else "search/search.html"
-    return render(request, template, context)
+    status = 200
+    if form.is_bound and not form.is_valid():
+        # A malformed search is refused with its message. htmx swaps only a 2xx
+        # answer into the results, so there the message comes as the results.
+        if _partial_wanted(request):
+            context["problem"] = " ".join(str(e) for errors in form.errors.values() for e in errors)
+        else:
+            status = 400
+    template = "search/search.html#results" if _partial_wanted(request) else "search/search.html"
+    return render(request, template, context, status=status)
+
+
+def _partial_wanted(request) -> bool:
+    # A history restore (Back after the page left htmx's history cache) asks
+    # for the whole page even though htmx sends it.
+    return bool(request.htmx) and not request.htmx.history_restore_request
 
 
 # --- ask: answers, streamed, in conversations ------------------------------
@@ -273,7 +287,7 @@ def ask(request):
         conversation = _save_turn(request.user, conversation, question, answer)
         return redirect(conversation)
     context = _page(request, form, turns=[_turn(question, answer)])
-    template = "search/ask.html#answer" if request.htmx else "search/ask.html"
+    template = "search/ask.html#answer" if _partial_wanted(request) else "search/ask.html"
     return render(request, template, context)
 
 

@@ -390,7 +390,6 @@ class EmbeddedStack:
     def start(self) -> None:
         self.prepare()
         logs = self.config.data_dir / "logs"
-        bin_dir = self.config.lightrag_python.parent
         if self.config.needs_model_endpoint:
             self.model_endpoint = ManagedProcess(
                 name="model endpoint",
@@ -415,6 +414,14 @@ class EmbeddedStack:
             self._start(self.model_endpoint, timeout=120)
             if self.config.embedding is None:
                 self.config = replace(self.config, embedding_limits=self._measured_limits())
+        self.start_lightrag()
+
+    def start_lightrag(self) -> None:
+        """lightrag-server alone, its models already served (by this stack's
+        endpoint, started above, or another stack's: the tests run a second
+        LightRAG on the session's endpoint)."""
+        logs = self.config.data_dir / "logs"
+        bin_dir = self.config.lightrag_python.parent
         env = lightrag_server_env(self.config)
         write_env_file(self.config.env_file, env)
         self.lightrag = ManagedProcess(
