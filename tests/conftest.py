@@ -77,8 +77,18 @@ def pytest_configure(config):
         # PostgreSQL of its own, started here (the fixture below shares it).
         global _session_postgres
         _session_postgres = _start_postgres()
-        default.clear()
-        default.update(dj_database_url.parse(_session_postgres.url, conn_max_age=0))
+        # In place: Django has already filled in this dict's defaults (TEST, …).
+        parsed = dj_database_url.parse(_session_postgres.url)
+        default.update({key: parsed[key] for key in ("ENGINE", "NAME", "USER", "PASSWORD", "HOST", "PORT")})
+        default["OPTIONS"] = {}
+        default.setdefault("TEST", {})["NAME"] = None
+        # A connection object made from the SQLite settings (at set-up) is dropped, not reused.
+        from django.db import connections
+
+        try:
+            del connections["default"]
+        except AttributeError:
+            pass  # none made yet
     elif default["ENGINE"].endswith("sqlite3"):
         default.setdefault("TEST", {})["NAME"] = str(settings.DATA_DIR / "test-db.sqlite3")
 
