@@ -23,6 +23,13 @@ run: install install-lightrag
 	$(PY) manage.py ensure_admin
 	$(PY) manage.py run_stack
 
+# The same, scaled out as a team would run it (README, "Scaled set-up"):
+# PostgreSQL, 2 web processes behind one port, 2 job workers, LightRAG on
+# PostgreSQL storage in 2 processes.
+run-scaled: install install-lightrag install-postgres
+	$(PY) manage.py collectstatic --noinput -v 0
+	$(PY) manage.py run_stack --scaled
+
 test: install install-lightrag install-browser install-postgres
 	$(PY) -m pytest $(PYTEST_ARGS)
 	MNOTE_TEST_DATABASE=postgresql $(PY) -m pytest $(POSTGRES_TESTS)
