@@ -126,3 +126,16 @@ class LightRAGServer:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+if __name__ == "__main__":
+    # A stand-in in a process of its own (bench/scale_bench.py): the load it
+    # serves does not compete with the load generator for one interpreter.
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    args = parser.parse_args()
+    server = LightRAGServer(port=args.port)
+    print(f"recorded LightRAG at {server.url}", flush=True)
+    server.httpd.serve_forever()

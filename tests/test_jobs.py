@@ -85,3 +85,15 @@ def test_a_leader_stopping_cleanly_hands_over_at_once():
     assert hold_lease("leader", "host:1")
     give_up_lease("leader", "host:1")
     assert hold_lease("leader", "host:2")
+
+
+def test_admins_see_who_holds_a_job_and_who_leads(client, admin_user):
+    job = delete_job("doc-a")
+    claim_next("web-1:4242")
+    hold_lease("leader", "worker-2:77")
+    client.force_login(admin_user)
+    jobs = client.get("/admin/library/job/").content.decode()
+    assert "web-1:4242" in jobs
+    leases = client.get("/admin/library/workerlease/").content.decode()
+    assert "worker-2:77" in leases
+    assert client.get(f"/admin/library/job/{job.pk}/change/").status_code == 200

@@ -253,8 +253,8 @@ class Job(models.Model):
     # Set while a worker carries the job out (mnote/library/jobs.py): other
     # workers skip it until the lease runs out, so a dead worker's job is
     # claimed again, by someone else, only then.
-    claimed_by = models.CharField(max_length=120, blank=True)
-    lease_until = models.DateTimeField(null=True, blank=True)
+    claimed_by = models.CharField(_("claimed by"), max_length=120, blank=True)
+    lease_until = models.DateTimeField(_("lease until"), null=True, blank=True)
 
     objects = JobQuerySet.as_manager()
 
@@ -297,10 +297,14 @@ class WorkerLease(models.Model):
     watcher, the periodic full sync, the reconcile and the status bridge):
     renewed while the holder lives, taken over by another once it runs out."""
 
-    name = models.CharField(max_length=40, unique=True)
-    holder = models.CharField(max_length=120, blank=True)
-    expires_at = models.DateTimeField(default=timezone.now)
-    acquired_at = models.DateTimeField(null=True, blank=True)
+    name = models.CharField(_("name"), max_length=40, unique=True)
+    holder = models.CharField(_("holder"), max_length=120, blank=True)
+    expires_at = models.DateTimeField(_("expires at"), default=timezone.now)
+    acquired_at = models.DateTimeField(_("acquired at"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("worker lease")
+        verbose_name_plural = _("worker leases")
 
     def __str__(self):
         return f"{self.name}: {self.holder or '-'} until {self.expires_at:%H:%M:%S}"
