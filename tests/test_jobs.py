@@ -97,3 +97,26 @@ def test_admins_see_who_holds_a_job_and_who_leads(client, admin_user):
     leases = client.get("/admin/library/workerlease/").content.decode()
     assert "worker-2:77" in leases
     assert client.get(f"/admin/library/job/{job.pk}/change/").status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_leader_keeps_its_lease_between_rounds_and_hands_over_when_it_stops():
+    import time
+
+    from mnote.library.jobs import Leadership
+
+    lease = timedelta(seconds=1.5)
+    first = Leadership("host:1", lease=lease).start()
+    second = Leadership("host:2", lease=lease).start()
+    try:
+        assert first.beat() and not second.beat()
+        time.sleep(3 * lease.total_seconds())  # no round of the loop for longer than the lease: renewed all the same
+        assert first.beat() and not second.beat() and lease_holder() == "host:1"
+        first.stop()
+        deadline = time.monotonic() + 10
+        while not second.beat() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert second.beat() and lease_holder() == "host:2"
+    finally:
+        first.stop()
+        second.stop()

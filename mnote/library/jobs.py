@@ -11,8 +11,9 @@ processes or on several machines, share one job ledger.
   carried out again after a crash still has its effect once.
 * One worker at a time is the *leader* (a lease row): it runs what must not
   run twice at once — the file watcher, the periodic full sync, the
-  reconcile and the status bridge with its retries. It renews the lease
-  every round; when it dies, another worker takes over once it runs out.
+  reconcile and the status bridge with its retries. A thread of the leader
+  renews the lease a few times per lease while the worker's loop goes
+  round; when the leader dies, another worker takes over once it runs out.
 
 On SQLite (one machine, ``make run``) the same code holds: SQLite has no row
 locks and ignores FOR UPDATE, but its writers take turns (IMMEDIATE
@@ -22,10 +23,12 @@ transactions), so the claim's read-and-mark is atomic there too.
 import logging
 import os
 import socket
+import threading
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
 from mnote.env import env_int
@@ -121,3 +124,62 @@ def lease_holder(name: str = LEADER) -> str:
     """The live holder of the named lease, or ""."""
     row = WorkerLease.objects.filter(name=name, expires_at__gt=timezone.now()).first()
     return row.holder if row else ""
+
+
+# A main loop that has not finished a round for this long is stuck (a hung
+# file system, say): its leadership is let go so another worker can lead.
+STUCK_AFTER = timedelta(minutes=10)
+
+
+class Leadership:
+    """Holds the leader lease from a thread of its own, renewing it a few
+    times per lease, so a long round of the worker (a full sync of a big
+    library) does not let it run out and hand the singletons to a second
+    leader meanwhile. The worker's loop calls ``beat()`` every round; when it
+    has not for STUCK_AFTER, the lease is no longer renewed."""
+
+    def __init__(self, holder: str, *, name: str = LEADER, lease: timedelta | None = None):
+        self.holder, self.name, self.lease = holder, name, lease or LEADER_LEASE
+        self.held = False
+        self._last_round = time.monotonic()
+        self._stop = threading.Event()
+        self._first_try = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="leader-lease", daemon=True)
+
+    def start(self) -> "Leadership":
+        self._thread.start()
+        self._first_try.wait(timeout=30)
+        return self
+
+    def beat(self) -> bool:
+        """The loop finished a round; returns whether this worker leads now."""
+        self._last_round = time.monotonic()
+        return self.held
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                if time.monotonic() - self._last_round > STUCK_AFTER.total_seconds():
+                    if self.held:
+                        log.error("worker %s: no round finished for %s; letting the lead go", self.holder, STUCK_AFTER)
+                    self.held = False
+                else:
+                    try:
+                        self.held = hold_lease(self.name, self.holder, lease=self.lease)
+                    except DatabaseError as e:
+                        # A locked SQLite file, a lost connection: try again soon; the
+                        # lease outlives a missed renewal or two.
+                        log.warning("worker %s: could not renew the %s lease: %s", self.holder, self.name, e)
+                self._first_try.set()
+                self._stop.wait(self.lease.total_seconds() / 3)
+        finally:
+            connection.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        if self.held:
+            try:
+                give_up_lease(self.name, self.holder)
+            except DatabaseError:
+                pass  # it runs out on its own

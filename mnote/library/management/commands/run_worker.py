@@ -6,7 +6,7 @@ import time
 from django.core.management.base import BaseCommand
 
 from mnote.library.ingest import run_due_jobs, work_once
-from mnote.library.jobs import LEADER, give_up_lease, hold_lease, worker_id
+from mnote.library.jobs import Leadership, worker_id
 from mnote.library.models import IndexedRoot, Job, Source
 from mnote.library.provider import lightrag_client
 from mnote.library.reconcile import reconcile
@@ -49,11 +49,12 @@ class Command(BaseCommand):
         # a time, mnote/library/jobs.py) watches, syncs, reconciles and follows
         # LightRAG's statuses. A worker that becomes leader starts with a full
         # sync and a reconcile: the one before it may have died halfway.
+        leadership = Leadership(me).start()
         leading = False
         watcher = watch_stop = None
         next_full_sync = next_reconcile = 0.0
         while not stop.is_set():
-            was_leading, leading = leading, hold_lease(LEADER, me)
+            was_leading, leading = leading, leadership.beat()
             if leading and not was_leading:
                 log.info("worker %s leads: watcher, full sync, reconcile", me)
                 # Watchers miss events: network file systems send none, inotify has a
@@ -85,8 +86,7 @@ class Command(BaseCommand):
         if watcher:
             watch_stop.set()
             watcher.thread.join(timeout=5)
-        if leading:
-            give_up_lease(LEADER, me)
+        leadership.stop()
 
     def carry_out_jobs(self, *, leading: bool = True):
         # Only talk to LightRAG while something is owed or in progress.
