@@ -221,8 +221,8 @@ def main():
     )
     postgres = TemporaryPostgres(folder / "pg" / "data", args.postgres_port, log_path=folder / "pg" / "postgres.log")
     (folder / "pg").mkdir()
-    postgres._own(folder)
-    postgres._own(folder / "pg")
+    postgres.own(folder)
+    postgres.own(folder / "pg")
     results = {}
     try:
         postgres.start()

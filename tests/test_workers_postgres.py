@@ -4,7 +4,6 @@ what reached it): every job is carried out once, a job whose worker is killed
 mid-request is claimed again after its lease, and when the leader is killed
 another worker takes over the watcher within the leader's lease."""
 
-import json
 import os
 import signal
 import subprocess

@@ -52,7 +52,7 @@ class TemporaryPostgres:
 
         folder = Path(tempfile.mkdtemp(prefix="mnote-postgres-"))
         server = cls(folder / "data", port, log_path=folder / "postgres.log")
-        server._own(folder)
+        server.own(folder)
         return server
 
     def remove(self) -> None:
@@ -68,7 +68,8 @@ class TemporaryPostgres:
             argv = ["runuser", "-u", UNPRIVILEGED, "--", *argv]
         return subprocess.run(argv, capture_output=True, text=True, **kwargs)
 
-    def _own(self, path: Path) -> None:
+    def own(self, path: Path) -> None:
+        """Give ``path`` to the account the server runs as (only when we are root)."""
         if os.geteuid() == 0:
             account = pwd.getpwnam(UNPRIVILEGED)
             os.chown(path, account.pw_uid, account.pw_gid)
@@ -79,7 +80,7 @@ class TemporaryPostgres:
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         if not (self.data_dir / "PG_VERSION").exists():
             self.data_dir.mkdir(mode=0o700, exist_ok=True)
-            self._own(self.data_dir)
+            self.own(self.data_dir)
             done = self._run(
                 [str(self.bin_dir / "initdb"), "-D", str(self.data_dir), "-U", USER, "-A", "trust",
                  "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"],
@@ -89,7 +90,7 @@ class TemporaryPostgres:
                 raise StackError(f"initdb failed: {done.stderr or done.stdout}")
         if not self.log_path.exists():
             self.log_path.touch()
-        self._own(self.log_path)
+        self.own(self.log_path)
         # Durability is not what a throwaway cluster is for: fsync off keeps
         # the tests' many small transactions fast on a busy disk.
         options = f"-h 127.0.0.1 -p {self.port} -k '' -c fsync=off -c synchronous_commit=off -c max_connections=200"

@@ -148,7 +148,7 @@ class Command(BaseCommand):
             folder = settings.DATA_DIR / "postgres"
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         server = TemporaryPostgres(folder / "data", port, log_path=folder / "postgres.log")
-        server._own(folder)
+        server.own(folder)
         self.stdout.write(f"Starting PostgreSQL on 127.0.0.1:{port} (data in {folder})…")
         server.start()
         return server, server.url
