@@ -10,7 +10,12 @@ VENV := .venv
 LIGHTRAG_VENV := .venv-lightrag
 PY := $(VENV)/bin/python
 
-.PHONY: run test install install-lightrag install-browser clean-data
+# The tests that touch the database run again on a real PostgreSQL (started
+# by the test session): the ledger, ingest, sync, visibility and the JSON API.
+POSTGRES_TESTS ?= tests/test_jobs.py tests/test_ingest.py tests/test_ingest_recovery.py tests/test_sync.py \
+	tests/test_visibility.py tests/test_api.py
+
+.PHONY: run run-scaled test test-postgres install install-lightrag install-browser install-postgres clean-data
 
 run: install install-lightrag
 	$(PY) manage.py migrate --noinput
@@ -18,8 +23,19 @@ run: install install-lightrag
 	$(PY) manage.py ensure_admin
 	$(PY) manage.py run_stack
 
-test: install install-lightrag install-browser
+# The same, scaled out as a team would run it (README, "Scaled set-up"):
+# PostgreSQL, 2 web processes behind one port, 2 job workers, LightRAG on
+# PostgreSQL storage in 2 processes.
+run-scaled: install install-lightrag install-postgres
+	$(PY) manage.py collectstatic --noinput -v 0
+	$(PY) manage.py run_stack --scaled
+
+test: install install-lightrag install-browser install-postgres
 	$(PY) -m pytest $(PYTEST_ARGS)
+	MNOTE_TEST_DATABASE=postgresql $(PY) -m pytest $(POSTGRES_TESTS)
+
+test-postgres: install install-postgres
+	MNOTE_TEST_DATABASE=postgresql $(PY) -m pytest $(POSTGRES_TESTS)
 
 install: $(VENV)/.installed
 
@@ -45,6 +61,15 @@ install-browser:
 	  echo "Installing Debian's chromium and CJK fonts for the browser tests…"; \
 	  (apt-get update -qq && apt-get install -y -qq chromium fonts-noto-cjk >/dev/null) || \
 	  { echo "Could not install chromium (need root and Debian's package registry)."; exit 1; }; }
+
+# Debian's PostgreSQL server, for the tests of several processes on one
+# database and for run-scaled; the tests run it in a temporary folder of
+# their own (its binaries are in /usr/lib/postgresql/N/bin, off PATH).
+install-postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
+	  echo "Installing Debian's postgresql for the PostgreSQL tests…"; \
+	  (apt-get update -qq && apt-get install -y -qq postgresql >/dev/null) || \
+	  { echo "Could not install postgresql (need root and Debian's package registry)."; exit 1; }; }
 
 clean-data:
 	@echo "This removes MNote's database, LightRAG's derived index and logs under data/ (never your library files)."

@@ -111,6 +111,16 @@ else:
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# The preview's render budget and its memory of refused renders live in the
+# cache. Several web processes (the scaled run, several machines) must share
+# one: MNOTE_CACHE=database keeps it in the database (`manage.py
+# createcachetable` makes the table). Unset: each process has its own.
+_cache = env_str("MNOTE_CACHE", "local")
+if _cache == "database":
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "mnote_cache"}}
+elif _cache != "local":
+    raise ImproperlyConfigured(f"MNOTE_CACHE={_cache!r}: use 'local' (one process) or 'database' (several).")
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

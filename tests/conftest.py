@@ -4,6 +4,7 @@ import os
 import shutil
 from pathlib import Path
 
+import dj_database_url
 import httpx
 import pytest
 
@@ -71,13 +72,88 @@ def pytest_configure(config):
     # one connection shared by them all ("bad parameter or other API misuse"
     # under parallel requests).
     default = settings.DATABASES["default"]
-    if default["ENGINE"].endswith("sqlite3"):
+    if os.environ.get("MNOTE_TEST_DATABASE") == "postgresql":
+        # The PostgreSQL run of `make test`: this session's database is a real
+        # PostgreSQL of its own, started here (the fixture below shares it).
+        global _session_postgres
+        _session_postgres = _start_postgres()
+        # In place: Django has already filled in this dict's defaults (TEST, …).
+        parsed = dj_database_url.parse(_session_postgres.url)
+        default.update({key: parsed[key] for key in ("ENGINE", "NAME", "USER", "PASSWORD", "HOST", "PORT")})
+        default["OPTIONS"] = {}
+        default.setdefault("TEST", {})["NAME"] = None
+        # A connection object made from the SQLite settings (at set-up) is dropped, not reused.
+        from django.db import connections
+
+        try:
+            del connections["default"]
+        except AttributeError:
+            pass  # none made yet
+    elif default["ENGINE"].endswith("sqlite3"):
         default.setdefault("TEST", {})["NAME"] = str(settings.DATA_DIR / "test-db.sqlite3")
+
+
+_session_postgres = None
+
+
+def _start_postgres():
+    from mnote.stack.postgres import TemporaryPostgres
+
+    return TemporaryPostgres.in_temporary_folder(free_port()).start()
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A real PostgreSQL (Debian's package, which `make test` installs) for
+    the tests of several processes on one database: this session's own when
+    the session runs on PostgreSQL, else one started for them."""
+    if _session_postgres is not None:
+        yield _session_postgres
+        return
+    server = _start_postgres()
+    yield server
+    server.remove()
+
+
+@pytest.fixture(scope="session")
+def _migrated_postgres_template(postgres_server):
+    """A PostgreSQL database with MNote's migrations applied once, copied for
+    each test that needs a database of its own."""
+    import subprocess
+    import sys
+
+    import psycopg
+
+    url = postgres_server.url.rsplit("/", 1)[0] + "/mnote_template"
+    with psycopg.connect(postgres_server.url, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS mnote_template")
+        conn.execute("CREATE DATABASE mnote_template")
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "mnote.settings", "DATABASE_URL": url}
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], env=env, cwd=REPO_DIR, check=True, timeout=300)
+    return url
+
+
+@pytest.fixture
+def postgres_database(postgres_server, _migrated_postgres_template):
+    """The URL of a fresh, migrated PostgreSQL database for processes a test
+    starts (workers, syncs): each test its own, dropped afterwards."""
+    import uuid
+
+    import psycopg
+
+    name = f"mnote_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(postgres_server.url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE mnote_template')
+    yield postgres_server.url.rsplit("/", 1)[0] + "/" + name
+    with psycopg.connect(postgres_server.url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def pytest_unconfigure(config):
     from django.conf import settings
 
+    if _session_postgres is not None:
+        _session_postgres.remove()
     if settings.configured and settings.DATA_DIR.name.startswith("mnote-test-data-"):
         shutil.rmtree(settings.DATA_DIR, ignore_errors=True)
 

@@ -1,11 +1,14 @@
 """Two syncs at once — the worker's watcher and an admin's "sync now", say —
-in two processes against one database file."""
+in two processes against one database: SQLite's file, and a real
+PostgreSQL (several web processes and workers on several machines)."""
 
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -37,7 +40,8 @@ def run(code: str, env: dict) -> str:
     return result.stdout
 
 
-def test_it_leaves_a_consistent_registry_when_two_syncs_run_at_once(tmp_path):
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_it_leaves_a_consistent_registry_when_two_syncs_run_at_once(tmp_path, database, request):
     base = tmp_path / "library"
     for folder in range(20):
         (base / "archive" / f"box-{folder:02d}").mkdir(parents=True)
@@ -51,6 +55,9 @@ def test_it_leaves_a_consistent_registry_when_two_syncs_run_at_once(tmp_path):
         "MNOTE_LIGHTRAG_INPUT_DIR": str(tmp_path / "inputs"),
         "MNOTE_BATCH_LIMIT": "1000",
     }
+    env.pop("DATABASE_URL", None)
+    if database == "postgresql":
+        env["DATABASE_URL"] = request.getfixturevalue("postgres_database")
     subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], env=env, cwd=REPO, check=True)
     run(
         "import django; django.setup()\n"

@@ -5,7 +5,7 @@ from django.utils.translation import gettext_lazy, ngettext
 from mnote.accounts.roles import is_admin
 from mnote.library.forms import IndexedRootForm
 from mnote.library.ingest import retry_failed
-from mnote.library.models import IndexedRoot, Job, Source
+from mnote.library.models import IndexedRoot, Job, Source, WorkerLease
 from mnote.library.sync import delete_index, prune_registry, reindex_source, remove_root
 from mnote.library.sync_report import sync_and_report
 
@@ -174,6 +174,20 @@ class SourceAdmin(AdminsManageLibrary, admin.ModelAdmin):
 
 @admin.register(Job)
 class JobAdmin(AdminsManageLibrary, admin.ModelAdmin):
-    list_display = ["id", "kind", "state", "source", "attempts", "next_attempt_at", "last_error"]
+    list_display = ["id", "kind", "state", "source", "attempts", "next_attempt_at", "claimed_by", "lease_until", "last_error"]
     list_filter = ["kind", "state"]
-    readonly_fields = ["created_at", "updated_at", "finished_at"]
+    readonly_fields = ["created_at", "updated_at", "finished_at", "claimed_by", "lease_until"]
+
+
+@admin.register(WorkerLease)
+class WorkerLeaseAdmin(AdminsManageLibrary, admin.ModelAdmin):
+    """Which worker leads (watcher, full sync, reconcile) and until when; read only."""
+
+    list_display = ["name", "holder", "expires_at", "acquired_at"]
+    readonly_fields = ["name", "holder", "expires_at", "acquired_at"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

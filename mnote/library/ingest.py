@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from mnote.library.jobs import claim_due_jobs
 from mnote.library.models import Job, Source
 from mnote.lightrag import LightRAGBusy, LightRAGClient, LightRAGError, LightRAGRejected
 
@@ -159,7 +160,8 @@ def queue_for_ingest(source: Source, *, force: bool = False) -> str:
 
 def owe_scan() -> Job:
     """One pending scan covers every file waiting in the input directory."""
-    job = Job.objects.filter(kind=Job.Kind.SCAN, state=Job.State.PENDING).first()
+    # Not one a worker has claimed: its scan may already be under way, before these files were linked.
+    job = Job.objects.unclaimed().filter(kind=Job.Kind.SCAN, state=Job.State.PENDING).first()
     return job or Job.objects.create(kind=Job.Kind.SCAN)
 
 
@@ -232,9 +234,10 @@ def _unlink_sources_that_left_their_root() -> None:
 
 
 def run_due_jobs(client: LightRAGClient) -> int:
-    """Carry out the ledger's due jobs once; transient failures wait with backoff."""
+    """Carry out the ledger's due jobs once; transient failures wait with backoff.
+    Each job is claimed first, so several workers never carry out one job twice."""
     done = 0
-    for job in Job.objects.due():
+    for job in claim_due_jobs():
         try:
             if job.kind == Job.Kind.SCAN:
                 _unlink_sources_that_left_their_root()

@@ -226,6 +226,11 @@ class JobQuerySet(models.QuerySet):
         now = now or timezone.now()
         return self.filter(state=Job.State.PENDING, next_attempt_at__lte=now).order_by("next_attempt_at", "id")
 
+    def unclaimed(self, now=None):
+        """Jobs no live worker holds: never claimed, or their lease ran out."""
+        now = now or timezone.now()
+        return self.filter(models.Q(lease_until__isnull=True) | models.Q(lease_until__lt=now))
+
 
 class Job(models.Model):
     """Work owed to LightRAG, persisted so a crash or restart of either
@@ -257,6 +262,11 @@ class Job(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Set while a worker carries the job out (mnote/library/jobs.py): other
+    # workers skip it until the lease runs out, so a dead worker's job is
+    # claimed again, by someone else, only then.
+    claimed_by = models.CharField(_("claimed by"), max_length=120, blank=True)
+    lease_until = models.DateTimeField(_("lease until"), null=True, blank=True)
 
     objects = JobQuerySet.as_manager()
 
@@ -292,3 +302,21 @@ class Job(models.Model):
         self.finished_at = timezone.now()
         self.last_error = ""
         self.save(update_fields=["attempts", "state", "track_id", "finished_at", "last_error", "updated_at"])
+
+
+class WorkerLease(models.Model):
+    """A named lease one worker holds at a time (the leader for the file
+    watcher, the periodic full sync, the reconcile and the status bridge):
+    renewed while the holder lives, taken over by another once it runs out."""
+
+    name = models.CharField(_("name"), max_length=40, unique=True)
+    holder = models.CharField(_("holder"), max_length=120, blank=True)
+    expires_at = models.DateTimeField(_("expires at"), default=timezone.now)
+    acquired_at = models.DateTimeField(_("acquired at"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("worker lease")
+        verbose_name_plural = _("worker leases")
+
+    def __str__(self):
+        return f"{self.name}: {self.holder or '-'} until {self.expires_at:%H:%M:%S}"

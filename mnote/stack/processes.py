@@ -123,6 +123,12 @@ class StackConfig:
     embedding_limits: EmbeddingLimits | None = None
     # Test only: the model endpoint serves POST /testing/knobs.
     test_knobs: bool = False
+    # The scaled run (`make run-scaled`): LightRAG's key-value, document-status
+    # and graph storage in this PostgreSQL database (a URL) instead of JSON
+    # files in its working directory (vectors stay in NanoVectorDB: pgvector
+    # is not packaged for Debian 12), and several server processes.
+    lightrag_postgres: str | None = None
+    lightrag_workers: int = 1
 
     @property
     def lightrag_dir(self) -> Path:
@@ -255,6 +261,8 @@ def lightrag_server_env(config: StackConfig) -> dict[str, str]:
         **({} if config.llm_cache else {"ENABLE_LLM_CACHE": "false"}),
         **(config.embedding_limits.env() if config.embedding_limits else _overrides_only(config)),
     }
+    if config.lightrag_postgres:
+        env.update(lightrag_postgres_env(config.lightrag_postgres))
     if config.needs_model_endpoint:
         # The local endpoint also serves LightRAG's rerank binding (BM25 fused
         # with the dense order, mnote/stack/rerank.py); LightRAG calls it.
@@ -266,6 +274,24 @@ def lightrag_server_env(config: StackConfig) -> dict[str, str]:
             MIN_RERANK_SCORE="0",
         )
     return env
+
+
+def lightrag_postgres_env(url: str) -> dict[str, str]:
+    """LightRAG's storage settings for a PostgreSQL database URL."""
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(url)
+    return {
+        "LIGHTRAG_KV_STORAGE": "PGKVStorage",
+        "LIGHTRAG_DOC_STATUS_STORAGE": "PGDocStatusStorage",
+        "LIGHTRAG_GRAPH_STORAGE": "PGTableGraphStorage",
+        "POSTGRES_HOST": parts.hostname or "127.0.0.1",
+        "POSTGRES_PORT": str(parts.port or 5432),
+        "POSTGRES_USER": unquote(parts.username or ""),
+        # LightRAG insists on a password; a trusting local cluster ignores it.
+        "POSTGRES_PASSWORD": unquote(parts.password or "") or "unused",
+        "POSTGRES_DATABASE": parts.path.lstrip("/"),
+    }
 
 
 def _overrides_only(config: StackConfig) -> dict[str, str]:
@@ -424,9 +450,16 @@ class EmbeddedStack:
         bin_dir = self.config.lightrag_python.parent
         env = lightrag_server_env(self.config)
         write_env_file(self.config.env_file, env)
+        # Several processes need lightrag-gunicorn (LightRAG's shared-memory
+        # coordination between them); one is the plain server.
+        server = (
+            [str(bin_dir / "lightrag-gunicorn"), "--workers", str(self.config.lightrag_workers)]
+            if self.config.lightrag_workers > 1
+            else [str(bin_dir / "lightrag-server")]
+        )
         self.lightrag = ManagedProcess(
             name="LightRAG",
-            argv=[str(bin_dir / "lightrag-server")],
+            argv=server,
             health_url=f"{self.config.lightrag_url}/health",
             log_path=logs / "lightrag.log",
             cwd=self.config.lightrag_dir,

@@ -5,7 +5,8 @@ import time
 
 from django.core.management.base import BaseCommand
 
-from mnote.library.ingest import work_once
+from mnote.library.ingest import run_due_jobs, work_once
+from mnote.library.jobs import Leadership, worker_id
 from mnote.library.models import IndexedRoot, Job, Source
 from mnote.library.provider import lightrag_client
 from mnote.library.reconcile import reconcile
@@ -43,36 +44,62 @@ class Command(BaseCommand):
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
-        watcher = None if no_watch else RootWatcher(stop).start()
-        # Watchers miss events: network file systems send none, inotify has a
-        # watch limit, and nothing is watched while the worker is down. A full
-        # sync now and then (and at start) catches what they missed.
-        next_full_sync = time.monotonic() if full_sync_every > 0 else None
-        # Nothing kept in memory matters: the ledger and the registry are in the
-        # database, and a reconcile at start repairs what a crash left behind.
-        next_reconcile = time.monotonic()
+        me = worker_id()
+        # Every worker carries out claimed jobs; only the leader (one worker at
+        # a time, mnote/library/jobs.py) watches, syncs, reconciles and follows
+        # LightRAG's statuses. A worker that becomes leader starts with a full
+        # sync and a reconcile: the one before it may have died halfway.
+        leadership = Leadership(me).start()
+        leading = False
+        watcher = watch_stop = None
+        next_full_sync = next_reconcile = 0.0
         while not stop.is_set():
-            if watcher:
-                follow_watcher(watcher)
-            if next_full_sync is not None and time.monotonic() >= next_full_sync:
-                sync_roots_logging_errors(IndexedRoot.objects.all())
-                next_full_sync = time.monotonic() + full_sync_every * 60
-            self.carry_out_jobs()
-            if time.monotonic() >= next_reconcile:
+            was_leading, leading = leading, leadership.beat()
+            if leading and not was_leading:
+                log.info("worker %s leads: watcher, full sync, reconcile", me)
+                # Watchers miss events: network file systems send none, inotify has a
+                # watch limit, and nothing is watched while no worker runs. A full
+                # sync now and then (and at start) catches what they missed.
+                next_full_sync = time.monotonic() if full_sync_every > 0 else None
+                # Nothing kept in memory matters: the ledger and the registry are in the
+                # database, and a reconcile at start repairs what a crash left behind.
+                next_reconcile = time.monotonic()
+                if not no_watch:
+                    watch_stop = threading.Event()
+                    watcher = RootWatcher(watch_stop).start()
+            elif was_leading and not leading:
+                log.warning("worker %s lost the lead (its lease ran out); another worker leads", me)
+                if watcher:
+                    watch_stop.set()
+                    watcher = None
+            if leading:
+                if watcher:
+                    follow_watcher(watcher)
+                if next_full_sync is not None and time.monotonic() >= next_full_sync:
+                    sync_roots_logging_errors(IndexedRoot.objects.all())
+                    next_full_sync = time.monotonic() + full_sync_every * 60
+            self.carry_out_jobs(leading=leading)
+            if leading and time.monotonic() >= next_reconcile:
                 self.reconcile()
                 next_reconcile = time.monotonic() + reconcile_every
             stop.wait(interval)
         if watcher:
+            watch_stop.set()
             watcher.thread.join(timeout=5)
+        leadership.stop()
 
-    def carry_out_jobs(self):
+    def carry_out_jobs(self, *, leading: bool = True):
         # Only talk to LightRAG while something is owed or in progress.
-        if not (Job.objects.due().exists() or Source.objects.in_progress().exists()):
+        in_progress = leading and Source.objects.in_progress().exists()
+        if not (Job.objects.due().unclaimed().exists() or in_progress):
             return
         try:
             with lightrag_client() as client:
-                # Jobs, status bridge, recovery of sources stuck "indexing", due retries.
-                work_once(client)
+                if leading:
+                    # Jobs, status bridge, recovery of sources stuck "indexing", due retries.
+                    work_once(client)
+                else:
+                    run_due_jobs(client)
         except LightRAGError as e:
             log.warning("worker: %s", e)
 

@@ -4,11 +4,14 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
+from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from mnote.env import env_int, env_str
+from mnote.stack.postgres import TemporaryPostgres
 from mnote.stack.processes import REPO_DIR, EmbeddedStack, ManagedProcess, StackError, config_from_environ, web_process
 
 
@@ -22,19 +25,38 @@ class Command(BaseCommand):
         parser.add_argument("--host", default=env_str("MNOTE_HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=env_int("MNOTE_PORT", 8000, minimum=1))
         parser.add_argument("--no-demo", action="store_true", help="do not load the demo library")
+        parser.add_argument(
+            "--scaled",
+            action="store_true",
+            help="PostgreSQL (DATABASE_URL, else a local one started here), a shared database cache, "
+            "MNOTE_JOB_WORKERS job workers (default 2) and LightRAG on PostgreSQL storage with 2 processes.",
+        )
 
-    def handle(self, *args, host, port, no_demo, **options):
+    def handle(self, *args, host, port, no_demo, scaled, **options):
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
 
         child_env = {}
         stack = None
+        postgres = None
+        job_workers = 1
         try:
+            config = config_from_environ(os.environ, settings.DATA_DIR)
+            if scaled:
+                postgres, database_url = self._postgres()
+                job_workers = env_int("MNOTE_JOB_WORKERS", 2, minimum=1)
+                # Every process reads the same database and the same cache.
+                child_env.update(DATABASE_URL=database_url, MNOTE_CACHE="database")
+                for argv in (["migrate", "--noinput"], ["createcachetable"], ["ensure_admin"]):
+                    self._manage(argv, child_env, required=True)
+                config = replace(
+                    config, lightrag_postgres=self._lightrag_database(database_url), lightrag_workers=2
+                )
             if env_str("MNOTE_LIGHTRAG_URL"):
                 self.stdout.write(f"Using the external LightRAG at {settings.MNOTE_LIGHTRAG.base_url}.")
             else:
-                stack = EmbeddedStack(config_from_environ(os.environ, settings.DATA_DIR))
+                stack = EmbeddedStack(config)
                 self.stdout.write("Starting the embedded stack (model endpoint, LightRAG)…")
                 stack.start()
                 self.stdout.write(f"LightRAG healthy at {stack.config.lightrag_url} (logs in {settings.DATA_DIR / 'logs'}).")
@@ -43,22 +65,30 @@ class Command(BaseCommand):
                 child_env["MNOTE_LIGHTRAG_URL"] = stack.config.lightrag_url
             if not no_demo:
                 self._manage(["load_demo"], child_env)
-            stack_config = stack.config if stack else config_from_environ(os.environ, settings.DATA_DIR)
-            worker = ManagedProcess(
-                name="worker",
-                argv=[sys.executable, str(REPO_DIR / "manage.py"), "run_worker"],
-                health_url="",
-                log_path=settings.DATA_DIR / "logs" / "worker.log",
-                cwd=REPO_DIR,
-                env=child_env,
-            )
-            worker.start()
+            stack_config = stack.config if stack else config
+            # Any number of workers share the ledger: each claims its jobs, one
+            # at a time leads (watcher, full sync, reconcile; see library/jobs.py).
+            workers = [
+                ManagedProcess(
+                    name="worker" if job_workers == 1 else f"worker {n + 1}",
+                    argv=[sys.executable, str(REPO_DIR / "manage.py"), "run_worker"],
+                    health_url="",
+                    log_path=settings.DATA_DIR / "logs" / ("worker.log" if job_workers == 1 else f"worker-{n + 1}.log"),
+                    cwd=REPO_DIR,
+                    env=child_env,
+                )
+                for n in range(job_workers)
+            ]
+            for worker in workers:
+                worker.start()
             web = web_process(stack_config, host, port, child_env)
             web.start()
             web.wait_healthy(60)
         except StackError as e:
             if stack:
                 stack.stop()
+            if postgres:
+                postgres.stop()
             raise CommandError(str(e)) from e
 
         shown_host = "127.0.0.1" if host in ("0.0.0.0", "") else host
@@ -67,7 +97,7 @@ class Command(BaseCommand):
         # A crashed LightRAG, model endpoint or worker is restarted; pages keep
         # rendering (with "LightRAG unavailable") meanwhile. Only the web app
         # itself ending stops everything.
-        restartable = [worker] + (stack.processes if stack else [])
+        restartable = workers + (stack.processes if stack else [])
         next_try = {p.name: 0.0 for p in restartable}
         while not stop.wait(1):
             if not web.alive():
@@ -87,12 +117,53 @@ class Command(BaseCommand):
                     next_try[process.name] = time.monotonic() + 30
         self.stdout.write("Stopping…")
         web.stop()
-        worker.stop()
+        for worker in workers:
+            worker.stop()
         if stack:
             stack.stop()
+        if postgres:
+            postgres.stop()
         self.stdout.write("Stopped.")
 
-    def _manage(self, argv, env):
+    def _manage(self, argv, env, *, required=False):
         result = subprocess.run([sys.executable, str(REPO_DIR / "manage.py"), *argv], env={**os.environ, **env}, cwd=REPO_DIR)
         if result.returncode != 0:
+            if required:
+                raise StackError(f"manage.py {' '.join(argv)} failed (exit {result.returncode}).")
             self.stderr.write(f"manage.py {' '.join(argv)} failed (exit {result.returncode}); continuing.")
+
+    def _postgres(self):
+        """DATABASE_URL's PostgreSQL, else a local one in the data folder (as
+        root, which PostgreSQL refuses to run as, in /var/tmp for "nobody")."""
+        url = env_str("DATABASE_URL")
+        if url:
+            if not url.startswith(("postgres://", "postgresql://")):
+                raise StackError("--scaled needs PostgreSQL: DATABASE_URL must be a postgres:// URL, or unset.")
+            return None, url
+        port = env_int("MNOTE_POSTGRES_PORT", 9623, minimum=1)
+        if os.geteuid() == 0:
+            import hashlib
+
+            folder = Path("/var/tmp") / f"mnote-postgres-{hashlib.sha256(str(settings.DATA_DIR).encode()).hexdigest()[:10]}"
+        else:
+            folder = settings.DATA_DIR / "postgres"
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        server = TemporaryPostgres(folder / "data", port, log_path=folder / "postgres.log")
+        server.own(folder)
+        self.stdout.write(f"Starting PostgreSQL on 127.0.0.1:{port} (data in {folder})…")
+        server.start()
+        return server, server.url
+
+    def _lightrag_database(self, database_url: str) -> str:
+        """LightRAG's storage: a database of its own beside MNote's."""
+        import psycopg
+
+        base, _, name = database_url.rpartition("/")
+        lightrag_url = f"{base}/{name}_lightrag"
+        try:
+            with psycopg.connect(database_url, autocommit=True) as conn:
+                if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [f"{name}_lightrag"]).fetchone():
+                    conn.execute(f'CREATE DATABASE "{name}_lightrag"')
+        except psycopg.Error as e:
+            raise StackError(f"could not create LightRAG's database {name}_lightrag: {e}") from e
+        return lightrag_url

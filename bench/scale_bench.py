@@ -1,0 +1,272 @@
+"""Does MNote's own search path scale out? One web process on SQLite against
+two web processes on PostgreSQL, both behind one port, with LightRAG served
+from recorded responses (tests/fixtures/lightrag/, a stand-in in its own
+process) so the app's scaling is what is measured, not LightRAG's.
+
+    .venv/bin/python bench/scale_bench.py [--seconds 20] [--clients 8]
+
+Each set-up gets a fresh database (SQLite file / a throwaway PostgreSQL from
+Debian's package, started here), one indexed source whose sidecar the
+recorded answer maps to, an API token, and gunicorn (4 threads per process).
+Then ``--clients`` threads POST /api/search for ``--seconds`` (after a short
+warm-up) and the searches per second and latencies are compared. Target: 2
+processes on PostgreSQL >= 1.8x the throughput of 1 on SQLite on 2 cores.
+Ports: 8464 (web), 8465 (LightRAG stand-in), 8466 (PostgreSQL) unless given.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+
+def machine_info() -> dict:
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    return {"nproc": os.cpu_count(), "loadavg_at_end": os.getloadavg(), "python": sys.version.split()[0], "git_head": head}
+
+
+FIXTURES = REPO / "tests" / "fixtures"
+QUERY = "mirror re-aluminised coating chamber"
+
+SEED = """
+import django; django.setup()
+from django.contrib.auth import get_user_model
+from mnote.api.models import ApiToken
+from mnote.library.models import IndexedRoot, Source
+root = IndexedRoot.objects.create(name="Manuals", path="manuals")
+Source.objects.create(root=root, relative_path="gamma.docx", absolute_path="/library/manuals/gamma.docx",
+    sha256="a" * 64, lightrag_name="gamma.docx", lightrag_doc_id="doc-b7cf006581394ea318c700a870cecd9f",
+    status=Source.Status.INDEXED)
+user = get_user_model().objects.create_user("bench", password="bench-pass-123")
+print(ApiToken.objects.create_token(user, "bench")[1])
+"""
+
+
+def prepare(folder: Path, database_url: str | None, lightrag_url: str) -> dict:
+    inputs, storage = folder / "inputs", folder / "rag_storage"
+    parsed = inputs / "__parsed__" / "gamma.docx.parsed"
+    parsed.mkdir(parents=True)
+    storage.mkdir()
+    shutil.copy(FIXTURES / "mapper" / "server_gamma.blocks.jsonl", parsed / "gamma.blocks.jsonl")
+    shutil.copy(FIXTURES / "mapper" / "sdk_kv_store_text_chunks.json", storage / "kv_store_text_chunks.json")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MNOTE_", "DATABASE_URL"))}
+    env.update(
+        DJANGO_SETTINGS_MODULE="mnote.settings",
+        MNOTE_DATA_DIR=str(folder / "data"),
+        MNOTE_SECRET_KEY="scale-bench",
+        MNOTE_LIBRARY_BASE_DIR=str(folder / "library"),
+        MNOTE_LIGHTRAG_URL=lightrag_url,
+        MNOTE_LIGHTRAG_INPUT_DIR=str(inputs),
+        MNOTE_LIGHTRAG_WORKING_DIR=str(storage),
+        MNOTE_LOG_LEVEL="WARNING",
+    )
+    if database_url:
+        env.update(DATABASE_URL=database_url, MNOTE_CACHE="database")
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], env=env, cwd=REPO, check=True)
+    if database_url:
+        subprocess.run([sys.executable, "manage.py", "createcachetable"], env=env, cwd=REPO, check=True)
+    seeded = subprocess.run([sys.executable, "-c", SEED], env=env, cwd=REPO, check=True, capture_output=True, text=True)
+    env["BENCH_TOKEN"] = seeded.stdout.strip().splitlines()[-1]
+    return env
+
+
+def serve(env: dict, processes: int, port: int, log: Path) -> subprocess.Popen:
+    web = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "mnote.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", str(processes),
+         "--threads", "4", "--timeout", "120"],
+        env=env, cwd=REPO, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/accounts/login/", timeout=2).status_code == 200:
+                return web
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    web.kill()
+    raise SystemExit(f"web did not start; see {log}")
+
+
+def load(port: int, token: str, seconds: float, clients: int, warmup: float) -> dict:
+    url = f"http://127.0.0.1:{port}/api/search"
+    headers = {"Authorization": f"Bearer {token}"}
+    latencies: list[float] = []
+    errors = []
+    lock = threading.Lock()
+    start = time.monotonic()
+    measure_from, stop_at = start + warmup, start + warmup + seconds
+
+    def client():
+        with httpx.Client(timeout=60) as http:
+            while (now := time.monotonic()) < stop_at:
+                response = http.post(url, json={"query": QUERY, "mode": "naive"}, headers=headers)
+                took = time.monotonic() - now
+                ok = response.status_code == 200 and response.json().get("results")
+                with lock:
+                    if now >= measure_from:
+                        (latencies.append(took) if ok else errors.append(response.status_code))
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    latencies.sort()
+    return {
+        "searches": len(latencies),
+        "errors": len(errors),
+        "per_second": round(len(latencies) / seconds, 1),
+        "p50_ms": round(statistics.median(latencies) * 1000, 1) if latencies else None,
+        "p99_ms": round(latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000, 1) if latencies else None,
+    }
+
+
+INGEST_STATUS = """
+import django, json; django.setup()
+from collections import Counter
+from mnote.library.models import Source
+print(json.dumps(Counter(Source.objects.values_list("status", flat=True))))
+"""
+
+
+def ingest(workers: int, folder: Path, postgres, ports: tuple[int, int], timeout: float) -> dict:
+    """The demo library indexed by a fresh embedded LightRAG (JSON storage)
+    with ``workers`` job workers on PostgreSQL: seconds from the workers'
+    start (the leader's first full sync queues every file) until every file
+    is indexed or failed."""
+    import psycopg
+
+    from mnote.stack.processes import EmbeddedStack, StackConfig
+
+    name = f"ingest_{workers}"
+    with psycopg.connect(postgres.url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    base = postgres.url.rsplit("/", 1)[0]
+    stack = EmbeddedStack(StackConfig(data_dir=folder / name / "stack", lightrag_port=ports[0], model_port=ports[1]))
+    tiktoken = REPO / "data" / "tiktoken"
+    if tiktoken.is_dir():
+        shutil.copytree(tiktoken, folder / name / "stack" / "tiktoken")
+    stack.start()
+    processes = []
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("MNOTE_", "DATABASE_URL"))}
+        env.update(
+            DJANGO_SETTINGS_MODULE="mnote.settings", DATABASE_URL=f"{base}/{name}", MNOTE_SECRET_KEY="scale-bench",
+            MNOTE_DATA_DIR=str(folder / name / "data"), MNOTE_LIBRARY_BASE_DIR=str(folder / name / "library"),
+            MNOTE_LIGHTRAG_URL=stack.config.lightrag_url, MNOTE_LIGHTRAG_ENV_FILE=str(stack.config.env_file),
+        )
+        shutil.copytree(REPO / "mnote" / "demo" / "library", folder / name / "library" / "demo")
+        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], env=env, cwd=REPO, check=True)
+        subprocess.run(
+            [sys.executable, "-c", "import django; django.setup()\nfrom mnote.library.models import IndexedRoot\n"
+             "IndexedRoot.objects.create(name='Demo library', path='demo')"], env=env, cwd=REPO, check=True,
+        )
+        started = time.monotonic()
+        for n in range(workers):
+            processes.append(subprocess.Popen(
+                [sys.executable, "manage.py", "run_worker", "--interval", "0.5"], env=env, cwd=REPO,
+                stdout=open(folder / name / f"worker-{n}.log", "wb"), stderr=subprocess.STDOUT, start_new_session=True,
+            ))
+        counts = {}
+        while time.monotonic() - started < timeout:
+            counts = json.loads(subprocess.run([sys.executable, "-c", INGEST_STATUS], env=env, cwd=REPO,
+                                               capture_output=True, text=True, check=True).stdout)
+            if counts and set(counts) <= {"indexed", "failed", "duplicate"}:
+                break
+            time.sleep(1)
+        return {"seconds": round(time.monotonic() - started, 1), "statuses": counts}
+    finally:
+        for process in processes:
+            os.killpg(process.pid, 15)
+            process.wait(30)
+        stack.stop()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--warmup", type=float, default=3)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--web-port", type=int, default=8464)
+    parser.add_argument("--lightrag-port", type=int, default=8465)
+    parser.add_argument("--postgres-port", type=int, default=8466)
+    parser.add_argument("--no-json", action="store_true")
+    parser.add_argument("--ingest", action="store_true", help="also index the demo library with 1 and then 2 workers")
+    parser.add_argument("--ingest-timeout", type=float, default=600)
+    parser.add_argument("--stack-ports", type=int, nargs=2, default=[8467, 8468], metavar=("LIGHTRAG", "MODEL"))
+    parser.add_argument("--no-search", action="store_true")
+    args = parser.parse_args()
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mnote.settings")
+    from mnote.stack.postgres import TemporaryPostgres
+
+    folder = Path(tempfile.mkdtemp(prefix="mnote-scale-bench-"))
+    lightrag = subprocess.Popen(
+        [sys.executable, "-m", "tests.lightrag_server", "--port", str(args.lightrag_port)], cwd=REPO,
+        stdout=subprocess.DEVNULL, start_new_session=True,
+    )
+    postgres = TemporaryPostgres(folder / "pg" / "data", args.postgres_port, log_path=folder / "pg" / "postgres.log")
+    (folder / "pg").mkdir()
+    postgres.own(folder)
+    postgres.own(folder / "pg")
+    results = {}
+    try:
+        postgres.start()
+        lightrag_url = f"http://127.0.0.1:{args.lightrag_port}"
+        for name, processes, database_url in (
+            () if args.no_search else (("sqlite_1_process", 1, None), ("postgresql_2_processes", 2, postgres.url))
+        ):
+            case = folder / name
+            case.mkdir()
+            env = prepare(case, database_url, lightrag_url)
+            web = serve(env, processes, args.web_port, case / "web.log")
+            try:
+                results[name] = load(args.web_port, env["BENCH_TOKEN"], args.seconds, args.clients, args.warmup)
+            finally:
+                os.killpg(web.pid, 15)
+                web.wait(30)
+            print(name, json.dumps(results[name]), flush=True)
+        if args.ingest:
+            for workers in (1, 2):
+                results[f"ingest_{workers}_workers"] = ingest(workers, folder, postgres, args.stack_ports, args.ingest_timeout)
+                print(f"ingest_{workers}_workers", json.dumps(results[f"ingest_{workers}_workers"]), flush=True)
+    finally:
+        postgres.stop()
+        lightrag.terminate()
+        lightrag.wait(10)
+        shutil.rmtree(folder, ignore_errors=True)
+    summary = {}
+    if not args.no_search:
+        base, scaled = results["sqlite_1_process"], results["postgresql_2_processes"]
+        summary.update(
+            throughput_ratio=round(scaled["per_second"] / base["per_second"], 2) if base["per_second"] else None,
+            p99_ratio=round(scaled["p99_ms"] / base["p99_ms"], 2) if base["p99_ms"] else None,
+            target_throughput_ratio=1.8,
+        )
+    if args.ingest:
+        one, two = results["ingest_1_workers"]["seconds"], results["ingest_2_workers"]["seconds"]
+        summary["ingest_speedup_2_workers"] = round(one / two, 2)
+    print("summary", json.dumps(summary))
+    if not args.no_json:
+        out = REPO / "bench" / "results" / "scale_bench.json"
+        out.parent.mkdir(exist_ok=True)
+        out.write_text(json.dumps({"args": vars(args), "results": results, "summary": summary,
+                                   "machine": machine_info()}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""What `make run-scaled` tells its processes: LightRAG on PostgreSQL
+storage in several processes, and one cache for all web processes."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from mnote.stack.processes import StackConfig, lightrag_server_env
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_lightrag_keeps_its_documents_and_graph_in_postgresql_and_its_vectors_in_files(tmp_path):
+    config = StackConfig(data_dir=tmp_path, api_key="k", lightrag_postgres="postgres://mnote@127.0.0.1:9623/mnote_lightrag")
+    env = lightrag_server_env(config)
+    assert env["LIGHTRAG_KV_STORAGE"] == "PGKVStorage"
+    assert env["LIGHTRAG_DOC_STATUS_STORAGE"] == "PGDocStatusStorage"
+    assert env["LIGHTRAG_GRAPH_STORAGE"] == "PGTableGraphStorage"
+    assert "LIGHTRAG_VECTOR_STORAGE" not in env  # pgvector is not packaged here: NanoVectorDB stays
+    assert (env["POSTGRES_HOST"], env["POSTGRES_PORT"], env["POSTGRES_USER"], env["POSTGRES_DATABASE"]) == (
+        "127.0.0.1", "9623", "mnote", "mnote_lightrag"
+    )
+    assert env["POSTGRES_PASSWORD"]  # LightRAG refuses to start without one
+
+
+def test_make_run_keeps_lightrag_on_its_json_files(tmp_path):
+    env = lightrag_server_env(StackConfig(data_dir=tmp_path, api_key="k"))
+    assert not any(key.startswith(("LIGHTRAG_KV", "POSTGRES_")) for key in env)
+
+
+def settings_value(expression: str, **env) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", f"import django; django.setup(); from django.conf import settings; print({expression})"],
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "mnote.settings", **env}, cwd=REPO, capture_output=True, text=True,
+    )
+
+
+def test_several_web_processes_can_share_the_database_cache(tmp_path):
+    shared = settings_value("settings.CACHES['default']['BACKEND']", MNOTE_CACHE="database", MNOTE_DATA_DIR=str(tmp_path))
+    assert shared.stdout.strip() == "django.core.cache.backends.db.DatabaseCache"
+    wrong = settings_value("1", MNOTE_CACHE="redis", MNOTE_DATA_DIR=str(tmp_path))
+    assert wrong.returncode != 0 and "MNOTE_CACHE='redis'" in wrong.stderr
