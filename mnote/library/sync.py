@@ -163,6 +163,7 @@ class _Look:
     refused: list = field(default_factory=list)
     error: str = ""
     rows: dict = field(default_factory=dict)  # relative path -> _Row
+    settled: set = field(default_factory=set)  # relative paths of files whose row needs nothing
     hashes: dict = field(default_factory=dict)  # _key -> sha256, None when the file could not be read
     held: dict = field(default_factory=dict)  # _key -> held_back_reason
 
@@ -182,7 +183,7 @@ def _same_content(row, stat) -> bool:
         return False
     if row.mtime_ns is None:  # fingerprinted before mtime_ns and the inode were kept
         return row.mtime == stat.st_mtime
-    return row.mtime_ns == stat.st_mtime_ns and row.inode == stored_inode(stat)
+    return row.mtime_ns == stat.st_mtime_ns and (row.inode == stat.st_ino or row.inode == stored_inode(stat))
 
 
 def _comes_back(row) -> bool:
@@ -227,7 +228,14 @@ def _look(root: IndexedRoot) -> _Look:
         look.error = str(e)
     rows = root.sources.order_by().values_list(*_ROW_FIELDS)
     look.rows = {row.relative_path: row for row in map(_Row._make, rows)}
-    _read(look, [(c, look.rows.get(c.relative_path)) for c in look.candidates])
+    unsettled = []
+    for candidate in look.candidates:
+        row = look.rows.get(candidate.relative_path)
+        if row is not None and _settled(row, candidate):
+            look.settled.add(candidate.relative_path)
+        else:
+            unsettled.append((candidate, row))
+    _read(look, unsettled)
     return look
 
 
@@ -276,14 +284,10 @@ def _apply(root: IndexedRoot, look: _Look, limit: int, summary: SyncSummary, *, 
     """Under the root's lock: write what the look found. Returns the files
     still to be read (nothing written then) unless ``read_now``."""
     rows = look.rows
-    settled = {}
-    pending = []  # (candidate, snapshot row or None)
-    for candidate in look.candidates:
-        row = rows.get(candidate.relative_path)
-        if row is not None and _settled(row, candidate):
-            settled[candidate.relative_path] = row
-        else:
-            pending.append((candidate, row))
+    # Settled at the look: whatever another writer did to those rows since,
+    # this sync has nothing to write there.
+    settled = set(look.settled)
+    pending = [(c, rows.get(c.relative_path)) for c in look.candidates if c.relative_path not in settled]
     seen = {c.relative_path for c in look.candidates}
     gone = [row for path, row in rows.items() if path not in seen and row.status not in _GONE]
 
@@ -299,7 +303,7 @@ def _apply(root: IndexedRoot, look: _Look, limit: int, summary: SyncSummary, *, 
     for candidate, _row in pending:
         source = current.get(candidate.relative_path)
         if source is not None and _settled(source, candidate):
-            settled[candidate.relative_path] = source
+            settled.add(candidate.relative_path)
             continue
         candidate, complete = _as_now(look, source, candidate)
         if not complete:
@@ -312,8 +316,9 @@ def _apply(root: IndexedRoot, look: _Look, limit: int, summary: SyncSummary, *, 
 
     summary.error = look.error
     summary.refused = look.refused
-    summary.excluded += sum(1 for c in look.candidates if c.excluded_by and c.relative_path in settled)
-    summary.unchanged += sum(1 for c in look.candidates if not c.excluded_by and c.relative_path in settled)
+    excluded = sum(1 for c in look.candidates if c.excluded_by and c.relative_path in settled)
+    summary.excluded += excluded
+    summary.unchanged += len(settled) - excluded
 
     new: list[Source] = []
     to_queue: list[Source] = []
