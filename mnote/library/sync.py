@@ -10,7 +10,7 @@ from collections import namedtuple
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -226,8 +226,7 @@ def _look(root: IndexedRoot) -> _Look:
     except PathRefused as e:
         # The root itself is gone or unreachable: its files are missing.
         look.error = str(e)
-    rows = root.sources.order_by().values_list(*_ROW_FIELDS)
-    look.rows = {row.relative_path: row for row in map(_Row._make, rows)}
+    look.rows = {row.relative_path: row for row in map(_Row._make, _root_rows(root))}
     unsettled = []
     for candidate in look.candidates:
         row = look.rows.get(candidate.relative_path)
@@ -237,6 +236,21 @@ def _look(root: IndexedRoot) -> _Look:
             unsettled.append((candidate, row))
     _read(look, unsettled)
     return look
+
+
+def _root_rows(root: IndexedRoot) -> list[tuple]:
+    """The root's rows as plain tuples of ``_ROW_FIELDS``, in one query.
+
+    The cursor directly, not ``values_list``: Django's per-value converters
+    cost more than the walk for 10,000 rows, and these fields need none for
+    a comparison (a datetime is only tested for None, a boolean for truth).
+    """
+    columns = ", ".join(connection.ops.quote_name(Source._meta.get_field(name).column) for name in _ROW_FIELDS)
+    root_column = connection.ops.quote_name(Source._meta.get_field("root").column)
+    table = connection.ops.quote_name(Source._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {columns} FROM {table} WHERE {root_column} = %s", [root.pk])
+        return cursor.fetchall()
 
 
 def _read(look: _Look, pairs) -> None:
