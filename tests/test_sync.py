@@ -5,7 +5,8 @@ import pytest
 
 from mnote.library.ingest import file_sha256
 from mnote.library.models import IndexedRoot, Job, Source
-from mnote.library.sync import delete_index, prune_registry, reindex_source, sync_root
+from mnote.library.actions import delete_index, prune_registry, reindex_source
+from mnote.library.sync import sync_root
 
 pytestmark = pytest.mark.django_db
 
@@ -172,3 +173,106 @@ def test_it_prunes_stale_records_but_never_a_delete_in_flight(papers):
     make("fine.md", "indexed")
     assert prune_registry() == 3
     assert set(root.sources.values_list("relative_path", flat=True)) == {"in-flight.md", "fine.md"}
+
+
+# --- the cost of a sync (issue 17): what it reads, when, and how it asks the database ---
+
+
+@pytest.fixture
+def reads(monkeypatch):
+    """Every read of a file's bytes by a sync, with whether a transaction of
+    the sync's own (nested in the test's) was open at the time."""
+    from django.db import connection
+
+    from mnote.library import ingest, sync
+    from mnote.search import workspace
+
+    seen = []
+
+    def spy(name, real):
+        def wrapper(*args, **kwargs):
+            seen.append((name, bool(connection.savepoint_ids)))
+            return real(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(ingest, "file_sha256", spy("hash", ingest.file_sha256))
+    monkeypatch.setattr(sync, "held_back_reason", spy("text size", sync.held_back_reason))
+    monkeypatch.setattr(workspace, "open_source_file", spy("workspace", workspace.open_source_file))
+    return seen
+
+
+def test_it_reads_no_file_while_the_root_is_locked(papers, library_dir, reads):
+    sync_root(papers)
+    path = library_dir / "papers" / "intro.md"
+    path.write_text("# Intro\nWelcome, edited.")
+    os.utime(path, (time.time() + 5, time.time() + 5))
+    (library_dir / "papers" / "2024" / "new.txt").write_text("A new file.")
+    sync_root(papers)
+    assert {name for name, _ in reads} == {"hash", "text size", "workspace"}
+    assert [name for name, locked in reads if locked] == []
+
+
+def test_it_asks_the_database_the_same_few_questions_however_many_files_are_unchanged(
+    papers, library_dir, django_assert_max_num_queries
+):
+    for i in range(60):
+        (library_dir / "papers" / "2024" / f"note-{i:02d}.md").write_text(f"note {i}")
+    sync_root(papers)
+    # The root, its rows, the lock, the workspace index's one question (and savepoints).
+    with django_assert_max_num_queries(8):
+        summary = sync_root(papers)
+    assert (summary.new, summary.changed, summary.unchanged, summary.queued) == (0, 0, 62, 0)
+
+
+def test_it_sees_a_file_replaced_with_the_same_size_and_time(papers, library_dir):
+    """An editor's save-by-rename, or a copy that keeps the time: same size,
+    same mtime, another inode — the content is read again."""
+    sync_root(papers)
+    mark_indexed(papers.sources.get(relative_path="intro.md"), "doc-old")
+    path = library_dir / "papers" / "intro.md"
+    before = path.stat()
+    replacement = library_dir / "papers" / ".intro.md.swp"
+    replacement.write_text("# Intro\nWelcomE.")  # same length
+    os.utime(replacement, ns=(before.st_atime_ns, before.st_mtime_ns))
+    os.replace(replacement, path)
+    assert path.stat().st_size == before.st_size and path.stat().st_mtime_ns == before.st_mtime_ns
+
+    summary = sync_root(papers)
+    assert summary.changed == 1 and summary.queued == 1
+    source = papers.sources.get(relative_path="intro.md")
+    assert source.sha256 == file_sha256(path) and source.stale
+    assert Job.objects.get(kind=Job.Kind.DELETE).payload == {"doc_ids": ["doc-old"]}
+
+
+def test_rows_fingerprinted_before_the_inode_was_kept_are_not_read_again(papers, monkeypatch):
+    sync_root(papers)
+    Source.objects.update(mtime_ns=None, inode=None)
+    monkeypatch.setattr("mnote.library.ingest.file_sha256", lambda path: pytest.fail(f"re-hashed {path}"))
+    summary = sync_root(papers)
+    assert (summary.changed, summary.unchanged, summary.queued) == (0, 2, 0)
+    assert not Source.objects.filter(status="queued", inode__isnull=True).exists()
+    # Filled in once; the next sync recognises them without a write.
+    assert sync_root(papers).unchanged == 2
+
+
+def test_a_sync_that_finds_its_new_files_registered_meanwhile_adds_no_second_row(papers, monkeypatch, input_dir):
+    """Another sync of the root ran between this one's look and its lock."""
+    from mnote.library import sync
+
+    real_look = sync._look
+    other = []
+
+    def look_then_let_another_sync_run(root):
+        found = real_look(root)
+        if not other:
+            other.append(None)
+            other[0] = sync_root(papers)
+        return found
+
+    monkeypatch.setattr(sync, "_look", look_then_let_another_sync_run)
+    summary = sync_root(papers)
+    assert other[0].queued == 2
+    assert (summary.new, summary.unchanged, summary.queued) == (0, 2, 0)
+    assert papers.sources.count() == 3  # two files and the excluded draft, once each
+    assert len(list(input_dir.iterdir())) == 2

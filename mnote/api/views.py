@@ -39,7 +39,8 @@ from mnote.library.ingest import queue_for_ingest
 from mnote.lightrag import LightRAGError
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.provider import HealthReport, health_report, lightrag_client, webui_url
-from mnote.library.sync import allow_large_text, delete_index, library_status, prune_registry, sync_root
+from mnote.library.actions import allow_large_text, delete_index, library_status, prune_registry
+from mnote.library.sync import sync_root
 from mnote.library.text_size import is_held_back
 
 SEARCH_SCHEMA = "mnote.knowledge_rag.search_results.v1"

@@ -6,7 +6,7 @@ from mnote.accounts.roles import is_admin
 from mnote.library.forms import IndexedRootForm
 from mnote.library.ingest import retry_failed
 from mnote.library.models import IndexedRoot, Job, Source, WorkerLease
-from mnote.library.sync import delete_index, prune_registry, reindex_source, remove_root
+from mnote.library.actions import delete_index, prune_registry, reindex_source, remove_root
 from mnote.library.sync_report import sync_and_report
 
 

@@ -41,12 +41,16 @@ def resolve_inside(base_dir: Path, relative: str) -> Path:
     return resolved
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass costs 4x to build, 10,000 per sync
 class Candidate:
     relative_path: str  # inside the root, POSIX style
-    absolute_path: Path  # resolved, inside the base directory
+    path: str  # absolute, resolved, inside the base directory
     excluded_by: str = ""
     stat: os.stat_result | None = None
+
+    @property
+    def absolute_path(self) -> Path:
+        return Path(self.path)
 
 
 def matches_exclude(relative_path: str, patterns: list[str]) -> str:
@@ -95,11 +99,16 @@ def expand_root(
         if top.suffix.lower() not in SUPPORTED_EXTENSIONS:
             return [], []
         # The root is the file: its path inside the root is empty.
-        return [Candidate("", top, matches_exclude(top.name, exclude_patterns), top.stat())], []
+        return [Candidate("", str(top), matches_exclude(top.name, exclude_patterns), top.stat())], []
 
     found: list[Candidate] = []
     refused: list[str] = []
-    pending = [(top, "")]
+    # Plain strings, not Path objects, per entry: a sync of 10,000 unchanged
+    # files should cost little more than the walk itself.
+    top_str = str(top)
+    inside_top, inside_base = top_str + os.sep, str(base) + os.sep
+    patterns = [p for p in exclude_patterns if p.strip()]
+    pending = [(top_str, "")]
     while pending:
         folder, rel_dir = pending.pop()
         try:
@@ -107,21 +116,29 @@ def expand_root(
         except OSError:
             continue  # unreadable folder: nothing from it, the rest goes on
         for entry in entries:
-            rel = f"{rel_dir}{entry.name}"
+            name = entry.name
+            rel = f"{rel_dir}{name}"
             if entry.is_symlink():
-                real = Path(entry.path).resolve()
-                if not real.is_relative_to(top) or not real.is_relative_to(base):
+                real = os.path.realpath(entry.path)
+                inside = real == top_str or real.startswith(inside_top)
+                if not (inside and real.startswith(inside_base)):
                     refused.append(rel)
-                elif real.is_file() and Path(entry.name).suffix.lower() in SUPPORTED_EXTENSIONS:
+                elif os.path.splitext(name)[1].lower() in SUPPORTED_EXTENSIONS and os.path.isfile(real):
                     # A link to a file of this same root counts; linked folders are not followed.
-                    found.append(Candidate(rel, real, matches_exclude(rel, exclude_patterns), real.stat()))
+                    try:
+                        info = os.stat(real)
+                    except OSError:
+                        continue
+                    found.append(Candidate(rel, real, matches_exclude(rel, patterns) if patterns else "", info))
             elif entry.is_dir(follow_symlinks=False):
-                if recursive and entry.name not in SKIPPED_DIRS and entry.path not in skipped:
-                    pending.append((Path(entry.path), f"{rel}/"))
-            elif entry.is_file(follow_symlinks=False) and Path(entry.name).suffix.lower() in SUPPORTED_EXTENSIONS:
-                found.append(
-                    Candidate(rel, Path(entry.path), matches_exclude(rel, exclude_patterns), entry.stat(follow_symlinks=False))
-                )
+                if recursive and name not in SKIPPED_DIRS and entry.path not in skipped:
+                    pending.append((entry.path, f"{rel}/"))
+            elif os.path.splitext(name)[1].lower() in SUPPORTED_EXTENSIONS and entry.is_file(follow_symlinks=False):
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue  # gone since the folder was listed
+                found.append(Candidate(rel, entry.path, matches_exclude(rel, patterns) if patterns else "", info))
     found.sort(key=lambda c: c.relative_path)
     refused.sort()
     return found, refused

@@ -67,24 +67,34 @@ def current_sha256(source: Source, stat: os.stat_result | None = None) -> str:
 def refresh_fingerprint(source: Source, stat: os.stat_result | None = None) -> bool:
     """Bring sha256 / size / mtime up to date. Returns whether the content changed."""
     stat = stat or os.stat(source.absolute_path)
-    sha256 = current_sha256(source, stat)
+    return set_fingerprint(source, stat, current_sha256(source, stat))
+
+
+def set_fingerprint(source: Source, stat: os.stat_result, sha256: str) -> bool:
+    """Record the file's hash and the stat it was taken at (the caller saves).
+    Returns whether the content changed."""
     changed = bool(source.sha256) and sha256 != source.sha256
     source.sha256, source.size, source.mtime = sha256, stat.st_size, stat.st_mtime
+    source.mtime_ns, source.inode = stat.st_mtime_ns, stored_inode(stat)
     return changed
 
 
-def _link_into_inputs(source: Source) -> None:
-    input_dir = settings.MNOTE_LIGHTRAG.input_dir
-    input_dir.mkdir(parents=True, exist_ok=True)
-    link = input_dir / source.link_name
-    if link.is_symlink() or link.exists():
+def stored_inode(stat: os.stat_result) -> int:
+    """The inode as the database's signed 64-bit integer can hold it."""
+    return stat.st_ino if stat.st_ino < 2**63 else stat.st_ino - 2**64
+
+
+def _link_into_inputs(source: Source, input_dir: Path, present: set[str]) -> None:
+    name = source.link_name
+    if name in present:
         return
     # Link under a temporary name first so a scan never sees a half-made entry.
-    tmp = input_dir / f".{source.link_name}.tmp"
-    if tmp.is_symlink():
-        tmp.unlink()
+    tmp = f"{input_dir}/.{name}.tmp"
+    if f".{name}.tmp" in present:
+        os.unlink(tmp)
     os.symlink(source.absolute_path, tmp)
-    os.replace(tmp, link)
+    os.replace(tmp, f"{input_dir}/{name}")
+    present.add(name)
 
 
 def unlink_from_inputs(source: Source) -> None:
@@ -99,7 +109,7 @@ def unlink_from_inputs(source: Source) -> None:
 
 
 _QUEUED_FIELDS = [
-    "sha256", "size", "mtime", "lightrag_name", "status", "last_error", "excluded_by", "deleted_at", "updated_at",
+    "sha256", "size", "mtime", "mtime_ns", "inode", "lightrag_name", "status", "last_error", "excluded_by", "deleted_at", "updated_at",
     "generation", "retry_at", "progress", "failure_kind",
 ]
 
@@ -122,8 +132,12 @@ def send_to_lightrag(sources: list[Source]) -> None:
     if not sources:
         return
     owe_scan()
+    input_dir = settings.MNOTE_LIGHTRAG.input_dir
+    input_dir.mkdir(parents=True, exist_ok=True)
+    # One listing instead of two lookups per link: a first sync links every file.
+    present = set(os.listdir(input_dir))
     for source in sources:
-        _link_into_inputs(source)
+        _link_into_inputs(source, input_dir, present)
 
 
 def queue_many(sources: list[Source]) -> int:
@@ -172,14 +186,16 @@ def owe_delete(source: Source | None, doc_id: str = "", *, lightrag_name: str = 
     return Job.objects.create(kind=Job.Kind.DELETE, source=source, payload=payload)
 
 
-def submit_delete(source: Source, *, missing: bool) -> None:
+def submit_delete(source: Source, *, missing: bool, save: bool = True) -> None:
     """Take a source out of what LightRAG can cite: stale at once, its
-    document deleted, "delete submitted" until LightRAG no longer lists it."""
+    document deleted, "delete submitted" until LightRAG no longer lists it.
+    ``save=False``: the caller saves (a sync writes a folder's rows at once)."""
     source.stale = True
     if missing:
         source.deleted_at = source.deleted_at or timezone.now()
     if source.status == Source.Status.DELETE_SUBMITTED:
-        source.save()  # already on its way out; asking twice must not lose the first request
+        if save:
+            source.save()  # already on its way out; asking twice must not lose the first request
         return
     unlink_from_inputs(source)
     if source.lightrag_doc_id:
@@ -192,7 +208,8 @@ def submit_delete(source: Source, *, missing: bool) -> None:
         source.status = Source.Status.DELETE_SUBMITTED
     else:
         source.status = Source.Status.REMOVED
-    source.save()
+    if save:
+        source.save()
 
 
 # A delete by name waits this long for LightRAG to list the document.

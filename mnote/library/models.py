@@ -133,6 +133,11 @@ class Source(models.Model):
     sha256 = models.CharField(max_length=64, blank=True)
     size = models.BigIntegerField(null=True, blank=True)
     mtime = models.FloatField(null=True, blank=True)
+    # With size, what a sync compares to know a file unchanged without reading
+    # it: nanosecond mtime and the inode (an editor's save-by-rename gives a
+    # new inode even when size and mtime come out the same).
+    mtime_ns = models.BigIntegerField(null=True, blank=True)
+    inode = models.BigIntegerField(null=True, blank=True)
     lightrag_name = models.CharField(
         _("LightRAG file name"),
         max_length=512,

@@ -45,17 +45,18 @@ def _gone() -> SourceUnavailable:
     return SourceUnavailable(_("This file is no longer in the library (it was moved, renamed or deleted)."), gone=True)
 
 
-def _root_real_path(source: Source) -> Path:
-    base = Path(settings.MNOTE_LIBRARY_BASE_DIR).resolve()
-    root = (base / source.root.path).resolve()
-    if not root.is_relative_to(base):
+def _root_real_path(source: Source) -> str:
+    # Strings, not Path objects: the workspace index opens every new file of a sync through here.
+    base = os.path.realpath(settings.MNOTE_LIBRARY_BASE_DIR)
+    root = os.path.realpath(os.path.join(base, source.root.path))
+    if not _inside(root, base):
         raise _gone()
     return root
 
 
-def _inside(path: Path, root: Path) -> bool:
+def _inside(path: str, root: str) -> bool:
     # A root may be a single file: then the file must be the root itself.
-    return path == root or path.is_relative_to(root)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def source_real_path(source: Source) -> Path:
@@ -65,7 +66,7 @@ def source_real_path(source: Source) -> Path:
     if source.deleted_at is not None or source.status in _OUT_OF_LIBRARY:
         raise _gone()
     root = _root_real_path(source)
-    real = Path(os.path.realpath(source.absolute_path))
+    real = os.path.realpath(source.absolute_path)
     if not _inside(real, root):
         # A symlink now leads out of the root: never another file in its place.
         raise _gone()
@@ -75,7 +76,7 @@ def source_real_path(source: Source) -> Path:
         raise SourceUnavailable(_("This file is missing: it was moved, renamed or deleted."), gone=False) from e
     if not stat_module.S_ISREG(info.st_mode):
         raise _gone()
-    return real
+    return Path(real)
 
 
 def open_source_file(source: Source) -> BinaryIO:
@@ -99,11 +100,11 @@ def open_source_file(source: Source) -> BinaryIO:
         raise
 
 
-def _opened_path(fd: int, expected: Path) -> Path:
+def _opened_path(fd: int, expected: Path) -> str:
     """What the kernel says the open file is; where /proc is missing, the
     expected path when it is still the very same inode."""
     try:
-        return Path(os.readlink(_PROC_FD / str(fd)))
+        return os.readlink(f"{_PROC_FD}/{fd}")
     except OSError:
         opened, now = os.fstat(fd), os.stat(expected, follow_symlinks=False)
-        return expected if (opened.st_dev, opened.st_ino) == (now.st_dev, now.st_ino) else Path("/")
+        return str(expected) if (opened.st_dev, opened.st_ino) == (now.st_dev, now.st_ino) else "/"

@@ -3,30 +3,32 @@ roots as they are now. Used by the ``sync_library`` command, after every
 admin action, by the file watcher, and by the pages and the JSON API.
 """
 
+import dataclasses
 import logging
 import os
+from collections import namedtuple
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Count, Q
+from django.db import connection, transaction
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from mnote.library import ingest
 from mnote.library.expansion import PathRefused, expand_root, included
 from mnote.library.ingest import (
     mark_queued,
     owe_delete,
-    queue_for_ingest,
     queue_many,
-    refresh_fingerprint,
     send_to_lightrag,
+    set_fingerprint,
+    stored_inode,
     submit_delete,
     unlink_from_inputs,
 )
-from mnote.library.models import IndexedRoot, Job, Source
+from mnote.library.models import IndexedRoot, Source
 from mnote.library.signals import root_files_changed
-from mnote.library.text_size import held_back_reason, is_held_back
-from mnote.lightrag import LightRAGClient, LightRAGError
+from mnote.library.text_size import held_back_reason
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +36,6 @@ log = logging.getLogger(__name__)
 ROOT_DISABLED = "root disabled"
 # States from which a present, unchanged file is (re)sent to LightRAG by a sync.
 _TO_SEND = (Source.Status.NOT_INDEXED,)
-# Rows "clear stale records" may drop; never DELETE_SUBMITTED.
-_PRUNABLE = Q(status__in=[Source.Status.REMOVED, Source.Status.FAILED, Source.Status.STALE]) | Q(
-    stale=True, status__in=[Source.Status.NOT_INDEXED, Source.Status.EXCLUDED, Source.Status.DUPLICATE]
-)
 
 
 @dataclass
@@ -94,266 +92,375 @@ class SyncSummary:
 
 def sync_root(root: IndexedRoot, *, batch_limit: int | None = None) -> SyncSummary:
     """Compare the root's files with its registry rows and act on the
-    difference. Unchanged files are recognised by size + mtime (no hashing)
-    and cost no database write.
+    difference.
 
-    The root's row is locked for the whole sync, so two syncs of one root run
-    one after the other and leave a consistent registry.
+    The walk, one query of the root's rows and the reading of new and changed
+    files (their hash, their text size) happen first, without a lock:
+    unchanged files are recognised by size + mtime_ns + inode and cost no read
+    and no write. Then the root's row is locked, so two syncs of one root
+    write one after the other; rows written by another sync since the look are
+    read again under the lock, and a file that changed meanwhile is read
+    after the lock is let go, never while it is held.
     """
     limit = batch_limit or settings.MNOTE_BATCH_LIMIT
     summary = SyncSummary(root=root.name)
-    with transaction.atomic():
-        root = IndexedRoot.objects.select_for_update().get(pk=root.pk)
-        existing = {s.relative_path: s for s in root.sources.order_by()}
-        if not root.enabled:
-            summary.disabled = 0
-            for source in existing.values():
-                if source.status not in (Source.Status.REMOVED, Source.Status.DELETE_SUBMITTED, Source.Status.EXCLUDED):
-                    # Marked so that enabling the root again sends them back.
-                    source.excluded_by = ROOT_DISABLED
-                    submit_delete(source, missing=False)
-                    summary.disabled += 1
-            return summary
-        try:
-            candidates, summary.refused = expand_root(
-                settings.MNOTE_LIBRARY_BASE_DIR,
-                root.path,
-                recursive=root.recursive,
-                exclude_patterns=root.exclude_patterns,
-                skip_folders=(settings.MNOTE_LIGHTRAG.input_dir, settings.MNOTE_LIGHTRAG.working_dir),
-            )
-            candidates = included(candidates, root.include_patterns)
-        except PathRefused as e:
-            # The root itself is gone or unreachable: its files are missing.
-            candidates = []
-            summary.error = str(e)
-        seen = set()
-        new: list[Source] = []
-        to_queue: list[Source] = []
-        for candidate in candidates:
-            seen.add(candidate.relative_path)
-            source = existing.get(candidate.relative_path)
-            if candidate.excluded_by:
-                summary.excluded += 1
-                if source is None:
-                    new.append(_new_source(root, candidate, status=Source.Status.EXCLUDED))
-                elif source.status != Source.Status.EXCLUDED:
-                    _exclude(source, candidate.excluded_by)
-                continue
-            if source is None:
-                held = held_back_reason(candidate.absolute_path)
-                try:
-                    if held:
-                        new.append(_new_source(root, candidate, status=Source.Status.EXCLUDED, excluded_by=held))
-                        summary.held += 1
-                    else:
-                        new.append(_new_source(root, candidate))
-                except OSError:
-                    continue  # vanished while we walked; the next sync sees it gone
-                summary.new += 1
-                continue
-            before = (source.absolute_path, source.status, source.sha256, source.size, source.mtime)
-            source.absolute_path = str(candidate.absolute_path)
-            if source.deleted_at is not None or source.status == Source.Status.EXCLUDED or source.excluded_by == ROOT_DISABLED:
-                source.deleted_at = None
-                source.excluded_by = ""
-                source.status = Source.Status.NOT_INDEXED
-            try:
-                changed = refresh_fingerprint(source, candidate.stat)
-            except OSError:
-                continue
-            if (changed or source.status in _TO_SEND) and not source.allow_large_text:
-                held = held_back_reason(candidate.absolute_path)
-                if held:
-                    summary.held += 1
-                    _hold_back(source, held)
-                    continue
-            if changed:
-                summary.changed += 1
-                _content_changed(source, root)
-                if root.run_on_change:
-                    to_queue.append(source)
-                continue
-            summary.unchanged += 1
-            if source.status in _TO_SEND:
-                to_queue.append(source)
-            elif before != (source.absolute_path, source.status, source.sha256, source.size, source.mtime):
-                source.save()
-        # New rows are created already queued: one INSERT each, no UPDATE after.
-        fresh = [s for s in new if s.status == Source.Status.NOT_INDEXED]
-        queue_known = to_queue[:limit]
-        queue_fresh = fresh[: max(limit - len(queue_known), 0)]
-        for source in queue_fresh:
-            mark_queued(source)
-        Source.objects.bulk_create(new, batch_size=500)
-        for relative_path, source in existing.items():
-            if relative_path in seen or source.status in (Source.Status.REMOVED, Source.Status.DELETE_SUBMITTED):
-                continue
-            summary.missing += 1
-            submit_delete(source, missing=True)
-
-        queue_many(queue_known)
-        send_to_lightrag(queue_fresh)
-        summary.queued = len(queue_known) + len(queue_fresh)
-        summary.capped = len(to_queue) + len(fresh) - summary.queued
+    look = wanted = None
+    for attempt in range(_ATTEMPTS):
+        last = attempt == _ATTEMPTS - 1
+        if not last:
+            current = IndexedRoot.objects.get(pk=root.pk)
+            if current.enabled and (look is None or look.walked != _walk_settings(current)):
+                look = _look(current)
+            elif wanted:
+                _read(look, wanted)
+        with transaction.atomic():
+            root = IndexedRoot.objects.select_for_update().get(pk=root.pk)
+            if not root.enabled:
+                _take_out(root, summary)
+                return summary
+            if look is None or look.walked != _walk_settings(root):
+                if not last:
+                    continue  # enabled or edited since the look: look again
+                look = _look(root)  # still changing after several looks: look under the lock
+            wanted = _apply(root, look, limit, summary, read_now=last)
+            if not wanted:
+                break
     # Outside the lock: receivers read file bodies.
     root_files_changed.send(sender=IndexedRoot, root=root)
     return summary
 
 
-def _new_source(root: IndexedRoot, candidate, *, status=Source.Status.NOT_INDEXED, excluded_by: str = "") -> Source:
+# Row fields a sync compares, fetched for the whole root in one query.
+_ROW_FIELDS = (
+    "id", "relative_path", "absolute_path", "status", "sha256", "size", "mtime", "mtime_ns", "inode",
+    "deleted_at", "excluded_by", "allow_large_text",
+)
+_Row = namedtuple("_Row", _ROW_FIELDS)
+_GONE = (Source.Status.REMOVED, Source.Status.DELETE_SUBMITTED)
+# What a sync may change on an existing row; written in bulk at the end.
+_SYNC_FIELDS = [
+    "absolute_path", "status", "stale", "deleted_at", "excluded_by", "lightrag_doc_id",
+    "sha256", "size", "mtime", "mtime_ns", "inode", "updated_at",
+]
+# Looks before a sync reads what changed under the lock after all (a root
+# that keeps changing while it is synced).
+_ATTEMPTS = 3
+_CHUNK = 500
+
+
+@dataclass
+class _Look:
+    """A root as found without holding its lock."""
+
+    walked: tuple  # the root's fields the walk depended on
+    candidates: list = field(default_factory=list)
+    refused: list = field(default_factory=list)
+    error: str = ""
+    rows: dict = field(default_factory=dict)  # relative path -> _Row
+    settled: set = field(default_factory=set)  # relative paths of files whose row needs nothing
+    hashes: dict = field(default_factory=dict)  # _key -> sha256, None when the file could not be read
+    held: dict = field(default_factory=dict)  # _key -> held_back_reason
+
+
+def _walk_settings(root: IndexedRoot) -> tuple:
+    return (root.path, root.recursive, tuple(root.exclude_patterns or ()), tuple(root.include_patterns or ()))
+
+
+def _key(candidate) -> tuple:
+    stat = candidate.stat
+    return (candidate.path, stat.st_size, stat.st_mtime_ns, stat.st_ino)
+
+
+def _same_content(row, stat) -> bool:
+    """The row's hash still holds for the file at this stat, without reading it."""
+    if not row.sha256 or row.size != stat.st_size:
+        return False
+    if row.mtime_ns is None:  # fingerprinted before mtime_ns and the inode were kept
+        return row.mtime == stat.st_mtime
+    return row.mtime_ns == stat.st_mtime_ns and (row.inode == stat.st_ino or row.inode == stored_inode(stat))
+
+
+def _comes_back(row) -> bool:
+    """A row out of the library whose file, being here, comes back in."""
+    return row.deleted_at is not None or row.status == Source.Status.EXCLUDED or row.excluded_by == ROOT_DISABLED
+
+
+def _settled(row, candidate) -> bool:
+    """Nothing to do: the row knows this file as it is and where it is, and owes LightRAG nothing."""
+    if candidate.excluded_by:
+        return row.status == Source.Status.EXCLUDED
+    return (
+        row.mtime_ns is not None
+        and row.absolute_path == candidate.path
+        and row.status not in _TO_SEND
+        and not _comes_back(row)
+        and _same_content(row, candidate.stat)
+    )
+
+
+def _needs(row, candidate) -> tuple[bool, bool]:
+    """Whether the file's hash and its text-size verdict must be read."""
+    if candidate.excluded_by or (row is not None and _settled(row, candidate)):
+        return False, False
+    return row is None or not _same_content(row, candidate.stat), row is None or not row.allow_large_text
+
+
+def _look(root: IndexedRoot) -> _Look:
+    """Walk the root, read its rows, and read the files the rows do not know as they are."""
+    look = _Look(_walk_settings(root))
+    try:
+        candidates, look.refused = expand_root(
+            settings.MNOTE_LIBRARY_BASE_DIR,
+            root.path,
+            recursive=root.recursive,
+            exclude_patterns=root.exclude_patterns,
+            skip_folders=(settings.MNOTE_LIGHTRAG.input_dir, settings.MNOTE_LIGHTRAG.working_dir),
+        )
+        look.candidates = included(candidates, root.include_patterns)
+    except PathRefused as e:
+        # The root itself is gone or unreachable: its files are missing.
+        look.error = str(e)
+    look.rows = {row.relative_path: row for row in map(_Row._make, _root_rows(root))}
+    unsettled = []
+    for candidate in look.candidates:
+        row = look.rows.get(candidate.relative_path)
+        if row is not None and _settled(row, candidate):
+            look.settled.add(candidate.relative_path)
+        else:
+            unsettled.append((candidate, row))
+    _read(look, unsettled)
+    return look
+
+
+def _root_rows(root: IndexedRoot) -> list[tuple]:
+    """The root's rows as plain tuples of ``_ROW_FIELDS``, in one query.
+
+    The cursor directly, not ``values_list``: Django's per-value converters
+    cost more than the walk for 10,000 rows, and these fields need none for
+    a comparison (a datetime is only tested for None, a boolean for truth).
+    """
+    columns = ", ".join(connection.ops.quote_name(Source._meta.get_field(name).column) for name in _ROW_FIELDS)
+    root_column = connection.ops.quote_name(Source._meta.get_field("root").column)
+    table = connection.ops.quote_name(Source._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {columns} FROM {table} WHERE {root_column} = %s", [root.pk])
+        return cursor.fetchall()
+
+
+def _read(look: _Look, pairs) -> None:
+    """Hash (and weigh the text of) the files of ``pairs`` that need it."""
+    for candidate, row in pairs:
+        need_hash, need_held = _needs(row, candidate)
+        key = _key(candidate)
+        if need_hash and key not in look.hashes:
+            try:
+                look.hashes[key] = ingest.file_sha256(candidate.path)
+            except OSError:
+                look.hashes[key] = None  # vanished while we walked; the next sync sees it gone
+        if need_held and key not in look.held:
+            look.held[key] = held_back_reason(candidate.absolute_path, candidate.stat.st_size)
+
+
+def _as_now(look: _Look, source, candidate) -> tuple[object, bool]:
+    """The candidate to write from, and whether everything it needs is read.
+    ``source``: the row as it is now, or None."""
+    for attempt in (0, 1):
+        need_hash, need_held = _needs(source, candidate)
+        key = _key(candidate)
+        if (not need_hash or key in look.hashes) and (not need_held or key in look.held):
+            return candidate, True
+        if attempt == 0:
+            # The row changed since the look (another sync, an admin): the
+            # file may have too; its stat says whether a read is needed.
+            try:
+                candidate = dataclasses.replace(candidate, stat=os.stat(candidate.path))
+            except OSError:
+                return candidate, True  # gone: the next sync sees it
+    return candidate, False
+
+
+def _load(queryset, name: str, values) -> dict:
+    found = {}
+    values = list(values)
+    for start in range(0, len(values), _CHUNK):
+        for source in queryset.filter(**{f"{name}__in": values[start : start + _CHUNK]}):
+            found[source.relative_path] = source
+    return found
+
+
+def _apply(root: IndexedRoot, look: _Look, limit: int, summary: SyncSummary, *, read_now: bool) -> list:
+    """Under the root's lock: write what the look found. Returns the files
+    still to be read (nothing written then) unless ``read_now``."""
+    rows = look.rows
+    # Settled at the look: whatever another writer did to those rows since,
+    # this sync has nothing to write there.
+    settled = set(look.settled)
+    pending = [(c, rows.get(c.relative_path)) for c in look.candidates if c.relative_path not in settled]
+    seen = {c.relative_path for c in look.candidates}
+    gone = [row for path, row in rows.items() if path not in seen and row.status not in _GONE]
+
+    # Rows as they are now, for every file that needs a write; a file new at
+    # the look may have been registered by another sync since.
+    sources = root.sources.order_by()
+    current = _load(sources, "pk", [row.id for _, row in pending if row is not None] + [row.id for row in gone])
+    if any(row is None for _, row in pending):
+        known = set(sources.values_list("relative_path", flat=True))
+        current |= _load(sources, "relative_path", [c.relative_path for c, row in pending if row is None and c.relative_path in known])
+
+    work, wanted = [], []
+    for candidate, _row in pending:
+        source = current.get(candidate.relative_path)
+        if source is not None and _settled(source, candidate):
+            settled.add(candidate.relative_path)
+            continue
+        candidate, complete = _as_now(look, source, candidate)
+        if not complete:
+            wanted.append((candidate, source))
+        work.append((candidate, source))
+    if wanted:
+        if not read_now:
+            return wanted
+        _read(look, wanted)  # the last attempt: read under the lock rather than never finish
+
+    summary.error = look.error
+    summary.refused = look.refused
+    excluded = sum(1 for c in look.candidates if c.excluded_by and c.relative_path in settled)
+    summary.excluded += excluded
+    summary.unchanged += len(settled) - excluded
+
+    new: list[Source] = []
+    to_queue: list[Source] = []
+    dirty: list[Source] = []
+    for candidate, source in work:
+        key = _key(candidate)
+        if candidate.excluded_by:
+            summary.excluded += 1
+            if source is None:
+                new.append(_new_source(root, candidate, status=Source.Status.EXCLUDED))
+            elif source.status != Source.Status.EXCLUDED:
+                _exclude(source, candidate.excluded_by)
+                dirty.append(source)
+            continue
+        if look.hashes.get(key, "") is None:
+            continue  # vanished while we walked; the next sync sees it gone
+        if source is None:
+            held = look.held[key]
+            if held:
+                new.append(_new_source(root, candidate, look.hashes[key], status=Source.Status.EXCLUDED, excluded_by=held))
+                summary.held += 1
+            else:
+                new.append(_new_source(root, candidate, look.hashes[key]))
+            summary.new += 1
+            continue
+        same = _same_content(source, candidate.stat)
+        source.absolute_path = candidate.path
+        if _comes_back(source):
+            source.deleted_at = None
+            source.excluded_by = ""
+            source.status = Source.Status.NOT_INDEXED
+        changed = set_fingerprint(source, candidate.stat, source.sha256 if same else look.hashes[key])
+        dirty.append(source)
+        if (changed or source.status in _TO_SEND) and not source.allow_large_text:
+            held = look.held[key]
+            if held:
+                summary.held += 1
+                _hold_back(source, held)
+                continue
+        if changed:
+            summary.changed += 1
+            _content_changed(source, root)
+            if root.run_on_change:
+                to_queue.append(source)
+            continue
+        summary.unchanged += 1
+        if source.status in _TO_SEND:
+            to_queue.append(source)
+
+    # New rows are created already queued: one INSERT each, no UPDATE after.
+    fresh = [s for s in new if s.status == Source.Status.NOT_INDEXED]
+    queue_known = to_queue[:limit]
+    queue_fresh = fresh[: max(limit - len(queue_known), 0)]
+    for source in queue_fresh:
+        mark_queued(source)
+    Source.objects.bulk_create(new, batch_size=_CHUNK)
+    for row in gone:
+        source = current.get(row.relative_path)
+        if source is None or source.status in _GONE:
+            continue  # taken out (or pruned) since the look
+        summary.missing += 1
+        submit_delete(source, missing=True, save=False)
+        dirty.append(source)
+    _save(dirty)
+    queue_many(queue_known)
+    send_to_lightrag(queue_fresh)
+    summary.queued = len(queue_known) + len(queue_fresh)
+    summary.capped = len(to_queue) + len(fresh) - summary.queued
+    return []
+
+
+def _save(sources: list[Source]) -> None:
+    now = timezone.now()
+    for source in sources:
+        source.updated_at = now
+    Source.objects.bulk_update(sources, _SYNC_FIELDS, batch_size=_CHUNK)
+
+
+def _take_out(root: IndexedRoot, summary: SyncSummary) -> None:
+    """A disabled root: its files leave LightRAG (the files are not touched)."""
+    summary.disabled = 0
+    taken = []
+    for source in root.sources.order_by().exclude(status__in=[*_GONE, Source.Status.EXCLUDED]):
+        # Marked so that enabling the root again sends them back.
+        source.excluded_by = ROOT_DISABLED
+        submit_delete(source, missing=False, save=False)
+        taken.append(source)
+    _save(taken)
+    summary.disabled = len(taken)
+
+
+def _new_source(root: IndexedRoot, candidate, sha256: str = "", *, status=Source.Status.NOT_INDEXED, excluded_by: str = "") -> Source:
     source = Source(
         root=root,
         relative_path=candidate.relative_path,
-        absolute_path=str(candidate.absolute_path),
+        absolute_path=candidate.path,
         status=status,
         excluded_by=excluded_by or candidate.excluded_by,
     )
     if status != Source.Status.EXCLUDED or excluded_by:
-        refresh_fingerprint(source, candidate.stat)
+        set_fingerprint(source, candidate.stat, sha256)
     return source
 
 
 def _hold_back(source: Source, reason: str) -> None:
     """Too much text for LightRAG: not sent (its old document, if any, is
-    already on its way out) until an admin reindexes it."""
+    already on its way out) until an admin reindexes it. The caller saves."""
     if source.lightrag_doc_id or source.status in Source.IN_PROGRESS:
-        submit_delete(source, missing=False)
+        submit_delete(source, missing=False, save=False)
     unlink_from_inputs(source)
     source.status = Source.Status.EXCLUDED
     source.excluded_by = reason
-    source.save()
-
-
-def allow_large_text(source: Source) -> None:
-    """An admin's word that a held-back file may go to LightRAG after all."""
-    source.allow_large_text = True
-    source.status = Source.Status.NOT_INDEXED
-    source.excluded_by = ""
-    source.save(update_fields=["allow_large_text", "status", "excluded_by", "updated_at"])
 
 
 def _exclude(source: Source, pattern: str) -> None:
+    """The caller saves."""
     if source.lightrag_doc_id or source.status in Source.IN_PROGRESS:
-        submit_delete(source, missing=False)
+        submit_delete(source, missing=False, save=False)
     source.status = Source.Status.EXCLUDED
     source.excluded_by = pattern
-    source.save()
 
 
 def _content_changed(source: Source, root: IndexedRoot) -> None:
     """A new version of the file: the old LightRAG document goes; the new
-    content is sent when the root is run-on-change, else the row waits as stale."""
+    content is sent when the root is run-on-change, else the row waits as
+    stale. The caller saves."""
     source.stale = True
     unlink_from_inputs(source)
     if source.lightrag_doc_id:
         owe_delete(source, source.lightrag_doc_id)
         source.lightrag_doc_id = ""
     source.status = Source.Status.QUEUED if root.run_on_change else Source.Status.STALE
-    source.save()
 
 
 def sync_library(roots=None) -> list[SyncSummary]:
     roots = roots if roots is not None else IndexedRoot.objects.all()
     return [sync_root(root) for root in roots]
-
-
-# --- per-source actions ---------------------------------------------------
-
-
-def reindex_source(source: Source) -> str:
-    """Send the file to LightRAG again under a new name, replacing (by delete,
-    never silently) the document it had. A file held back for its size is
-    sent: an admin asking for it is the allowance."""
-    if not os.path.exists(source.absolute_path):
-        submit_delete(source, missing=True)
-        return "missing"
-    if source.status == Source.Status.EXCLUDED and is_held_back(source.excluded_by):
-        allow_large_text(source)
-    return queue_for_ingest(source, force=True)
-
-
-def delete_index(source: Source) -> None:
-    """Drop what LightRAG derived from this file; the file stays."""
-    submit_delete(source, missing=False)
-
-
-def prune_registry() -> int:
-    """Clear stale records: removed, failed and stale rows go; rows whose
-    delete is still submitted stay until LightRAG confirms it."""
-    prunable = Source.objects.filter(_PRUNABLE).exclude(status=Source.Status.DELETE_SUBMITTED)
-    # A failed row may still have a record in LightRAG; it goes too.
-    for source in prunable.exclude(lightrag_doc_id=""):
-        owe_delete(None, source.lightrag_doc_id)
-    # Only registry rows count: the delete also cascades to their index entries.
-    _, per_model = prunable.delete()
-    deleted = per_model.get(Source._meta.label, 0)
-    Job.objects.filter(state__in=[Job.State.DONE, Job.State.FAILED], source__isnull=True).delete()
-    return deleted
-
-
-@dataclass(frozen=True)
-class RootRemoval:
-    root: str
-    sources: int
-    deletes_submitted: int
-
-    def line(self) -> str:
-        return _(
-            "Removed root “%(root)s” and its %(sources)d registry rows. LightRAG documents of %(deletes)d files "
-            "are being removed; the files themselves are not touched."
-        ) % {"root": self.root, "sources": self.sources, "deletes": self.deletes_submitted}
-
-
-def remove_root(root: IndexedRoot) -> RootRemoval:
-    """Take a root out of the library: ask LightRAG to drop every document
-    derived from its files, then forget its registry rows. The delete jobs
-    outlive the rows (by doc id or by name), so the worker still sends them."""
-    with transaction.atomic():
-        sources = list(root.sources.all())
-        deleting = 0
-        for source in sources:
-            if source.lightrag_doc_id or source.status in Source.IN_PROGRESS:
-                delete_index(source)
-                deleting += 1
-        root.delete()
-    return RootRemoval(root.name, len(sources), deleting)
-
-
-# --- status summary ---------------------------------------------------------
-
-
-@dataclass
-class LibraryStatus:
-    registry_counts: dict[str, int]
-    registry_total: int
-    lightrag_counts: dict[str, int] | None = None
-    lightrag_total: int | None = None
-    unmapped: list = field(default_factory=list)  # LightRAG documents no registry row maps to
-    lightrag_error: str = ""
-
-
-def library_status(client: LightRAGClient | None, *, sources=None) -> LibraryStatus:
-    """Counts per user-facing status (of ``sources``, default all), LightRAG's
-    own counts, and LightRAG documents that no registry row maps to."""
-    sources = Source.objects.all() if sources is None else sources
-    counts = dict(sources.order_by().values_list("status").annotate(n=Count("id")))
-    registry_counts = {value: counts.get(value, 0) for value, _ in Source.Status.choices}
-    status = LibraryStatus(registry_counts, sum(counts.values()))
-    if client is None:
-        return status
-    names = set(Source.objects.exclude(lightrag_name="").values_list("lightrag_name", flat=True))
-    doc_ids = set(Source.objects.exclude(lightrag_doc_id="").values_list("lightrag_doc_id", flat=True))
-    try:
-        lightrag_counts: dict[str, int] = {}
-        for document in client.iter_documents():
-            lightrag_counts[document.status] = lightrag_counts.get(document.status, 0) + 1
-            if document.id not in doc_ids and document.file_path not in names:
-                status.unmapped.append(document)
-    except LightRAGError as e:
-        status.lightrag_error = str(e)
-        return status
-    status.lightrag_counts = lightrag_counts
-    status.lightrag_total = sum(lightrag_counts.values())
-    return status
-

@@ -28,7 +28,7 @@ from mnote.library.source_filters import (
     reindex_refusal,
     source_filter,
 )
-from mnote.library.sync import delete_index, library_status, prune_registry, reindex_source, remove_root
+from mnote.library.actions import delete_index, library_status, prune_registry, reindex_source, remove_root
 from mnote.library.sync_report import sync_and_report
 from mnote.library.tree import folder_level, roots_level
 from mnote.search.recent import recent as recent_queries

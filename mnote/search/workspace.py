@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 
 from mnote.text import evidence_window, mark_terms, query_terms
 from mnote.kinds import kind_of
@@ -23,21 +23,24 @@ _GONE = (Source.Status.REMOVED, Source.Status.DELETE_SUBMITTED)
 def refresh_workspace_index(root: IndexedRoot) -> int:
     """Read the text files of a root whose content changed since last time.
 
-    Plain rows and bulk writes: a sync of 10,000 files must not pay an ORM
-    round trip per unchanged file.
+    One query finds them — rows whose hash the index does not hold — so a
+    sync of 10,000 unchanged files costs that query and nothing per file.
     """
-    known = dict(WorkspaceText.objects.filter(source__root=root).values_list("source_id", "sha256"))
+    indexed = WorkspaceText.objects.filter(source_id=OuterRef("pk"))
     rows = (
         root.sources.exclude(status__in=_GONE)
         .filter(deleted_at__isnull=True)
         .exclude(sha256="")
+        .exclude(Exists(indexed.filter(sha256=OuterRef("sha256"))))
+        .annotate(has_text=Exists(indexed))
         .only("pk", "root", "relative_path", "absolute_path", "sha256", "status", "deleted_at")
+        .order_by()
     )
     fresh, changed = [], []
     for source in rows:
         pk, sha256 = source.pk, source.sha256
         name = PurePosixPath(source.relative_path or source.absolute_path).name
-        if not kind_of(name).workspace_text or known.get(pk) == sha256:
+        if not kind_of(name).workspace_text:
             continue
         source.root = root
         try:
@@ -46,7 +49,7 @@ def refresh_workspace_index(root: IndexedRoot) -> int:
         except (TextRejected, SourceUnavailable, OSError):
             continue
         entry = WorkspaceText(source_id=pk, sha256=sha256, body=text[:MAX_INDEXED_CHARS])
-        (changed if pk in known else fresh).append(entry)
+        (changed if source.has_text else fresh).append(entry)
     # Two syncs of one root may refresh at once (outside the root's lock): the later row wins.
     WorkspaceText.objects.bulk_create(
         fresh, batch_size=500, update_conflicts=True, unique_fields=["source"], update_fields=["sha256", "body"]

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from mnote.library.sync import prune_registry
+from mnote.library.actions import prune_registry
 
 
 class Command(BaseCommand):

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from mnote.library.management.commands._settle import settle
 from mnote.library.models import Source
-from mnote.library.sync import reindex_source
+from mnote.library.actions import reindex_source
 
 
 def find_source(library_path: str) -> Source:

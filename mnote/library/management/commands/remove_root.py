@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from mnote.library.sync import remove_root
+from mnote.library.actions import remove_root
 from mnote.library.models import IndexedRoot
 
 
