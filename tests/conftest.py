@@ -247,28 +247,44 @@ def _point_app_at(stack, settings):
         stack.set_test_knobs(ingest_delay=0, fail_ingest=0)
     # Each test starts from an empty LightRAG: the database is per test, and
     # LightRAG would otherwise call a later test's files duplicates.
-    empty_lightrag(settings.MNOTE_LIGHTRAG)
+    empty_lightrag(stack, settings.MNOTE_LIGHTRAG)
 
 
-def empty_lightrag(config, timeout: float = 90) -> None:
+def empty_lightrag(stack, config, timeout: float = 240) -> None:
+    """Leave LightRAG with no document and idle, so the next test never meets
+    this one's documents (LightRAG would call its files duplicates). Our input
+    links go first, or a scan could take a file in again. On a loaded machine a
+    long ingest can outlast the wait, and a test may have killed LightRAG: then
+    LightRAG starts again on empty storage."""
     import time
 
-    from mnote.lightrag import LightRAGBusy, LightRAGError, make_client
+    from mnote.lightrag import LightRAGBusy, LightRAGError, LightRAGRejected, make_client
 
+    _unlink_inputs(config.input_dir)
     deadline = time.monotonic() + timeout
     with make_client(config) as client:
         while time.monotonic() < deadline:
             try:
                 ids = [d.id for d in client.iter_documents()]
-                if not ids:
-                    break
-                client.delete_documents(ids)
-            except LightRAGBusy:
-                pass
+                if not ids and not client.health().pipeline_busy:
+                    return
+                if ids:
+                    client.delete_documents(ids)
+            except (LightRAGBusy, LightRAGRejected):
+                pass  # still working on a document: asked again
             except LightRAGError:
-                break  # a killed server is restarted by the next test's fixture
+                break  # killed by the test
             time.sleep(0.5)
-    for entry in config.input_dir.iterdir():
+    stack.lightrag.stop()
+    shutil.rmtree(stack.config.working_dir, ignore_errors=True)
+    stack.config.working_dir.mkdir(parents=True)
+    shutil.rmtree(config.input_dir / "__parsed__", ignore_errors=True)
+    _unlink_inputs(config.input_dir)
+    stack.restart_lightrag()
+
+
+def _unlink_inputs(input_dir: Path) -> None:
+    for entry in input_dir.iterdir():
         if entry.is_symlink():
             entry.unlink()  # our own links, never a user's file
 

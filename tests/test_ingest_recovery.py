@@ -15,6 +15,7 @@ from mnote.library.ingest import (
     classify_failure,
     rescan_stuck,
     resend_due_retries,
+    run_due_jobs,
     retry_failed,
 )
 from mnote.library.models import IndexedRoot, Job, Source
@@ -147,6 +148,10 @@ def test_it_sends_a_docx_the_native_parser_found_empty_through_the_legacy_parser
         source.refresh_from_db()
         assert source.status == Source.Status.RETRYING and source.parser_hint == "legacy"
         assert source.attempts == 0  # a different parser is not a retry of the same thing
+        # The failed record goes first; the file is sent again once LightRAG no longer lists it.
+        fake_lightrag.on("DELETE", "/documents/delete_document", "delete_document.json")
+        assert run_due_jobs(client) == 1
+        fake_lightrag.on("POST", "/documents/paginated", listing())
         assert resend_due_retries(client) == 1
 
     source.refresh_from_db()
@@ -176,6 +181,7 @@ def test_it_resends_due_retries_in_small_waves_and_only_while_lightrag_is_idle(r
     for name in names:
         indexing(root, name, status=Source.Status.RETRYING, retry_at=timezone.now() - timedelta(seconds=1))
     fake_lightrag.on("GET", "/health", HEALTH_BUSY)
+    fake_lightrag.on("POST", "/documents/paginated", listing())
     with lightrag_client() as client:
         assert resend_due_retries(client) == 0
         fake_lightrag.on("GET", "/health", HEALTH_IDLE)
@@ -184,6 +190,72 @@ def test_it_resends_due_retries_in_small_waves_and_only_while_lightrag_is_idle(r
         assert resend_due_retries(client) == 0
     assert Source.objects.filter(status=Source.Status.QUEUED).count() == RETRY_WAVE
     assert Job.objects.filter(kind=Job.Kind.SCAN, state=Job.State.PENDING).count() == 1
+
+
+def test_a_retry_waits_until_lightrag_has_let_go_of_the_failed_record(root, input_dir, fake_lightrag):
+    """Each scan makes LightRAG process its failed records again: a file sent
+    under a new name while its old record is analysed would be filed as a
+    duplicate of it. So the retry waits for the delete, and for LightRAG to
+    stop listing the old record."""
+    source = indexing(root, "a.docx")
+    failed = document(source.lightrag_name, "failed", error=EMBEDDING_TIMEOUT)
+    fake_lightrag.on("GET", "/health", HEALTH_IDLE)
+    fake_lightrag.on("POST", "/documents/paginated", listing(failed))
+    with lightrag_client() as client:
+        bridge_statuses(client)
+        Source.objects.filter(pk=source.pk).update(retry_at=timezone.now() - timedelta(seconds=1))
+        delete = Job.objects.get(kind=Job.Kind.DELETE, source=source)
+
+        # The delete is still owed: no retry yet.
+        assert resend_due_retries(client) == 0
+        # Answered "busy" while LightRAG worked: LightRAG is idle now, so it is asked at once.
+        delete.retry_later("LightRAG busy: Pipeline is busy", give_up=False)
+        assert delete.next_attempt_at > timezone.now()
+        assert resend_due_retries(client) == 0
+        delete.refresh_from_db()
+        assert delete.next_attempt_at <= timezone.now() and delete.state == Job.State.PENDING
+        # Accepted, but LightRAG still lists the record (as "analyzing" after another scan).
+        delete.finish()
+        fake_lightrag.on("POST", "/documents/paginated", listing({**failed, "status": "analyzing"}))
+        assert resend_due_retries(client) == 0
+        source.refresh_from_db()
+        assert source.status == Source.Status.RETRYING
+
+        # Gone from LightRAG's list: now it goes, under a new name.
+        fake_lightrag.on("POST", "/documents/paginated", listing())
+        assert resend_due_retries(client) == 1
+    source.refresh_from_db()
+    assert source.status == Source.Status.QUEUED and source.generation == 1
+    assert source.lightrag_name != failed["file_path"]
+
+
+def test_a_failed_record_lightrag_itself_processed_meanwhile_makes_the_file_indexed(root, fake_lightrag):
+    """LightRAG processes its failed records again with each later scan: the
+    one a retry waits to see deleted may end processed instead."""
+    source = indexing(root, "a.docx", status=Source.Status.RETRYING, retry_at=timezone.now() - timedelta(seconds=1))
+    Job.objects.create(kind=Job.Kind.DELETE, source=source, payload={"doc_ids": ["doc-old"]})
+    fake_lightrag.on("GET", "/health", HEALTH_IDLE)
+    fake_lightrag.on("POST", "/documents/paginated", listing(document(source.lightrag_name, doc_id="doc-old", chunks=4)))
+    with lightrag_client() as client:
+        assert resend_due_retries(client) == 0
+    source.refresh_from_db()
+    assert source.status == Source.Status.INDEXED and source.lightrag_doc_id == "doc-old" and source.chunk_count == 4
+    assert not Job.objects.filter(state=Job.State.PENDING).exists()  # its delete called off
+
+
+def test_a_delete_that_went_through_but_left_the_record_is_asked_again(root, fake_lightrag):
+    source = indexing(root, "a.docx", status=Source.Status.RETRYING, retry_at=timezone.now() - timedelta(seconds=1))
+    job = Job.objects.create(kind=Job.Kind.DELETE, source=source, payload={"doc_ids": ["doc-old"]})
+    job.finish()
+    fake_lightrag.on("GET", "/health", HEALTH_IDLE)
+    fake_lightrag.on("POST", "/documents/paginated", listing(document("old-name", "failed", doc_id="doc-old")))
+    with lightrag_client() as client:
+        assert resend_due_retries(client) == 0
+        assert not Job.objects.filter(state=Job.State.PENDING).exists()  # LightRAG may still be deleting it
+        Job.objects.filter(pk=job.pk).update(finished_at=timezone.now() - timedelta(minutes=5))
+        assert resend_due_retries(client) == 0
+    again = Job.objects.get(kind=Job.Kind.DELETE, state=Job.State.PENDING)
+    assert again.payload == {"doc_ids": ["doc-old"]} and again.source == source
 
 
 def test_retry_failed_sends_back_failed_files_of_one_root_only(root, library_dir, input_dir):
