@@ -297,6 +297,39 @@ def test_the_retry_failed_buttons_are_for_admins(root, admin_client, member_clie
     assert Source.objects.filter(status=Source.Status.RETRYING).count() == 2
 
 
+def test_admins_retry_failed_files_through_the_json_api(root, library_dir, admin_client, member_client):
+    other_folder = library_dir / "other"
+    other_folder.mkdir()
+    (other_folder / "x.md").write_text("x")
+    other = IndexedRoot.objects.create(name="Other", path="other")
+    indexing(root, "a.docx", status=Source.Status.FAILED, lightrag_doc_id="doc-a", attempts=5)
+    indexing(other, "x.md", status=Source.Status.FAILED, lightrag_doc_id="doc-x")
+
+    def post(client, body):
+        return client.post("/api/admin/retry-failed", body, content_type="application/json")
+
+    assert post(member_client, {"rootId": root.pk}).status_code == 403
+    assert post(admin_client, {"rootId": 99999}).status_code == 404
+    assert post(admin_client, {"rootId": "1"}).status_code == 400
+    assert post(admin_client, {"sourceId": 1}).status_code == 400
+    assert Source.objects.filter(status=Source.Status.FAILED).count() == 2
+
+    body = post(admin_client, {"rootId": root.pk}).json()
+    assert body["rootId"] == root.pk and body["root"] == "Books" and body["retried"] == 1
+    assert set(Source.objects.values_list("relative_path", "status")) == {("a.docx", "retrying"), ("x.md", "failed")}
+    assert Job.objects.get(kind=Job.Kind.DELETE).payload == {"doc_ids": ["doc-a"]}
+
+    body = post(admin_client, {}).json()  # the whole library
+    assert body == {
+        "rootId": None,
+        "root": None,
+        "retried": 1,
+        "message": "1 failed file(s) of the library will be sent to LightRAG again, a few at a time.",
+    }
+    assert not Source.objects.filter(status=Source.Status.FAILED).exists()
+    assert post(admin_client, {}).json()["retried"] == 0
+
+
 def test_it_names_a_file_with_a_newline_so_lightrag_accepts_it(root):
     source = Source(root=root, relative_path="two\nlines.md", sha256="0" * 64)
     name = source.unique_lightrag_name()
