@@ -192,6 +192,24 @@ def test_it_resends_due_retries_in_small_waves_and_only_while_lightrag_is_idle(r
     assert Job.objects.filter(kind=Job.Kind.SCAN, state=Job.State.PENDING).count() == 1
 
 
+def test_files_going_to_the_legacy_parser_go_together_beside_a_wave_of_retries(root, input_dir, fake_lightrag):
+    (root.absolute_path / "f.docx").write_text("f")
+    (root.absolute_path / "g.docx").write_text("g")
+    (root.absolute_path / "h.md").write_text("h")
+    due = timezone.now() - timedelta(seconds=1)
+    empty = "DOCX parser returned empty content for x.docx"
+    for name in ("a.docx", "b.docx", "f.docx", "g.docx"):
+        indexing(root, name, status=Source.Status.RETRYING, retry_at=due, parser_hint="legacy", last_error=empty)
+    for name in ("c.md", "d.md", "e.md", "h.md"):
+        indexing(root, name, status=Source.Status.RETRYING, retry_at=due, attempts=1, last_error=EMBEDDING_TIMEOUT)
+    fake_lightrag.on("GET", "/health", HEALTH_IDLE)
+    fake_lightrag.on("POST", "/documents/paginated", listing())
+    with lightrag_client() as client:
+        assert resend_due_retries(client) == 4 + RETRY_WAVE
+    assert Source.objects.filter(status=Source.Status.QUEUED, parser_hint="legacy").count() == 4
+    assert Source.objects.filter(status=Source.Status.RETRYING).count() == 4 - RETRY_WAVE
+
+
 def test_a_retry_waits_until_lightrag_has_let_go_of_the_failed_record(root, input_dir, fake_lightrag):
     """Each scan makes LightRAG process its failed records again: a file sent
     under a new name while its old record is analysed would be filed as a

@@ -501,6 +501,10 @@ def _ready_to_resend(source: Source, documents: dict) -> bool | None:
     return False
 
 
+def _first_legacy_attempt(source: Source) -> bool:
+    return source.parser_hint == "legacy" and classify_failure(source.last_error) == "legacy"
+
+
 def resend_due_retries(client: LightRAGClient) -> int:
     """Send a small wave of sources whose retry is due, when LightRAG is idle,
     owes us no scan and no longer lists their failed records. Returns how
@@ -523,8 +527,11 @@ def resend_due_retries(client: LightRAGClient) -> int:
             ready.append(source)
     if deletes_moved_up:
         return 0  # the deletes go next round; the files follow together after them
+    # A file going to the legacy parser after the native one found nothing is
+    # no retry of a timeout: small, cheap to parse, so all of them go at once.
+    legacy = [source for source in ready if _first_legacy_attempt(source)]
     sent = []
-    for source in ready[:RETRY_WAVE]:
+    for source in legacy + [source for source in ready if source not in legacy][:RETRY_WAVE]:
         try:
             refresh_fingerprint(source)
         except OSError:
