@@ -127,6 +127,10 @@ class Run:
         )
         call_command("flush", interactive=False, verbosity=0)
 
+    def endpoint_work(self) -> dict:
+        """The model endpoint's compute seconds and texts per lane since it started."""
+        return httpx.get(f"{self.stack.config.model_url.removesuffix('/v1')}/health", timeout=30).json()["work"]
+
     def ingest(self, max_seconds: float) -> dict:
         from mnote.library.ingest import work_once
         from mnote.library.models import IndexedRoot, Job, Source
@@ -135,6 +139,7 @@ class Run:
         from mnote.lightrag import LightRAGError
 
         roots = [IndexedRoot.objects.create(name="Corpus", path="corpus"), IndexedRoot.objects.create(name="Demo", path="demo")]
+        work_before = self.endpoint_work()
         t0 = time.monotonic()
         for root in roots:
             sync_root(root, batch_limit=100_000)
@@ -150,6 +155,12 @@ class Run:
                     break
                 time.sleep(1)
         seconds = time.monotonic() - t0
+        work_after = self.endpoint_work()
+        # Both lanes: a single chunk sent alone rides the query lane. (In the
+        # run with searchers this includes their query embeddings too.)
+        lanes = ("ingest", "query")
+        ingest_compute = sum(work_after[lane]["seconds"] - work_before[lane]["seconds"] for lane in lanes)
+        embedded = sum(work_after[lane]["texts"] - work_before[lane]["texts"] for lane in lanes)
         rows = list(Source.objects.exclude(status=Source.Status.EXCLUDED))
         indexed = [s for s in rows if s.status == Source.Status.INDEXED]
         failed = [s for s in rows if s.status == Source.Status.FAILED]
@@ -168,6 +179,12 @@ class Run:
             "retried": sum(1 for s in rows if s.generation > 0),
             "chunks": chunks,
             "chunks_per_minute": round(chunks / (seconds / 60), 1) if seconds else None,
+            # How much of the ingest the embedding engine was computing for LightRAG:
+            # the rest is LightRAG's own per-document work, waits and retries.
+            "embedder_compute_seconds": round(ingest_compute, 1),
+            "embedder_texts": embedded,
+            "embedder_busy_share": round(ingest_compute / seconds, 3) if seconds else None,
+            "lightrag_log": lightrag_log_summary(self.stack.config.lightrag_dir / "lightrag.log"),
             "failures": [
                 {"file": s.relative_path, "kind": s.failure_kind, "error": s.last_error[:300]} for s in failed
             ],
@@ -180,6 +197,41 @@ class Run:
 
     def stop(self) -> None:
         self.stack.stop()
+
+
+def lightrag_log_summary(path: Path) -> dict:
+    """Where LightRAG's time went, from its own log: documents completed, the
+    seconds from a document's "Extracting stage" to its completion, and the
+    part of that spent in vector flushes (embedding under the storage lock,
+    then the save)."""
+    import re
+
+    stamp = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) - lightrag - \w+ - (.*)$")
+    documents, process, flush = 0, 0.0, 0.0
+    started = flushing = None
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return {}
+    for line in lines:
+        match = stamp.match(line)
+        if not match:
+            continue
+        when = datetime.strptime(match[1], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        message = match[2]
+        if message.startswith("Extracting stage"):
+            started = when
+        elif "flush: embedding" in message and flushing is None:
+            flushing = when
+        elif message.startswith("In memory DB persist to disk") and flushing is not None:
+            flush += when - flushing
+            flushing = None
+        elif message.startswith("Completed processing file") and started is not None:
+            documents += 1
+            process += when - started
+            started = None
+    return {"documents_completed": documents, "process_seconds": round(process, 1),
+            "flush_seconds": round(flush, 1)}
 
 
 def bare_throughput(run: Run, texts: list[str]) -> dict:
@@ -235,6 +287,7 @@ def main(argv=None) -> int:
     ap.add_argument("--max-minutes", type=float, default=30, help="per ingest run")
     ap.add_argument("--bare-chunks", type=int, default=60)
     ap.add_argument("--no-search-run", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="keep the data dir (LightRAG's log, storage) for a look")
     args = ap.parse_args(argv)
     if not args.corpus.is_dir():
         ap.error(f"no corpus at {args.corpus}; pass --corpus")
@@ -304,7 +357,10 @@ def main(argv=None) -> int:
             print("  ingest:", {k: v for k, v in ingest.items() if k != "failures"}, flush=True)
             run.stop()
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if args.keep:
+            print(f"kept {tmp}", flush=True)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     ingest, bare = result["ingest"], result["bare"]
     result["ratio_ingest_to_bare"] = round(ingest["chunks_per_minute"] / bare["chunks_per_minute"], 3)

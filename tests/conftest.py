@@ -292,11 +292,11 @@ def _point_app_at(stack, settings):
     # Each test starts from an empty LightRAG: the database is per test, and
     # LightRAG would otherwise call a later test's files duplicates (a shelf's
     # documents stay there after its tests, see below).
-    empty_lightrag(settings.MNOTE_LIGHTRAG)
+    empty_lightrag(stack, settings.MNOTE_LIGHTRAG)
     yield stack
     if stack.model_endpoint is not None and stack.model_endpoint.alive():
         stack.set_test_knobs(ingest_delay=0, fail_ingest=0)
-    empty_lightrag(settings.MNOTE_LIGHTRAG)
+    empty_lightrag(stack, settings.MNOTE_LIGHTRAG)
 
 
 def _use_lightrag_of(stack, settings) -> None:
@@ -314,25 +314,41 @@ def _use_lightrag_of(stack, settings) -> None:
     settings.MNOTE_LIGHTRAG_TRANSPORT = None
 
 
-def empty_lightrag(config, timeout: float = 90) -> None:
+def empty_lightrag(stack, config, timeout: float = 240) -> None:
+    """Leave LightRAG with no document and idle, so the next test never meets
+    this one's documents (LightRAG would call its files duplicates). Our input
+    links go first, or a scan could take a file in again. On a loaded machine a
+    long ingest can outlast the wait, and a test may have killed LightRAG: then
+    LightRAG starts again on empty storage."""
     import time
 
-    from mnote.lightrag import LightRAGBusy, LightRAGError, make_client
+    from mnote.lightrag import LightRAGBusy, LightRAGError, LightRAGRejected, make_client
 
+    _unlink_inputs(config.input_dir)
     deadline = time.monotonic() + timeout
     with make_client(config) as client:
         while time.monotonic() < deadline:
             try:
                 ids = [d.id for d in client.iter_documents()]
-                if not ids:
-                    break
-                client.delete_documents(ids)
-            except LightRAGBusy:
-                pass
+                if not ids and not client.health().pipeline_busy:
+                    return
+                if ids:
+                    client.delete_documents(ids)
+            except (LightRAGBusy, LightRAGRejected):
+                pass  # still working on a document: asked again
             except LightRAGError:
-                break  # a killed server is restarted by the next test's fixture
+                break  # killed by the test
             time.sleep(0.5)
-    for entry in config.input_dir.iterdir():
+    stack.lightrag.stop()
+    shutil.rmtree(stack.config.working_dir, ignore_errors=True)
+    stack.config.working_dir.mkdir(parents=True)
+    shutil.rmtree(config.input_dir / "__parsed__", ignore_errors=True)
+    _unlink_inputs(config.input_dir)
+    stack.restart_lightrag()
+
+
+def _unlink_inputs(input_dir: Path) -> None:
+    for entry in input_dir.iterdir():
         if entry.is_symlink():
             entry.unlink()  # our own links, never a user's file
 
@@ -428,13 +444,15 @@ def _index_shelf(shelf: Shelf, config) -> None:
 
     models = _snapshot_models()
     assert not any(m._default_manager.exists() for m in models), "request a shelf before fixtures that add library rows"
-    empty_lightrag(config)
+    empty_lightrag(shelf.stack, config)
     shelf.build()
     root = IndexedRoot.objects.create(name=shelf.name, path=shelf.path)
     sync_root(root)
     with make_client(config) as client:
         # Transient failures on a loaded machine are retried by the ledger; allow for a retry or two.
-        assert wait_until_settled(client, timeout=600, interval=0.5)
+        # A ceiling, not a wait: at the 10-19 s a chunk measured at load average 16-19, the
+        # demo's 29 chunks take 5-9 minutes.
+        assert wait_until_settled(client, timeout=900, interval=0.5)
     statuses = list(root.sources.values_list("relative_path", "status", "last_error"))
     assert statuses and all(status == "indexed" for _, status, _ in statuses), statuses
     shelf.rows = [(m._meta.label, serializers.serialize("json", m._default_manager.order_by("pk"))) for m in models]

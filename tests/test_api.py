@@ -513,6 +513,7 @@ def admin_client(client, admin_user):
         ("/api/admin/ingest", {"sourceId": 1}),
         ("/api/admin/delete-source", {"sourceId": 1}),
         ("/api/admin/prune-registry", {}),
+        ("/api/admin/retry-failed", {}),
     ],
 )
 def test_it_refuses_admin_actions_to_members(member_client, url, body):
@@ -590,7 +591,8 @@ def test_it_describes_every_endpoint_in_openapi(client):
               if p.name}
     assert set(spec["paths"]) == routes == {
         "/api/status", "/api/search", "/api/query", "/api/open-reference", "/api/sources/{sourceId}/chunks",
-        "/api/admin/ingest", "/api/admin/delete-source", "/api/admin/prune-registry", "/api/openapi.json",
+        "/api/admin/ingest", "/api/admin/delete-source", "/api/admin/prune-registry", "/api/admin/retry-failed",
+        "/api/openapi.json",
     }
     schemas = spec["components"]["schemas"]
     assert schemas["SearchResults"]["properties"]["schema"]["const"] == "mnote.knowledge_rag.search_results.v1"

@@ -26,6 +26,7 @@ ENDPOINTS = [
     ("post", "/api/admin/ingest"),
     ("post", "/api/admin/delete-source"),
     ("post", "/api/admin/prune-registry"),
+    ("post", "/api/admin/retry-failed"),
 ]
 
 

@@ -79,6 +79,7 @@ MATRIX = {
     "api/admin/ingest": ("POST", {"rootId": "<root_id>"}, expect(401, 403, 403, 200)),
     "api/admin/delete-source": ("POST", {"sourceId": "<source_id>"}, expect(401, 403, 403, 200)),
     "api/admin/prune-registry": ("POST", {}, expect(401, 403, 403, 200)),
+    "api/admin/retry-failed": ("POST", {"rootId": "<root_id>"}, expect(401, 403, 403, 200)),
     "api/openapi.json": ("GET", None, PUBLIC),
     "api/^.*$": ("GET", None, expect(404, 404, 404, 404)),
     "i18n/setlang/": ("POST", {"language": "en"}, expect(302, 302, 302, 302)),

@@ -15,6 +15,7 @@ from mnote.library.ingest import (
     classify_failure,
     rescan_stuck,
     resend_due_retries,
+    run_due_jobs,
     retry_failed,
 )
 from mnote.library.models import IndexedRoot, Job, Source
@@ -147,6 +148,10 @@ def test_it_sends_a_docx_the_native_parser_found_empty_through_the_legacy_parser
         source.refresh_from_db()
         assert source.status == Source.Status.RETRYING and source.parser_hint == "legacy"
         assert source.attempts == 0  # a different parser is not a retry of the same thing
+        # The failed record goes first; the file is sent again once LightRAG no longer lists it.
+        fake_lightrag.on("DELETE", "/documents/delete_document", "delete_document.json")
+        assert run_due_jobs(client) == 1
+        fake_lightrag.on("POST", "/documents/paginated", listing())
         assert resend_due_retries(client) == 1
 
     source.refresh_from_db()
@@ -176,6 +181,7 @@ def test_it_resends_due_retries_in_small_waves_and_only_while_lightrag_is_idle(r
     for name in names:
         indexing(root, name, status=Source.Status.RETRYING, retry_at=timezone.now() - timedelta(seconds=1))
     fake_lightrag.on("GET", "/health", HEALTH_BUSY)
+    fake_lightrag.on("POST", "/documents/paginated", listing())
     with lightrag_client() as client:
         assert resend_due_retries(client) == 0
         fake_lightrag.on("GET", "/health", HEALTH_IDLE)
@@ -184,6 +190,90 @@ def test_it_resends_due_retries_in_small_waves_and_only_while_lightrag_is_idle(r
         assert resend_due_retries(client) == 0
     assert Source.objects.filter(status=Source.Status.QUEUED).count() == RETRY_WAVE
     assert Job.objects.filter(kind=Job.Kind.SCAN, state=Job.State.PENDING).count() == 1
+
+
+def test_files_going_to_the_legacy_parser_go_together_beside_a_wave_of_retries(root, input_dir, fake_lightrag):
+    (root.absolute_path / "f.docx").write_text("f")
+    (root.absolute_path / "g.docx").write_text("g")
+    (root.absolute_path / "h.md").write_text("h")
+    due = timezone.now() - timedelta(seconds=1)
+    empty = "DOCX parser returned empty content for x.docx"
+    for name in ("a.docx", "b.docx", "f.docx", "g.docx"):
+        indexing(root, name, status=Source.Status.RETRYING, retry_at=due, parser_hint="legacy", last_error=empty)
+    for name in ("c.md", "d.md", "e.md", "h.md"):
+        indexing(root, name, status=Source.Status.RETRYING, retry_at=due, attempts=1, last_error=EMBEDDING_TIMEOUT)
+    fake_lightrag.on("GET", "/health", HEALTH_IDLE)
+    fake_lightrag.on("POST", "/documents/paginated", listing())
+    with lightrag_client() as client:
+        assert resend_due_retries(client) == 4 + RETRY_WAVE
+    assert Source.objects.filter(status=Source.Status.QUEUED, parser_hint="legacy").count() == 4
+    assert Source.objects.filter(status=Source.Status.RETRYING).count() == 4 - RETRY_WAVE
+
+
+def test_a_retry_waits_until_lightrag_has_let_go_of_the_failed_record(root, input_dir, fake_lightrag):
+    """Each scan makes LightRAG process its failed records again: a file sent
+    under a new name while its old record is analysed would be filed as a
+    duplicate of it. So the retry waits for the delete, and for LightRAG to
+    stop listing the old record."""
+    source = indexing(root, "a.docx")
+    failed = document(source.lightrag_name, "failed", error=EMBEDDING_TIMEOUT)
+    fake_lightrag.on("GET", "/health", HEALTH_IDLE)
+    fake_lightrag.on("POST", "/documents/paginated", listing(failed))
+    with lightrag_client() as client:
+        bridge_statuses(client)
+        Source.objects.filter(pk=source.pk).update(retry_at=timezone.now() - timedelta(seconds=1))
+        delete = Job.objects.get(kind=Job.Kind.DELETE, source=source)
+
+        # The delete is still owed: no retry yet.
+        assert resend_due_retries(client) == 0
+        # Answered "busy" while LightRAG worked: LightRAG is idle now, so it is asked at once.
+        delete.retry_later("LightRAG busy: Pipeline is busy", give_up=False)
+        assert delete.next_attempt_at > timezone.now()
+        assert resend_due_retries(client) == 0
+        delete.refresh_from_db()
+        assert delete.next_attempt_at <= timezone.now() and delete.state == Job.State.PENDING
+        # Accepted, but LightRAG still lists the record (as "analyzing" after another scan).
+        delete.finish()
+        fake_lightrag.on("POST", "/documents/paginated", listing({**failed, "status": "analyzing"}))
+        assert resend_due_retries(client) == 0
+        source.refresh_from_db()
+        assert source.status == Source.Status.RETRYING
+
+        # Gone from LightRAG's list: now it goes, under a new name.
+        fake_lightrag.on("POST", "/documents/paginated", listing())
+        assert resend_due_retries(client) == 1
+    source.refresh_from_db()
+    assert source.status == Source.Status.QUEUED and source.generation == 1
+    assert source.lightrag_name != failed["file_path"]
+
+
+def test_a_failed_record_lightrag_itself_processed_meanwhile_makes_the_file_indexed(root, fake_lightrag):
+    """LightRAG processes its failed records again with each later scan: the
+    one a retry waits to see deleted may end processed instead."""
+    source = indexing(root, "a.docx", status=Source.Status.RETRYING, retry_at=timezone.now() - timedelta(seconds=1))
+    Job.objects.create(kind=Job.Kind.DELETE, source=source, payload={"doc_ids": ["doc-old"]})
+    fake_lightrag.on("GET", "/health", HEALTH_IDLE)
+    fake_lightrag.on("POST", "/documents/paginated", listing(document(source.lightrag_name, doc_id="doc-old", chunks=4)))
+    with lightrag_client() as client:
+        assert resend_due_retries(client) == 0
+    source.refresh_from_db()
+    assert source.status == Source.Status.INDEXED and source.lightrag_doc_id == "doc-old" and source.chunk_count == 4
+    assert not Job.objects.filter(state=Job.State.PENDING).exists()  # its delete called off
+
+
+def test_a_delete_that_went_through_but_left_the_record_is_asked_again(root, fake_lightrag):
+    source = indexing(root, "a.docx", status=Source.Status.RETRYING, retry_at=timezone.now() - timedelta(seconds=1))
+    job = Job.objects.create(kind=Job.Kind.DELETE, source=source, payload={"doc_ids": ["doc-old"]})
+    job.finish()
+    fake_lightrag.on("GET", "/health", HEALTH_IDLE)
+    fake_lightrag.on("POST", "/documents/paginated", listing(document("old-name", "failed", doc_id="doc-old")))
+    with lightrag_client() as client:
+        assert resend_due_retries(client) == 0
+        assert not Job.objects.filter(state=Job.State.PENDING).exists()  # LightRAG may still be deleting it
+        Job.objects.filter(pk=job.pk).update(finished_at=timezone.now() - timedelta(minutes=5))
+        assert resend_due_retries(client) == 0
+    again = Job.objects.get(kind=Job.Kind.DELETE, state=Job.State.PENDING)
+    assert again.payload == {"doc_ids": ["doc-old"]} and again.source == source
 
 
 def test_retry_failed_sends_back_failed_files_of_one_root_only(root, library_dir, input_dir):
@@ -223,6 +313,39 @@ def test_the_retry_failed_buttons_are_for_admins(root, admin_client, member_clie
     assert "Retry 2 failed files" in admin_client.get("/").content.decode()
     admin_client.post("/library/sources/retry-failed/")
     assert Source.objects.filter(status=Source.Status.RETRYING).count() == 2
+
+
+def test_admins_retry_failed_files_through_the_json_api(root, library_dir, admin_client, member_client):
+    other_folder = library_dir / "other"
+    other_folder.mkdir()
+    (other_folder / "x.md").write_text("x")
+    other = IndexedRoot.objects.create(name="Other", path="other")
+    indexing(root, "a.docx", status=Source.Status.FAILED, lightrag_doc_id="doc-a", attempts=5)
+    indexing(other, "x.md", status=Source.Status.FAILED, lightrag_doc_id="doc-x")
+
+    def post(client, body):
+        return client.post("/api/admin/retry-failed", body, content_type="application/json")
+
+    assert post(member_client, {"rootId": root.pk}).status_code == 403
+    assert post(admin_client, {"rootId": 99999}).status_code == 404
+    assert post(admin_client, {"rootId": "1"}).status_code == 400
+    assert post(admin_client, {"sourceId": 1}).status_code == 400
+    assert Source.objects.filter(status=Source.Status.FAILED).count() == 2
+
+    body = post(admin_client, {"rootId": root.pk}).json()
+    assert body["rootId"] == root.pk and body["root"] == "Books" and body["retried"] == 1
+    assert set(Source.objects.values_list("relative_path", "status")) == {("a.docx", "retrying"), ("x.md", "failed")}
+    assert Job.objects.get(kind=Job.Kind.DELETE).payload == {"doc_ids": ["doc-a"]}
+
+    body = post(admin_client, {}).json()  # the whole library
+    assert body == {
+        "rootId": None,
+        "root": None,
+        "retried": 1,
+        "message": "1 failed file(s) of the library will be sent to LightRAG again, a few at a time.",
+    }
+    assert not Source.objects.filter(status=Source.Status.FAILED).exists()
+    assert post(admin_client, {}).json()["retried"] == 0
 
 
 def test_it_names_a_file_with_a_newline_so_lightrag_accepts_it(root):

@@ -289,6 +289,21 @@ def test_it_measures_its_pace_at_start_up_and_reports_it_in_health(endpoint):
     assert json.loads(body)["queue"]["max_queued_batches"] == 2
 
 
+def test_it_counts_the_compute_time_of_each_lane_in_health(endpoint):
+    """The ingest benchmark divides the ingest lane's seconds by the wall time:
+    how busy LightRAG keeps the engine."""
+    def work():
+        return json.loads(_request(endpoint, "/health")[2])["work"]
+
+    before = work()
+    _post_json(endpoint, "/v1/embeddings", {"model": EMBEDDING_MODEL, "input": ["first passage", "second passage"]})
+    _embed(endpoint, "a short query")
+    after = work()
+    assert after["ingest"]["texts"] - before["ingest"]["texts"] == 2
+    assert after["query"]["texts"] - before["query"]["texts"] == 1
+    assert after["ingest"]["seconds"] > before["ingest"]["seconds"]
+
+
 def test_a_search_query_is_embedded_before_waiting_ingest_batches(endpoint):
     import threading
 

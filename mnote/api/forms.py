@@ -178,3 +178,8 @@ class DeleteSourceForm(forms.Form):
 
 class EmptyForm(forms.Form):
     pass
+
+
+class RetryFailedForm(forms.Form):
+    # Without a root: every failed file of the library.
+    rootId = JsonIntegerField(min_value=1, max_value=MAX_ID, required=False)

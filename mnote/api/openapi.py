@@ -468,6 +468,22 @@ SCHEMAS = {
         "properties": {"sourceId": {"type": "integer"}, "sourcePath": {"type": "string"}, "status": {"type": "string"}},
     },
     "PruneResult": {"type": "object", "properties": {"pruned": {"type": "integer"}}},
+    "RetryFailedRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "description": "With rootId: that root's failed files; without: every failed file of the library.",
+        "properties": {"rootId": {"type": "integer", "minimum": 1, "maximum": MAX_ID}},
+    },
+    "RetryFailedResult": {
+        "type": "object",
+        "required": ["rootId", "root", "retried", "message"],
+        "properties": {
+            "rootId": _nullable("integer"),
+            "root": _nullable("string"),
+            "retried": {"type": "integer", "description": "Failed files sent back to LightRAG."},
+            "message": {"type": "string"},
+        },
+    },
 }
 
 SCHEMAS["QueryRequest"] = {
@@ -650,6 +666,21 @@ DESCRIPTION = {
                     **_ERROR_400,
                     **_ERRORS_AUTH,
                     **_ADMIN_403,
+                },
+            }
+        },
+        "/api/admin/retry-failed": {
+            "post": {
+                "operationId": "adminRetryFailed",
+                "summary": "Admins: send the failed files of one root, or of the library, to LightRAG again "
+                "(a fresh budget of automatic retries; the worker sends them a few at a time).",
+                "requestBody": _json_body("RetryFailedRequest", required=False),
+                "responses": {
+                    "200": _ok("RetryFailedResult", "How many failed files will be sent again."),
+                    **_ERROR_400,
+                    **_ERRORS_AUTH,
+                    **_ADMIN_403,
+                    "404": _error("No such root."),
                 },
             }
         },

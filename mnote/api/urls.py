@@ -14,6 +14,7 @@ urlpatterns = [
     path("admin/ingest", views.admin_ingest, name="admin-ingest"),
     path("admin/delete-source", views.admin_delete_source, name="admin-delete-source"),
     path("admin/prune-registry", views.admin_prune_registry, name="admin-prune-registry"),
+    path("admin/retry-failed", views.admin_retry_failed, name="admin-retry-failed"),
     path("openapi.json", views.openapi, name="openapi"),
     # Anything else under /api/ is a JSON 404, never the login page.
     re_path(r"^.*$", login_not_required(csrf_exempt(views.not_found))),

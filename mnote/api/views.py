@@ -22,6 +22,7 @@ from mnote.api.forms import (
     IngestForm,
     OpenReferenceForm,
     QueryForm,
+    RetryFailedForm,
     SearchForm,
 )
 from mnote.citations.context import ChunkNotFound, chunk_context
@@ -35,7 +36,7 @@ from mnote.search.answers import (
     full_library_search,
     not_in_lightrag,
 )
-from mnote.library.ingest import queue_for_ingest
+from mnote.library.ingest import queue_for_ingest, retry_failed
 from mnote.lightrag import LightRAGError
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.provider import HealthReport, health_report, lightrag_client, webui_url
@@ -374,6 +375,32 @@ def admin_prune_registry(request):
     """Clear stale records (removed, failed, stale); rows still being deleted stay."""
     validated(EmptyForm, read_json(request))
     return JsonResponse({"pruned": prune_registry()})
+
+
+@api_endpoint("POST", admin=True)
+def admin_retry_failed(request):
+    """Send the failed files of one root, or of the whole library, back to
+    LightRAG with a fresh retry budget (the worker sends them a few at a time)."""
+    params = validated(RetryFailedForm, read_json(request))
+    root = None
+    sources = Source.objects.all()
+    if params["rootId"] is not None:
+        root = IndexedRoot.objects.filter(pk=params["rootId"]).first()
+        if root is None:
+            raise ApiError(404, "not_found", "No such root.")
+        sources = root.sources.all()
+    retried = retry_failed(sources)
+    where = f"the root “{root.name}”" if root else "the library"
+    return JsonResponse(
+        {
+            "rootId": root.pk if root else None,
+            "root": root.name if root else None,
+            "retried": retried,
+            "message": f"{retried} failed file(s) of {where} will be sent to LightRAG again, a few at a time."
+            if retried
+            else f"No failed file in {where} to retry.",
+        }
+    )
 
 
 @api_endpoint("GET", public=True)

@@ -473,9 +473,62 @@ def retry_failed(sources) -> int:
     return count
 
 
+# A delete LightRAG accepted but whose document it still lists this long after
+# is asked for again (the background delete was refused or lost).
+DELETE_SETTLE = timedelta(seconds=60)
+# How a delete answered "busy" or refused while LightRAG worked says so (run_due_jobs).
+_WAITING_FOR_LIGHTRAG = ("LightRAG busy", "LightRAG refused")
+
+
+def _old_records(source: Source, documents: dict) -> tuple[list[Job], list]:
+    """The source's delete jobs, and the documents they asked for that LightRAG still lists."""
+    deletes = [job for job in source.jobs.all() if job.kind == Job.Kind.DELETE]  # prefetched
+    asked = {doc_id for job in deletes for doc_id in job.payload.get("doc_ids") or []}
+    return deletes, [documents[doc_id] for doc_id in sorted(asked) if doc_id in documents]
+
+
+def _ready_to_resend(source: Source, documents: dict) -> bool | None:
+    """Whether LightRAG has let go of every failed record of ``source`` we
+    asked it to delete: True to send the file again, False to wait, None when
+    a delete is still owed and was just moved up (LightRAG is idle now).
+
+    A retry must wait: each scan makes LightRAG process its failed records
+    again, and the same content sent under a new name while the old record is
+    being analysed is filed as a duplicate of it. A failed record LightRAG
+    itself processed meanwhile makes the source indexed; a delete that went
+    through but left the record listed is asked for again."""
+    deletes, still_listed = _old_records(source, documents)
+    processed = [d for d in still_listed if d.status == "processed"]
+    if processed and source.deleted_at is None and not source.stale:
+        mark_indexed(source, processed[0])
+        source.save()
+        return False
+    pending = [job for job in deletes if job.state == Job.State.PENDING]
+    if pending:
+        # Answered "busy" while LightRAG worked; it is idle now: ask at once,
+        # so the wave that follows takes every file whose record is gone.
+        waiting = [job for job in pending if job.last_error.startswith(_WAITING_FOR_LIGHTRAG)]
+        if waiting:
+            Job.objects.filter(pk__in=[job.pk for job in waiting]).update(next_attempt_at=timezone.now())
+            return None
+        return False
+    if not still_listed:
+        return True
+    last = max(job.finished_at or job.updated_at for job in deletes)
+    if timezone.now() - last >= DELETE_SETTLE:
+        for document in still_listed:
+            owe_delete(source, document.id)
+    return False
+
+
+def _first_legacy_attempt(source: Source) -> bool:
+    return source.parser_hint == "legacy" and classify_failure(source.last_error) == "legacy"
+
+
 def resend_due_retries(client: LightRAGClient) -> int:
-    """Send a small wave of sources whose retry is due, when LightRAG is idle
-    and owes us no scan. Returns how many were sent."""
+    """Send a small wave of sources whose retry is due, when LightRAG is idle,
+    owes us no scan and no longer lists their failed records. Returns how
+    many were sent."""
     due = Source.objects.filter(status=Source.Status.RETRYING, retry_at__lte=timezone.now()).order_by("retry_at")
     if not due.exists():
         return 0
@@ -485,8 +538,20 @@ def resend_due_retries(client: LightRAGClient) -> int:
         return 0
     if client.health().pipeline_busy:
         return 0
+    documents = {document.id: document for document in client.iter_documents()}
+    ready, deletes_moved_up = [], False
+    for source in due.prefetch_related("jobs"):
+        verdict = _ready_to_resend(source, documents)
+        deletes_moved_up |= verdict is None
+        if verdict:
+            ready.append(source)
+    if deletes_moved_up:
+        return 0  # the deletes go next round; the files follow together after them
+    # A file going to the legacy parser after the native one found nothing is
+    # no retry of a timeout: small, cheap to parse, so all of them go at once.
+    legacy = [source for source in ready if _first_legacy_attempt(source)]
     sent = []
-    for source in due[:RETRY_WAVE]:
+    for source in legacy + [source for source in ready if source not in legacy][:RETRY_WAVE]:
         try:
             refresh_fingerprint(source)
         except OSError:

@@ -323,6 +323,9 @@ class Embedder:
         self.lanes = Lanes(max_queued_batches)
         self.measured: dict = {}
         self.piece = PIECE
+        # Seconds the engine computed and texts it embedded, per lane since
+        # start: ingest seconds over wall time is how busy LightRAG keeps it.
+        self.work = {"query": [0.0, 0], "ingest": [0.0, 0]}
         # Test knobs (only reachable when the server runs with --test-knobs).
         self.ingest_delay = 0.0
         self.fail_ingest = 0
@@ -378,7 +381,11 @@ class Embedder:
                 with self.lanes.turn(lane):
                     if lane == INGEST_LANE:
                         self._test_knobs()
+                    t0 = time.perf_counter()
                     out[piece] = self._model.encode(batch, is_query).reshape(len(piece), EMBEDDING_DIM)
+                    work = self.work["ingest" if lane == INGEST_LANE else "query"]
+                    work[0] += time.perf_counter() - t0
+                    work[1] += len(piece)
                     tokens += sum(self._model.token_count(t, is_query) for t in batch)
         return out, tokens
 
@@ -527,7 +534,9 @@ class Handler(BaseHTTPRequestHandler):
         embedder = self.server.embedder
         self._ok({"status": "ok", "embedding_model": EMBEDDING_MODEL, "embedding_dim": EMBEDDING_DIM,
                   "chat_model": NO_LLM_MODEL, "llm": None, "measured": embedder.measured,
-                  "queue": embedder.lanes.snapshot()})
+                  "queue": embedder.lanes.snapshot(),
+                  "work": {lane: {"seconds": round(seconds, 3), "texts": texts}
+                           for lane, (seconds, texts) in embedder.work.items()}})
         return ""
 
     def _knobs(self, route: str) -> str:

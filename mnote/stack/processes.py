@@ -77,6 +77,11 @@ def size_embedding(seconds_per_chunk: float, overrides: Mapping[str, int] | None
     return EmbeddingLimits(max_async, batch, timeout, seconds_per_chunk=round(seconds_per_chunk, 3))
 
 
+# Seconds a process may take to become healthy: a ceiling, not a wait. A
+# loaded 2-core machine has been seen to need over a minute for LightRAG's imports.
+STARTUP_TIMEOUT = 300
+
+
 @dataclass(frozen=True)
 class ExternalModel:
     """An OpenAI-compatible (or other LightRAG binding) service to use instead
@@ -348,7 +353,7 @@ class EmbeddedStack:
                 env={"PYTHONPATH": str(REPO_DIR)},
             )
             # The endpoint times itself before it listens (a few seconds more on a busy machine).
-            self._start(self.model_endpoint, timeout=120)
+            self._start(self.model_endpoint, timeout=STARTUP_TIMEOUT)
             if self.config.embedding is None:
                 self.config = replace(self.config, embedding_limits=self._measured_limits())
         self.start_lightrag()
@@ -376,7 +381,7 @@ class EmbeddedStack:
             cwd=self.config.lightrag_dir,
             env=env,
         )
-        self._start(self.lightrag, timeout=120)
+        self._start(self.lightrag, timeout=STARTUP_TIMEOUT)
 
     def _measured_limits(self) -> EmbeddingLimits:
         try:
@@ -394,7 +399,7 @@ class EmbeddedStack:
     def restart_lightrag(self) -> None:
         assert self.lightrag is not None
         self.lightrag.stop()
-        self._start(self.lightrag, timeout=120)
+        self._start(self.lightrag, timeout=STARTUP_TIMEOUT)
 
     def _start(self, process: ManagedProcess, timeout: float) -> None:
         process.start()
