@@ -15,7 +15,8 @@ log = logging.getLogger(__name__)
 # Bump when a renderer's output changes, so old cache entries are not served.
 # 2: one renderer per kind; DOCX headings, drop caps, headers and footers.
 # 3: every render of HTML carries its text map (anchoring.py).
-RENDERER_VERSION = "3"
+# 4: text maps know the renderer's own text (list labels, placeholders) as soft.
+RENDERER_VERSION = "4"
 
 
 class RenderRefused(Exception):
