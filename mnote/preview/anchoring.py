@@ -382,7 +382,8 @@ def _vote(S: str, E: str, lo: int, hi: int) -> tuple[float, int, int] | None:
         if best is None or covered > best[0]:
             best = (covered, j, i)
     covered, j, i = best
-    cluster = sorted(votes[j : i + 1], key=lambda v: v[1])
+    cluster = sorted(_chain(votes, j, i, k, n, tolerance), key=lambda v: v[1])
+    covered = _coverage(cluster, k, n)
     first, last = cluster[0], cluster[-1]
     start = first[2] - (first[1] if first[1] <= k else 0)
     tail = n - (last[1] + k)
@@ -400,6 +401,39 @@ def _vote(S: str, E: str, lo: int, hi: int) -> tuple[float, int, int] | None:
             end = min(places, key=lambda i: abs(i + m - end)) + m
             break
     return covered, max(lo, start), min(hi, end)
+
+
+def _chain(votes: list[tuple[int, int, int]], j: int, i: int, k: int, n: int, tolerance: int) -> list[tuple[int, int, int]]:
+    """The best cluster (``votes[j:i+1]``) with the clusters that continue it
+    in order on both sides after a jump: text only one side has (hidden
+    text, a text box, a table cell LightRAG repeats) shifts the diagonal."""
+    chain = votes[j : i + 1]
+    rest = votes[:j] + votes[i + 1 :]
+    bands: list[list[tuple[int, int, int]]] = []
+    for vote in rest:  # sorted by diagonal
+        if bands and vote[0] - bands[-1][-1][0] <= tolerance:
+            bands[-1].append(vote)
+        else:
+            bands.append([vote])
+    # Each band: a few seeds in a row on one diagonal, never one stray seed.
+    bands = [b for b in bands if len({o for _, o, _ in b}) >= 2 and b[-1][0] - b[0][0] <= 2 * tolerance]
+    max_jump = max(64, n // 3)
+    o_lo, o_hi = min(v[1] for v in chain), max(v[1] for v in chain)
+    p_lo, p_hi = min(v[2] for v in chain), max(v[2] for v in chain)
+    added = True
+    while added and bands:
+        added = False
+        for band in list(bands):
+            bo_lo, bo_hi = min(v[1] for v in band), max(v[1] for v in band)
+            bp_lo, bp_hi = min(v[2] for v in band), max(v[2] for v in band)
+            after = bo_lo > o_hi and bp_lo > p_hi and abs((bp_lo - p_hi) - (bo_lo - o_hi)) <= max_jump
+            before = bo_hi < o_lo and bp_hi < p_lo and abs((p_lo - bp_hi) - (o_lo - bo_hi)) <= max_jump
+            if after or before:
+                chain = chain + band
+                bands.remove(band)
+                o_lo, o_hi, p_lo, p_hi = min(o_lo, bo_lo), max(o_hi, bo_hi), min(p_lo, bp_lo), max(p_hi, bp_hi)
+                added = True
+    return chain
 
 
 def _coverage(cluster: list[tuple[int, int, int]], k: int, n: int) -> float:
@@ -466,7 +500,7 @@ def find_passage(
     if cited_heading:
         # An aligned start may sit a few words late (the window's first words
         # differ): the heading may stand a little further back.
-        start = _with_heading(space.s, H_, start, lo, gap=max(HEADING_GAP, min(48, len(E) // 16)))
+        start = _heading_start(text_map, space, H_, start, lo, gap=max(HEADING_GAP, min(48, len(E) // 16)))
     return _anchor(text_map, space, "fuzzy", covered, start, end, window)
 
 
@@ -483,7 +517,7 @@ def _exact(text_map: TextMap, space: _Space, E: str, H: str, cited_heading: bool
     places = _occurrences(S, E, 50, lo, hi)
     if places:
         place = _pick(text_map, space, places, len(E), H)
-        start = _with_heading(S, H, place, lo) if cited_heading else place
+        start = _heading_start(text_map, space, H, place, lo) if cited_heading else place
         return _anchor(text_map, space, "exact", 1.0, start, place + len(E), window)
     return None
 
@@ -504,6 +538,29 @@ def _numbers_agree(text_map: TextMap, space: _Space, E: str, start: int, end: in
 
 # Between a heading and its text: a list label or a number at most.
 HEADING_GAP = 4
+
+
+def _heading_start(text_map: TextMap, space: _Space, H: str, start: int, lo: int, gap: int = HEADING_GAP) -> int:
+    """Where the passage starts when its heading is cited: at the heading
+    when it stands right before. The heading block right before counts too
+    when its words are close to the cited heading's but not the same (hidden
+    text, a field or a label only one of them has)."""
+    moved = _with_heading(space.s, H, start, lo, gap)
+    if moved != start or not H or start <= lo:
+        return moved
+    ink = space.ink_of[start]
+    i = bisect.bisect_right(text_map._heading_starts, (ink, float("inf"))) - 1
+    if i < 0:
+        return start
+    h_start, h_end = text_map._heading_starts[i]
+    first = bisect.bisect_left(space.ink_of, h_start)
+    last = bisect.bisect_left(space.ink_of, h_end)
+    shown = space.s[first:last]
+    if first < lo or not shown or start - last > gap:
+        return start
+    same = sum(b.size for b in difflib.SequenceMatcher(None, H, shown, autojunk=False).get_matching_blocks())
+    close = same >= 0.8 * min(len(H), len(shown)) and same >= 0.5 * max(len(H), len(shown))
+    return first if close else start
 
 
 def _with_heading(S: str, H: str, start: int, lo: int, gap: int = HEADING_GAP) -> int:
