@@ -254,3 +254,32 @@ def test_soft_text_round_trips_and_an_old_compact_form_still_reads():
     old = {**text_map.compact(), "v": 1}
     del old["soft"]
     assert TextMap.from_compact(old).soft == []
+
+
+@pytest.mark.django_db
+def test_the_mappers_locator_carries_the_anchor_once_the_preview_is_rendered(member_client, library_dir, lightrag_dirs):
+    import hashlib
+    import uuid
+
+    from mnote.citations.mapper import _add_anchor
+    from tests.docx_factory import heading, make_docx, para
+
+    (library_dir / "m").mkdir()
+    # Content of its own: no other test has rendered (and cached) this version.
+    path = make_docx(library_dir / "m" / "valves.docx", [heading("Valves"), para(TARGET_SENTENCE), para(f"Version {uuid.uuid4()}")])
+    root = IndexedRoot.objects.create(name="M", path="m")
+    source = Source.objects.create(root=root, relative_path="valves.docx", absolute_path=str(path), status="indexed",
+                                   sha256=hashlib.sha256(path.read_bytes()).hexdigest())
+    locator = {"precision": "paragraph", "evidenceText": f"Valves — {TARGET_SENTENCE}", "headingPath": ["Valves"]}
+    _add_anchor(locator, source)
+    assert "anchor" not in locator  # a search never renders a file
+    page = member_client.get(f"/preview/{source.pk}/")
+    _add_anchor(locator, source)
+    anchor = locator["anchor"]
+    assert anchor["status"] == "exact" and anchor["version"] == page.context["text_version"]
+    assert anchor["textQuote"]["exact"] == f"Valves {TARGET_SENTENCE}"
+    assert anchor["start"] == {"block": 0, "offset": 0} and anchor["end"]["block"] == 1
+    # A PDF's page box is its own locator: no text anchor is added to it.
+    boxed = {"precision": "bbox", "evidenceText": TARGET_SENTENCE}
+    _add_anchor(boxed, source)
+    assert "anchor" not in boxed

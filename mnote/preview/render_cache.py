@@ -53,6 +53,16 @@ def cached(
     return result
 
 
+def peek(kind: str, sha256: str) -> dict | None:
+    """The cached render of this content, or None: never renders."""
+    path = settings.DATA_DIR / "cache" / "preview" / f"{kind}-{RENDERER_VERSION}-{sha256}.json"
+    try:
+        hit = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return hit if isinstance(hit, dict) and "refused" not in hit else None
+
+
 def _store(path, result: dict) -> None:
     try:
         write_private_file(path, json.dumps(result))

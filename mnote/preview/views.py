@@ -21,7 +21,7 @@ from mnote.library.models import Source
 from mnote.library.source_files import SourceUnavailable, open_source_file
 from mnote.preview.anchoring import TextMap, build_text_map, find_passage
 from mnote.preview.docx.safe_package import PreviewRejected
-from mnote.preview.render_cache import RENDERER_VERSION, RenderRefused, cached
+from mnote.preview.render_cache import RENDERER_VERSION, RenderRefused, cached, peek
 from mnote.preview.render_rate import RenderRateLimited, charge_render
 from mnote.preview.renderers import PreviewContext, asset_loader_for, page_finder_for, render_cache_key, renderer_for
 from mnote.preview.text_render import TextRejected
@@ -172,6 +172,22 @@ def anchor_locator(text_map: TextMap, locator: dict, *, tail: str = "") -> dict 
     return anchor.as_json() if anchor else None
 
 
+
+
+def cached_anchor(source: Source, locator: dict) -> dict | None:
+    """Where a locator's passage is in the preview of this version of the
+    file, when that preview has been rendered already (a search never renders
+    a file). The anchor names the version; a preview of other content ignores it."""
+    kind = kind_of(source.file_name)
+    if renderer_for(kind) is None or not source.sha256:
+        return None
+    ctx = _preview_context(source, Path(source.absolute_path))
+    version = _version(source.sha256, ctx)
+    text_map = _TEXT_MAPS.get(version)
+    if text_map is None:
+        rendered = peek(render_cache_key(kind, ctx, get_language() or ""), source.sha256)
+        text_map = _text_map(version, rendered) if rendered else None
+    return anchor_locator(text_map, locator) if text_map else None
 
 
 def _rejections():

@@ -271,6 +271,7 @@
     if (!marks.length) return notFound();
     highlight(marks);
     showNote(false);
+    markContext(text);
     const first = doc.querySelector(`[data-block-index="${anchor.start.block}"]`);
     return {
       status: anchor.status,
@@ -369,7 +370,43 @@
 
   // --- the context panel: the cited chunk with its neighbours ---------------
   const panel = document.getElementById("context-panel");
+  // The words marked in the document, marked in the cited chunk of the panel too.
+  let contextQuote = "";
+  const chunkTexts = new WeakMap();
+  const squash = (value) => value.replace(/\s+/g, " ").trim();
+
+  function markContext(quote) {
+    contextQuote = quote || "";
+    const item = panel && panel.querySelector(".context-item.target");
+    const full = item && chunkTexts.get(item);
+    if (!full) return;
+    const textEl = item.lastElementChild;
+    const chunk = squash(full);
+    const wanted = squash(contextQuote);
+    // The marked words' first and last words in the chunk: LightRAG's text
+    // may differ a little inside (its own list numbers), and a quote may
+    // start with the preview's list label, which LightRAG writes otherwise.
+    let at = -1;
+    for (let skip = 0; skip <= 4 && at < 0 && wanted.length >= skip + 8; skip++) {
+      at = chunk.indexOf(wanted.slice(skip, skip + 12));
+    }
+    const tail = wanted.slice(-12);
+    const last = at < 0 ? -1 : chunk.indexOf(tail, at);
+    const end = last < 0 ? Math.min(chunk.length, at + wanted.length) : last + tail.length;
+    if (at < 0) {
+      textEl.textContent = chunk.length > 280 ? `${chunk.slice(0, 280)}…` : chunk;
+      return;
+    }
+    const from = Math.max(0, at - 60);
+    const to = Math.min(chunk.length, Math.max(end, from + 280));
+    const mark = document.createElement("mark");
+    mark.className = "mnote-context-hit";
+    mark.textContent = chunk.slice(at, Math.min(end, to));
+    textEl.replaceChildren((from > 0 ? "…" : "") + chunk.slice(from, at), mark, chunk.slice(at + mark.textContent.length, to) + (to < chunk.length ? "…" : ""));
+  }
+
   async function showContext(locator) {
+    contextQuote = "";
     if (!panel || typeof locator.chunkIndex !== "number") {
       if (panel) panel.hidden = true;
       return;
@@ -401,6 +438,7 @@
       const text = document.createElement("span");
       text.textContent = chunk.text.length > 280 ? `${chunk.text.slice(0, 280)}…` : chunk.text;
       item.append(heading, text);
+      chunkTexts.set(item, chunk.text);
       // A neighbour re-targets the preview on its own text.
       item.addEventListener("click", () => {
         list.querySelectorAll(".target").forEach((el) => el.classList.remove("target"));
@@ -412,6 +450,7 @@
       list.append(item);
     }
     panel.hidden = false;
+    if (contextQuote) markContext(contextQuote);
   }
 
   function tell(message) {
