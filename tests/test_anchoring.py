@@ -283,3 +283,17 @@ def test_the_mappers_locator_carries_the_anchor_once_the_preview_is_rendered(mem
     boxed = {"precision": "bbox", "evidenceText": TARGET_SENTENCE}
     _add_anchor(boxed, source)
     assert "anchor" not in boxed
+
+
+def test_a_chunk_that_starts_inside_a_table_with_a_merged_cell_starts_at_its_own_row():
+    from pathlib import Path
+
+    handbook = Path(__file__).resolve().parent.parent / "mnote" / "demo" / "library" / "zh" / "实验室安全手册.docx"
+    text_map = build_text_map(render_docx(handbook).html)
+    # LightRAG's table text repeats a merged cell ("易燃液体 类别2") in every row it
+    # covers; the row before (乙醇) holds it once, and must not be marked.
+    chunk = ("，; 丙酮 | 易燃液体 类别2 | 防爆柜，远离氧化剂 | 10 L; 四氢呋喃 | 易燃液体 类别2 | 防爆柜，避光；开封后每3个月检测过氧化物 | 5 L; "
+             "N-甲基吡咯烷酮（NMP） | 生殖毒性 类别1B | 通风试剂柜，密封防潮 | 5 L; 二氯甲烷 | 致癌性 类别2 | 通风试剂柜，不得使用铝制容器 | 10 L; "
+             "浓硫酸 | 皮肤腐蚀 类别1A | 酸柜，下置防漏托盘，与碱分")
+    quote = find_passage(text_map, chunk, whole=True).as_json()["textQuote"]["exact"]
+    assert quote.startswith("丙酮") and quote.endswith("与碱分")

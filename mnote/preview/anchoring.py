@@ -388,18 +388,33 @@ def _vote(S: str, E: str, lo: int, hi: int) -> tuple[float, int, int] | None:
     start = first[2] - (first[1] if first[1] <= k else 0)
     tail = n - (last[1] + k)
     end = last[2] + k + (tail if tail <= k else 0)
-    # Snap the edges to where the passage's own first and last characters are.
     # Snap the edges to the nearest place of the passage's own first and last characters.
     for m in sorted({min(n, 16), min(n, 10), min(n, 6)}, reverse=True):
         places = _occurrences(S, E[:m], 8, max(lo, start - k), min(hi, start + k + m))
         if places:
             start = min(places, key=lambda i: abs(i - start))
             break
+    else:
+        # The passage's first words are not in the text as they stand (a table
+        # cell LightRAG repeats for every row a merged cell covers): a seed
+        # further in may have matched the row before. Never start before the
+        # passage's own first characters, when they follow shortly.
+        for m in (4, 3, 2) if cjk else (8, 6):
+            places = _occurrences(S, E[:m], 1, start, min(hi, start + 4 * k + tolerance + m)) if n > m else []
+            if places:
+                start = places[0]
+                break
     for m in sorted({min(n, 16), min(n, 10), min(n, 6)}, reverse=True):
         places = _occurrences(S, E[-m:], 8, max(lo, end - k - m), min(hi, end + k))
         if places:
             end = min(places, key=lambda i: abs(i + m - end)) + m
             break
+    else:
+        for m in (4, 3, 2) if cjk else (8, 6):
+            i = S.rfind(E[-m:], max(lo, end - 4 * k - tolerance - m), end) if n > m else -1
+            if i >= 0:
+                end = i + m
+                break
     return covered, max(lo, start), min(hi, end)
 
 
