@@ -136,6 +136,11 @@ def test_a_second_citation_moves_the_marks_and_only_close_text_asks_the_server(l
     assert "".join(page.locator("mark.mnote-hit").all_inner_texts()) == PASSAGES["list"]
     # The first marks are gone and the text is whole again.
     assert page.locator("aside p").first.evaluate("p => p.childNodes.length") == 1
+    # Two list items quoted without the preview's labels: still found in the page, labels marked with them.
+    both = f"{PASSAGES['list']} Park the telescope at zenith after each night."
+    result = page.evaluate("l => window.mnoteLocate(l)", evidence(both))
+    assert result["status"] == "exact" and requests == []
+    assert "".join(page.locator("mark.mnote-hit").all_inner_texts()) == f"{PASSAGES['list']}2. Park the telescope at zenith after each night."
     # Close but not identical text (a label, a changed word): the server aligns it.
     close = "1. Close the dome shutter before the wind exceeds 15 metres per second. 2. Park the telescope at zenith after every night."
     result = page.evaluate("l => window.mnoteLocate(l)", evidence(close))

@@ -20,6 +20,9 @@
   // class and skipped elements are used here, so offsets mean the same place.
   const SPACE = /[\t\n\v\f\r \u00a0\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000\ufeff\u00ad]/;
   const SKIPPED = ".docx-noteref, .docx-backref";
+  // The renderer's own text (list labels, note numbers, placeholders): marked
+  // with the passage, but a quote may lack it (anchoring.py's SOFT_CLASSES).
+  const SOFT = ".docx-label, .docx-note-label, .docx-image-placeholder, .docx-hf-label";
   // Longer evidence goes as its head and tail (a URL has a size limit).
   const EVIDENCE_URL_CHARS = 2400;
 
@@ -190,30 +193,34 @@
     return out;
   }
 
+  // Two skeletons of the page: all of its text, and its text without the
+  // renderer's own (so "Close the valve" finds "1. Close the valve").
   function indexPage() {
     if (pageIndex) return pageIndex;
-    const skel = [];
-    const block = [];
-    const offset = [];
+    const full = { skel: [], block: [], offset: [] };
+    const bare = { skel: [], block: [], offset: [] };
     const counters = new Map();
     const walker = document.createTreeWalker(doc, NodeFilter.SHOW_TEXT);
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
       const owner = ownerOf(node);
       if (!owner || node.parentElement.closest(SKIPPED)) continue;
+      const soft = !!node.parentElement.closest(SOFT);
       const b = Number(owner.dataset.blockIndex);
       let n = counters.get(b) || 0;
       for (const ch of node.data) {
         if (SPACE.test(ch)) continue;
         for (const c of fold(ch)) {
-          skel.push(c);
-          block.push(b);
-          offset.push(n);
+          for (const index of soft ? [full] : [full, bare]) {
+            index.skel.push(c);
+            index.block.push(b);
+            index.offset.push(n);
+          }
         }
         n++;
       }
       counters.set(b, n);
     }
-    pageIndex = { skel: skel.join(""), block, offset };
+    pageIndex = [full, bare].map((index) => ({ ...index, skel: index.skel.join("") }));
     return pageIndex;
   }
 
@@ -229,20 +236,22 @@
     const cut = evidence.indexOf(" — ");
     // "<heading> — <window>": the window alone when the two are apart in the text.
     const windows = cut > 0 && cut <= 200 ? [evidence, evidence.slice(cut + 3)] : [evidence];
-    const index = indexPage();
+    // The whole evidence (heading and window) first, with or without labels; then the window.
     for (const text of windows) {
-      const needle = skeletonOf(text);
-      if (needle.length < 8) return null;
-      const first = index.skel.indexOf(needle);
-      if (first < 0) continue;
-      if (index.skel.indexOf(needle, first + 1) >= 0) return null; // more than one place: the server chooses
-      const last = first + needle.length - 1;
-      return {
-        status: "exact", score: 1, local: true,
-        start: { block: index.block[first], offset: index.offset[first] },
-        end: { block: index.block[last], offset: index.offset[last] + 1 },
-        trail: (text.match(/[^\p{L}\p{N}\s]{1,3}$/u) || [""])[0],
-      };
+      for (const index of indexPage()) {
+        const needle = skeletonOf(text);
+        if (needle.length < 8) return null;
+        const first = index.skel.indexOf(needle);
+        if (first < 0) continue;
+        if (index.skel.indexOf(needle, first + 1) >= 0) return null; // more than one place: the server chooses
+        const last = first + needle.length - 1;
+        return {
+          status: "exact", score: 1, local: true,
+          start: { block: index.block[first], offset: index.offset[first] },
+          end: { block: index.block[last], offset: index.offset[last] + 1 },
+          trail: (text.match(/[^\p{L}\p{N}\s]{1,3}$/u) || [""])[0],
+        };
+      }
     }
     return null;
   }
