@@ -2,7 +2,7 @@
 highlight exactly the cited words?
 
     .venv/bin/python bench/locate_accuracy.py [--corpus ../shared/corpus/docx] [--per-kind 2]
-                                              [--show-failures] [--no-json]
+                                              [--show-failures] [--no-json] [--port-base N]
 
 Ground truth comes straight from each file's XML (lxml over the main part
 and footnotes.xml), never from the renderer or the locator under test. Target
@@ -23,7 +23,9 @@ the same page and run the naive baseline — the first block whose text
 contains the bare query (the target's first three words, or four CJK
 characters) — is tried on the same targets.
 
-Scoring (skeletons: NFKC, case-folded letters and digits only):
+Scoring (skeletons: NFKC, case-folded letters and digits only) of the
+marked words of the file — the renderer's own list labels, note numbers and
+image placeholders are left out, as the XML has none:
   top-1 exact   found, and the highlight starts at the target (≤ 4 characters
                 before it: a list label) and covers it, ending ≤ 4 characters
                 after it and no more than 15 % + 12 characters longer;
