@@ -710,12 +710,18 @@ def main(argv=None) -> int:
 E2E_PORTS = (8200, 8201, 8202)  # LightRAG, model endpoint, web app (loopback only); --port-base moves them
 
 
+# A list label at the start of an item in LightRAG's text ("7.", "a)", "•"):
+# LightRAG numbers lists its own way (it continues a list Word restarts), and
+# the marks compared with it leave the preview's own labels out.
+LIST_LABEL = re.compile(r"(?:(?<=^)|(?<=\s))(?:\d{1,3}(?:\.\d{1,3})*[.)、]|\(\d{1,3}\)|[a-zA-Z][.)]|[•·▪◦‣○●■□*-])(?=\s)")
+
+
 def share_inside(marked: str, chunk_text: str, piece: int = 10) -> float:
     """The share of the marked words' pieces that are in the chunk's text.
     Pieces, not the whole: the preview shows a Markdown link's text where the
     chunk holds its URL too, a merged table cell once where LightRAG's JSON
     repeats it, a list label LightRAG leaves out."""
-    marks, chunk = skel(marked), skel(chunk_text)
+    marks, chunk = skel(marked), skel(LIST_LABEL.sub(" ", chunk_text))
     pieces = [marks[i : i + piece] for i in range(0, max(1, len(marks) - piece + 1), piece)]
     return sum(p in chunk for p in pieces) / len(pieces) if marks else 0.0
 
@@ -846,8 +852,9 @@ def run_e2e(args) -> dict:
                         inside = share >= 0.85
                         outcomes["inside_chunk" if inside else "outside_chunk"] += 1
                         if not inside:
-                            outside.append({"file": c.file_name, "query": c.search_query, "share": round(share, 2), "marks": r["marks"][:200],
-                                            "chunk": chunk_text[:200]})
+                            outside.append({"file": c.file_name, "query": c.search_query, "share": round(share, 2),
+                                            "marks": r["own"][:120] + " … " + r["own"][-120:],
+                                            "chunk": chunk_text[:120] + " … " + chunk_text[-120:]})
             finally:
                 browser.close()
         report = {"files": statuses.total(), "statuses": dict(statuses), "queries": min(len(chunks), args.e2e_queries),
