@@ -53,10 +53,13 @@ def cached(
     return result
 
 
-def peek(kind: str, sha256: str) -> dict | None:
-    """The cached render of this content, or None: never renders."""
+def peek(kind: str, sha256: str, max_bytes: int | None = None) -> dict | None:
+    """The cached render of this content, or None: never renders (nor reads
+    a cached render larger than ``max_bytes``)."""
     path = settings.DATA_DIR / "cache" / "preview" / f"{kind}-{RENDERER_VERSION}-{sha256}.json"
     try:
+        if max_bytes is not None and path.stat().st_size > max_bytes:
+            return None
         hit = json.loads(path.read_text())
     except (OSError, ValueError):
         return None

@@ -185,7 +185,8 @@ def cached_anchor(source: Source, locator: dict) -> dict | None:
     version = _version(source.sha256, ctx)
     text_map = _TEXT_MAPS.get(version)
     if text_map is None:
-        rendered = peek(render_cache_key(kind, ctx, get_language() or ""), source.sha256)
+        # A search reads at most a few MB per file it cites; a bigger preview is anchored when opened.
+        rendered = peek(render_cache_key(kind, ctx, get_language() or ""), source.sha256, max_bytes=4 * 1024 * 1024)
         text_map = _text_map(version, rendered) if rendered else None
     return anchor_locator(text_map, locator) if text_map else None
 
