@@ -721,7 +721,8 @@ def share_inside(marked: str, chunk_text: str, piece: int = 10) -> float:
     Pieces, not the whole: the preview shows a Markdown link's text where the
     chunk holds its URL too, a merged table cell once where LightRAG's JSON
     repeats it, a list label LightRAG leaves out."""
-    marks, chunk = skel(marked), skel(LIST_LABEL.sub(" ", chunk_text))
+    # Both sides: a text file's "3." is its own text, in the marks and the chunk alike.
+    marks, chunk = skel(LIST_LABEL.sub(" ", marked)), skel(LIST_LABEL.sub(" ", chunk_text))
     pieces = [marks[i : i + piece] for i in range(0, max(1, len(marks) - piece + 1), piece)]
     return sum(p in chunk for p in pieces) / len(pieces) if marks else 0.0
 
