@@ -2,7 +2,7 @@
 highlight exactly the cited words?
 
     .venv/bin/python bench/locate_accuracy.py [--corpus ../shared/corpus/docx] [--per-kind 2]
-                                              [--show-failures] [--no-json]
+                                              [--show-failures] [--no-json] [--port-base N]
 
 Ground truth comes straight from each file's XML (lxml over the main part
 and footnotes.xml), never from the renderer or the locator under test. Target
@@ -23,7 +23,9 @@ the same page and run the naive baseline — the first block whose text
 contains the bare query (the target's first three words, or four CJK
 characters) — is tried on the same targets.
 
-Scoring (skeletons: NFKC, case-folded letters and digits only):
+Scoring (skeletons: NFKC, case-folded letters and digits only) of the
+marked words of the file — the renderer's own list labels, note numbers and
+image placeholders are left out, as the XML has none:
   top-1 exact   found, and the highlight starts at the target (≤ 4 characters
                 before it: a list label) and covers it, ending ≤ 4 characters
                 after it and no more than 15 % + 12 characters longer;
@@ -451,6 +453,7 @@ def register(base_dir: Path, files: list[Path]) -> dict[str, int]:
 # The parent page: opens the preview in a frame, sends each locator and
 # times the answer; then runs the naive baseline on the frame's document.
 PARENT = """async ([url, items]) => {
+  const SOFT = ".docx-label, .docx-note-label, .docx-image-placeholder, .docx-hf-label";
   document.querySelectorAll("#bench-frame").forEach((f) => f.remove());
   const ready = new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error("preview not ready")), 60000);
@@ -484,6 +487,9 @@ PARENT = """async ([url, items]) => {
     });
     const ms = performance.now() - t0;
     const marks = Array.from(d.querySelectorAll("mark.mnote-hit")).map((m) => m.textContent).join("");
+    // The words of the file that are marked: list labels, note numbers and
+    // image placeholders are the renderer's (the XML has none; LightRAG numbers lists its own way).
+    const own = Array.from(d.querySelectorAll("mark.mnote-hit")).filter((m) => !m.closest(SOFT)).map((m) => m.textContent).join("");
     const startBlock = located.blockIndex == null ? null : d.querySelector(`[data-block-index="${located.blockIndex}"]`);
     // The naive baseline: the first block holding the bare query.
     const t1 = performance.now();
@@ -493,7 +499,7 @@ PARENT = """async ([url, items]) => {
       if ((block.textContent || "").toLowerCase().replace(/\\s+/g, " ").includes(q)) { hit = block; break; }
     }
     const baselineMs = performance.now() - t1;
-    out.push({ status: located.status, error: located.error || "", quote: located.quote || "", marks, ms, blockText: startBlock ? startBlock.textContent : "",
+    out.push({ status: located.status, error: located.error || "", quote: located.quote || "", marks, own, ms, blockText: startBlock ? startBlock.textContent : "",
                baseline: { found: !!hit, quote: hit ? hit.textContent : "", blockText: hit ? hit.textContent : "", ms: baselineMs } });
   }
   return { results: out };
@@ -565,6 +571,7 @@ def main(argv=None) -> int:
     parser.add_argument("--e2e-queries", type=int, default=12)
     parser.add_argument("--e2e-files", type=int, default=3, help="corpus DOCX files indexed beside the demo library")
     parser.add_argument("--e2e-timeout", type=float, default=900, help="seconds to wait for ingest")
+    parser.add_argument("--port-base", type=int, default=0, help="loopback port of the web app (e2e: LightRAG, model endpoint, web app from here); default: a free port / 8200-8202")
     parser.add_argument("--tiktoken-cache", default="", help="a folder holding tiktoken's cache files, if not in data/tiktoken")
     args = parser.parse_args(argv)
     if args.e2e:
@@ -616,7 +623,7 @@ def main(argv=None) -> int:
         ids = register(base_dir, paths)
         print(f"{len(names)} corpus files ({sum(held_back(n) for n in names)} held back), "
               f"{len(all_targets)} targets: {dict(Counter(t.kind for t in all_targets))}", flush=True)
-        port = free_port()
+        port = args.port_base or free_port()
         web = web_process(StackConfig(data_dir=data_dir), "127.0.0.1", port, env)
         web.start()
         web.wait_healthy(60)
@@ -654,7 +661,7 @@ def main(argv=None) -> int:
                         continue
                     for t, r in zip(targets, answer["results"]):
                         found = r["status"] in ("exact", "fuzzy")
-                        t.result = {"verdict": judge(t, found, r["quote"] or r["marks"], r["blockText"]), "ms": r["ms"], "status": r["status"],
+                        t.result = {"verdict": judge(t, found, r["own"], r["blockText"]), "ms": r["ms"], "status": r["status"],
                                     "quote": (r["quote"] or "")[:300], "error": r["error"]}
                         if r["status"] == "timeout" or r["error"]:
                             print(f"  {doc}: {t.kind} {r['status']} {r['error']}", flush=True)
@@ -700,7 +707,13 @@ def main(argv=None) -> int:
 
 # --- end to end: the real embedded LightRAG ----------------------------------------
 
-E2E_PORTS = (8200, 8201, 8202)  # LightRAG, model endpoint, web app (loopback only)
+E2E_PORTS = (8200, 8201, 8202)  # LightRAG, model endpoint, web app (loopback only); --port-base moves them
+
+
+# A list label at the start of an item in LightRAG's text ("7.", "a)", "•"):
+# LightRAG numbers lists its own way (it continues a list Word restarts), and
+# the marks compared with it leave the preview's own labels out.
+LIST_LABEL = re.compile(r"(?:(?<=^)|(?<=\s))(?:\d{1,3}(?:\.\d{1,3})*[.)、]|\(\d{1,3}\)|[a-zA-Z][.)]|[•·▪◦‣○●■□*-])(?=\s)")
 
 
 def share_inside(marked: str, chunk_text: str, piece: int = 10) -> float:
@@ -708,7 +721,8 @@ def share_inside(marked: str, chunk_text: str, piece: int = 10) -> float:
     Pieces, not the whole: the preview shows a Markdown link's text where the
     chunk holds its URL too, a merged table cell once where LightRAG's JSON
     repeats it, a list label LightRAG leaves out."""
-    marks, chunk = skel(marked), skel(chunk_text)
+    # Both sides: a text file's "3." is its own text, in the marks and the chunk alike.
+    marks, chunk = skel(LIST_LABEL.sub(" ", marked)), skel(LIST_LABEL.sub(" ", chunk_text))
     pieces = [marks[i : i + piece] for i in range(0, max(1, len(marks) - piece + 1), piece)]
     return sum(p in chunk for p in pieces) / len(pieces) if marks else 0.0
 
@@ -727,7 +741,8 @@ def run_e2e(args) -> dict:
         env = prepare_environment(data_dir, base_dir)
         from mnote.stack.processes import EmbeddedStack, StackConfig, web_process
 
-        config = StackConfig(data_dir=data_dir / "stack", lightrag_port=E2E_PORTS[0], model_port=E2E_PORTS[1])
+        ports = tuple(args.port_base + i for i in range(3)) if args.port_base else E2E_PORTS
+        config = StackConfig(data_dir=data_dir / "stack", lightrag_port=ports[0], model_port=ports[1])
         for cache in (REPO_DIR / "data" / "tiktoken", Path(args.tiktoken_cache) if args.tiktoken_cache else None):
             if cache and cache.is_dir():
                 shutil.copytree(cache, config.data_dir / "tiktoken")
@@ -799,10 +814,10 @@ def run_e2e(args) -> dict:
         from django.db import connections
 
         connections.close_all()
-        web = web_process(config, "127.0.0.1", E2E_PORTS[2], env)
+        web = web_process(config, "127.0.0.1", ports[2], env)
         web.start()
         web.wait_healthy(60)
-        base_url = f"http://127.0.0.1:{E2E_PORTS[2]}"
+        base_url = f"http://127.0.0.1:{ports[2]}"
         from playwright.sync_api import sync_playwright
 
         by_source = defaultdict(list)
@@ -832,14 +847,15 @@ def run_e2e(args) -> dict:
                             # A chunk of markup only (a drawing, an empty table): nothing to be inside.
                             outcomes["chunk_without_text"] += 1
                             continue
-                        share = share_inside(r["marks"], chunk_text)
+                        share = share_inside(r["own"], chunk_text)
                         # Strict: every piece in the chunk; tolerant: 85 % of them.
                         outcomes["inside_chunk_strict" if share == 1 else "not_strictly_inside"] += 1
                         inside = share >= 0.85
                         outcomes["inside_chunk" if inside else "outside_chunk"] += 1
                         if not inside:
-                            outside.append({"file": c.file_name, "query": c.search_query, "share": round(share, 2), "marks": r["marks"][:200],
-                                            "chunk": chunk_text[:200]})
+                            outside.append({"file": c.file_name, "query": c.search_query, "share": round(share, 2),
+                                            "marks": r["own"][:120] + " … " + r["own"][-120:],
+                                            "chunk": chunk_text[:120] + " … " + chunk_text[-120:]})
             finally:
                 browser.close()
         report = {"files": statuses.total(), "statuses": dict(statuses), "queries": min(len(chunks), args.e2e_queries),

@@ -181,3 +181,119 @@ def test_a_chunk_is_found_whole_even_with_a_dash_in_it(rendered):
     chunk = f"{PASSAGES['span_a']} — {PASSAGES['span_b']}"  # a dash in the text, not "<heading> — <window>"
     anchor = find_passage(text_map, chunk, whole=True).as_json()
     assert anchor["textQuote"]["exact"].startswith("The first half") and anchor["textQuote"]["exact"].endswith("cable.")
+
+
+# A list Word restarts at 1 (a w:num with startOverride) that LightRAG's text
+# numbers on from the list before it, as the demo's Chinese handbook does.
+LIST_HTML = (
+    '<h2 data-block-index="0" data-heading-level="2">火灾处置</h2>'
+    '<p data-block-index="1">发现火情时按以下步骤处置：</p>'
+    '<p data-block-index="2"><span class="docx-label">1.</span> 确保自身安全，大声呼喊提醒周围人员。</p>'
+    '<p data-block-index="3"><span class="docx-label">2.</span> 小型火情使用就近的二氧化碳或干粉灭火器。</p>'
+    '<p data-block-index="4"><span class="docx-label">3.</span> 火势无法控制时拉响火警，沿疏散路线撤离。</p>'
+    '<p data-block-index="5">洗眼器每周测试一次。</p>'
+)
+
+
+def test_list_numbers_the_preview_and_the_citation_disagree_on_do_not_stop_an_exact_match():
+    text_map = build_text_map(LIST_HTML)
+    chunk = "发现火情时按以下步骤处置： 7. 确保自身安全，大声呼喊提醒周围人员。 8. 小型火情使用就近的二氧化碳或干粉灭火器。 9. 火势无法控制时拉响火警，沿疏散路线撤离。"
+    anchor = find_passage(text_map, chunk, whole=True).as_json()
+    assert anchor["status"] == "exact"
+    assert anchor["start"] == {"block": 1, "offset": 0} and anchor["end"]["block"] == 4
+    assert anchor["textQuote"]["exact"].endswith("沿疏散路线撤离。") and "洗眼器" not in anchor["textQuote"]["exact"]
+    # The file's own words (the bench's ground truth) carry no labels at all.
+    bare = find_passage(text_map, "确保自身安全，大声呼喊提醒周围人员。 小型火情使用就近的二氧化碳或干粉灭火器。").as_json()
+    assert bare["status"] == "exact" and bare["start"]["block"] == 2 and bare["end"]["block"] == 3
+
+
+def test_numbers_dropped_as_labels_must_be_labels_in_the_document():
+    html = '<p data-block-index="0">See page 13. Next, close the valve and log the pressure in the book.</p>'
+    text_map = build_text_map(html)
+    # "12." looks like a list label, but the document has no label there: not this text.
+    assert find_passage(text_map, "See page 12. Next, close the valve and log the pressure in the book.") is None
+
+
+def test_close_text_whose_digits_differ_is_refused():
+    html = (
+        '<p data-block-index="0">[expect]Section I.01[/expect]Name name name name name name name name name name name</p>'
+        '<p data-block-index="1">The primary mirror was recoated in March 2014 with aluminium by the contractor.</p>'
+    )
+    text_map = build_text_map(html)
+    assert find_passage(text_map, "[expect]Section 1.01[/expect]Name name name name name name name name name name name") is None
+    assert find_passage(text_map, "The primary mirror was recoated in March 2024 with aluminium by the contractor.") is None
+    # Digits that agree, a word that does not: still the cited text, fuzzily.
+    close = find_passage(text_map, "The primary mirror was recoated in March 2014 with aluminum by the contractor.")
+    assert close is not None and close.status == "fuzzy"
+
+
+def test_text_hidden_in_the_file_does_not_break_the_passage_or_its_heading(tmp_path):
+    from tests.docx_factory import heading, make_docx, para
+
+    hidden = '<w:r><w:rPr><w:vanish/></w:rPr><w:t xml:space="preserve"> hidden note 42 </w:t></w:r>'
+    path = make_docx(tmp_path / "hidden.docx", [
+        heading("Cooling"),
+        para("Pressure is logged at 3 bar", hidden, " and the log is kept for 5 years by the operator."),
+        para("Heading with ", hidden, "hidden words", style="Heading1"),
+        para("Its section text is a sentence long enough to be a section of its own here."),
+    ])
+    text_map = build_text_map(render_docx(path).html)
+    # LightRAG (and the XML) read hidden runs; Word and the preview do not show them.
+    found = find_passage(text_map, "Pressure is logged at 3 bar hidden note 42 and the log is kept for 5 years by the operator.")
+    assert found.as_json()["textQuote"]["exact"] == "Pressure is logged at 3 bar and the log is kept for 5 years by the operator."
+    section = find_passage(text_map, "Heading with hidden note 42 hidden words — Its section text is a sentence long enough",
+                           heading="Heading with hidden note 42 hidden words").as_json()
+    assert section["textQuote"]["exact"].startswith("Heading with hidden words Its section")
+
+
+def test_soft_text_round_trips_and_an_old_compact_form_still_reads():
+    text_map = build_text_map(LIST_HTML)
+    assert len(text_map.soft) == 3
+    again = TextMap.from_compact(text_map.compact())
+    assert again.soft == text_map.soft and again.bare.s == text_map.bare.s
+    old = {**text_map.compact(), "v": 1}
+    del old["soft"]
+    assert TextMap.from_compact(old).soft == []
+
+
+@pytest.mark.django_db
+def test_the_mappers_locator_carries_the_anchor_once_the_preview_is_rendered(member_client, library_dir, lightrag_dirs):
+    import hashlib
+    import uuid
+
+    from mnote.citations.mapper import _add_anchor
+    from tests.docx_factory import heading, make_docx, para
+
+    (library_dir / "m").mkdir()
+    # Content of its own: no other test has rendered (and cached) this version.
+    path = make_docx(library_dir / "m" / "valves.docx", [heading("Valves"), para(TARGET_SENTENCE), para(f"Version {uuid.uuid4()}")])
+    root = IndexedRoot.objects.create(name="M", path="m")
+    source = Source.objects.create(root=root, relative_path="valves.docx", absolute_path=str(path), status="indexed",
+                                   sha256=hashlib.sha256(path.read_bytes()).hexdigest())
+    locator = {"precision": "paragraph", "evidenceText": f"Valves — {TARGET_SENTENCE}", "headingPath": ["Valves"]}
+    _add_anchor(locator, source)
+    assert "anchor" not in locator  # a search never renders a file
+    page = member_client.get(f"/preview/{source.pk}/")
+    _add_anchor(locator, source)
+    anchor = locator["anchor"]
+    assert anchor["status"] == "exact" and anchor["version"] == page.context["text_version"]
+    assert anchor["textQuote"]["exact"] == f"Valves {TARGET_SENTENCE}"
+    assert anchor["start"] == {"block": 0, "offset": 0} and anchor["end"]["block"] == 1
+    # A PDF's page box is its own locator: no text anchor is added to it.
+    boxed = {"precision": "bbox", "evidenceText": TARGET_SENTENCE}
+    _add_anchor(boxed, source)
+    assert "anchor" not in boxed
+
+
+def test_a_chunk_that_starts_inside_a_table_with_a_merged_cell_starts_at_its_own_row():
+    from pathlib import Path
+
+    handbook = Path(__file__).resolve().parent.parent / "mnote" / "demo" / "library" / "zh" / "实验室安全手册.docx"
+    text_map = build_text_map(render_docx(handbook).html)
+    # LightRAG's table text repeats a merged cell ("易燃液体 类别2") in every row it
+    # covers; the row before (乙醇) holds it once, and must not be marked.
+    chunk = ("，; 丙酮 | 易燃液体 类别2 | 防爆柜，远离氧化剂 | 10 L; 四氢呋喃 | 易燃液体 类别2 | 防爆柜，避光；开封后每3个月检测过氧化物 | 5 L; "
+             "N-甲基吡咯烷酮（NMP） | 生殖毒性 类别1B | 通风试剂柜，密封防潮 | 5 L; 二氯甲烷 | 致癌性 类别2 | 通风试剂柜，不得使用铝制容器 | 10 L; "
+             "浓硫酸 | 皮肤腐蚀 类别1A | 酸柜，下置防漏托盘，与碱分")
+    quote = find_passage(text_map, chunk, whole=True).as_json()["textQuote"]["exact"]
+    assert quote.startswith("丙酮") and quote.endswith("与碱分")

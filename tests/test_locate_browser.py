@@ -136,6 +136,11 @@ def test_a_second_citation_moves_the_marks_and_only_close_text_asks_the_server(l
     assert "".join(page.locator("mark.mnote-hit").all_inner_texts()) == PASSAGES["list"]
     # The first marks are gone and the text is whole again.
     assert page.locator("aside p").first.evaluate("p => p.childNodes.length") == 1
+    # Two list items quoted without the preview's labels: still found in the page, labels marked with them.
+    both = f"{PASSAGES['list']} Park the telescope at zenith after each night."
+    result = page.evaluate("l => window.mnoteLocate(l)", evidence(both))
+    assert result["status"] == "exact" and requests == []
+    assert "".join(page.locator("mark.mnote-hit").all_inner_texts()) == f"{PASSAGES['list']}2. Park the telescope at zenith after each night."
     # Close but not identical text (a label, a changed word): the server aligns it.
     close = "1. Close the dome shutter before the wind exceeds 15 metres per second. 2. Park the telescope at zenith after every night."
     result = page.evaluate("l => window.mnoteLocate(l)", evidence(close))
@@ -174,3 +179,42 @@ def test_pdf_text_match_boxes_sit_on_the_text_of_every_page_the_passage_covers(l
         baseline = expected[box["page"]]
         assert box["top"] < baseline < box["bottom"], box
         assert box["bottom"] - baseline < 0.006 and baseline - box["top"] < 0.02, box
+
+
+FIRE_STEPS = ["确保自身安全，大声呼喊提醒周围人员。", "小型火情使用就近的二氧化碳或干粉灭火器。", "火势无法控制时拉响火警，沿疏散路线撤离。"]
+
+
+def test_a_chunk_that_numbers_a_list_its_own_way_is_marked_in_the_preview_and_in_the_context_panel(
+    logged_in_page, live_server, library_dir, lightrag_dirs
+):
+    from tests.docx_factory import heading, make_docx, para
+
+    _, storage = lightrag_dirs
+    (library_dir / "zh").mkdir()
+    path = make_docx(library_dir / "zh" / "fire.docx", [
+        heading("火灾处置"), para("发现火情时按以下步骤处置："), *[para(step, numbered=True) for step in FIRE_STEPS],
+        para("洗眼器和紧急喷淋装置每周测试一次。"),
+    ])
+    root = IndexedRoot.objects.create(name="ZH", path="zh")
+    source = Source.objects.create(root=root, relative_path="fire.docx", absolute_path=str(path), status="indexed",
+                                   lightrag_doc_id="doc-fire")
+    # LightRAG's text numbers this list on from an earlier one: 7, 8, 9 where Word (and the preview) start at 1.
+    chunks = ["火灾处置", "发现火情时按以下步骤处置： " + " ".join(f"{n}. {step}" for n, step in zip((7, 8, 9), FIRE_STEPS)),
+              "洗眼器和紧急喷淋装置每周测试一次。"]
+    (storage / "kv_store_text_chunks.json").write_text(json.dumps({
+        f"doc-fire-chunk-{i}": {"content": text, "chunk_order_index": i, "full_doc_id": "doc-fire", "file_path": "fire.docx"}
+        for i, text in enumerate(chunks)}))
+    locator = evidence(f"火灾处置 — {chunks[1]}", headingPath=["火灾处置"], chunkId="doc-fire-chunk-1", chunkIndex=1)
+    page = logged_in_page
+    page.goto(f"{live_server.url}/preview/{source.pk}/?locator={quote(json.dumps(locator))}")
+    page.locator("#document[data-initial-status]").wait_for()
+    assert page.locator("#document").get_attribute("data-initial-status") == "exact"
+    marked = "".join(page.locator("mark.mnote-hit").all_inner_texts())
+    # The cited chunk's words, with the preview's own labels 1–3; nothing from outside the chunk.
+    assert marked.startswith("发现火情")  # the heading is the chunk before: not marked
+    assert skeleton(marked).endswith(skeleton("3. " + FIRE_STEPS[2])) and "洗眼器" not in marked
+    # The context panel marks the same words in the cited chunk.
+    context_mark = page.locator("#context-panel .context-item.target mark.mnote-context-hit")
+    context_mark.wait_for(state="attached")
+    shown = context_mark.text_content()
+    assert shown.startswith("发现火情") and shown.endswith(FIRE_STEPS[2])

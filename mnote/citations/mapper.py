@@ -191,6 +191,18 @@ def _resource_kind(name: str) -> str:
     return kind_of(name).name
 
 
+def _add_anchor(locator: dict, source: Source) -> None:
+    """The cited words' place in the file's preview when that preview is
+    rendered already (``locator["anchor"]``: status exact|fuzzy, start/end
+    block + offset, W3C TextPosition and TextQuote): the preview marks that
+    range without a request, the context panel marks the same words."""
+    from mnote.preview.views import cached_anchor
+
+    anchor = cached_anchor(source, locator) if locator["precision"] != Citation.Precision.BBOX else None
+    if anchor:
+        locator["anchor"] = anchor
+
+
 def _locator_position(block: Block | None, sidecar: Sidecar | None) -> tuple[str, dict]:
     """Precision and position fields, never faked: a page and rectangle only
     from a real bbox position, paragraph ids only when the DOCX has them."""
@@ -364,6 +376,7 @@ def map_query_data(
                 locator["chunkIndex"] = chunk_index
             if not chunk_id:
                 del locator["chunkId"]
+            _add_anchor(locator, source)
             prefix = "IMG-" if kind_of(source.file_name).image else ""
             # Stable per source version and place (not per search rank): the same passage
             # keeps its id across searches; a collision in one result re-salts it.

@@ -25,11 +25,19 @@ so punctuation, list labels' dots, table separators and LightRAG's markup
 left-overs never decide a match. A passage is never found on text that is
 not in the document: below ``FOUND`` of its skeleton covered in one place,
 the answer is "not found".
+
+Text the renderer made up (``SOFT_CLASSES``: list labels, note numbers,
+image placeholders) is part of the text and may be highlighted, but a
+passage is also matched against a second, *bare* skeleton without it: the
+file's own text (and so the bench's ground truth) has no list labels, and
+LightRAG numbers lists its own way (it continues a list Word restarts), so
+"7. Close the valve" must find the preview's "1. Close the valve".
 """
 
 from __future__ import annotations
 
 import bisect
+import difflib
 import re
 import unicodedata
 from array import array
@@ -38,11 +46,13 @@ from functools import lru_cache
 
 import lxml.html
 
-__all__ = ["Anchor", "TextMap", "build_text_map", "find_passage", "skeleton", "SKIPPED_CLASSES"]
+__all__ = ["Anchor", "TextMap", "build_text_map", "find_passage", "skeleton", "SKIPPED_CLASSES", "SOFT_CLASSES"]
 
-COMPACT_VERSION = 1
+COMPACT_VERSION = 2
 # Not part of a block's text (same list in static/js/locate.js).
 SKIPPED_CLASSES = frozenset({"docx-noteref", "docx-backref"})
+# Shown and highlightable, but made by the renderer, not the file's words.
+SOFT_CLASSES = frozenset({"docx-label", "docx-note-label", "docx-image-placeholder", "docx-hf-label"})
 # The browser's /\s/ plus the invisible characters Word leaves in text.
 _SPACE = re.compile(r"[\s\u00a0\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000\ufeff\u00ad]+")
 # Share of a passage's skeleton that must sit in one place to call it found.
@@ -114,10 +124,33 @@ class Anchor:
         }
 
 
+class _Space:
+    """A skeleton to search in, with the ink offset of each of its characters."""
+
+    def __init__(self, skel: str, ink_of: array):
+        self.s = skel
+        self.ink_of = ink_of
+
+    def to_ink(self, skel_start: int, skel_end: int) -> tuple[int, int]:
+        return self.ink_of[skel_start], self.ink_of[skel_end - 1] + 1
+
+    def bounds(self, within: tuple[int, int] | None) -> tuple[int, int]:
+        if within is None:
+            return 0, len(self.s)
+        return bisect.bisect_left(self.ink_of, within[0]), bisect.bisect_left(self.ink_of, within[1])
+
+
 class TextMap:
     """The rendered text of one document version and the block of each character."""
 
-    def __init__(self, text: str, runs: list[tuple[int, int, int]], headings: dict[int, tuple[int, int]], version: str = ""):
+    def __init__(
+        self,
+        text: str,
+        runs: list[tuple[int, int, int]],
+        headings: dict[int, tuple[int, int]],
+        version: str = "",
+        soft: list[tuple[int, int]] | None = None,
+    ):
         # The rendered text, whitespace runs collapsed to one space; runs and
         # headings count ink (``self.ink`` is ``text`` without its spaces).
         self.text = text
@@ -130,8 +163,31 @@ class TextMap:
         # Heading blocks: block index → (first ink, end ink).
         self.headings = headings
         self._heading_starts = sorted((start, end) for start, end in headings.values())
+        # Ink ranges of text the renderer made (list labels, …): see SOFT_CLASSES.
+        self.soft = sorted(soft or [])
         self.version = version
         self.skeleton, self._skel_ink = _fold(self.ink)
+        self.full = _Space(self.skeleton, self._skel_ink)
+        self._bare: _Space | None = None
+
+    @property
+    def bare(self) -> _Space:
+        """The skeleton without the renderer's own text (built when first asked)."""
+        if self._bare is None:
+            if not self.soft:
+                self._bare = self.full
+            else:
+                parts: list[str] = []
+                ink_of = array("l")
+                at = 0
+                for start, end in self.soft + [(len(self.ink), len(self.ink))]:
+                    if start > at:
+                        folded, where = _fold(self.ink[at:start])
+                        parts.append(folded)
+                        ink_of.extend(w + at for w in where)
+                    at = max(at, end)
+                self._bare = _Space("".join(parts), ink_of)
+        return self._bare
 
     # -- the compact form cached with the render ---------------------------------
 
@@ -141,17 +197,20 @@ class TextMap:
             "text": self.text,
             "runs": self.runs,
             "headings": [[b, s, e] for b, (s, e) in self.headings.items()],
+            "soft": self.soft,
         }
 
     @classmethod
     def from_compact(cls, data: dict, version: str = "") -> TextMap | None:
-        if not isinstance(data, dict) or data.get("v") != COMPACT_VERSION:
+        # Version 1 had no soft ranges: still right, only less tolerant of labels.
+        if not isinstance(data, dict) or data.get("v") not in (1, COMPACT_VERSION):
             return None
         return cls(
             data["text"],
             [tuple(r) for r in data["runs"]],
             {b: (s, e) for b, s, e in data["headings"]},
             version,
+            [tuple(r) for r in data.get("soft") or []],
         )
 
     # -- positions ---------------------------------------------------------------
@@ -182,7 +241,12 @@ class TextMap:
         return skeleton(self.ink[start:end])
 
     def skel_to_ink(self, skel_start: int, skel_end: int) -> tuple[int, int]:
-        return self._skel_ink[skel_start], self._skel_ink[skel_end - 1] + 1
+        return self.full.to_ink(skel_start, skel_end)
+
+    def soft_between(self, start: int, end: int) -> int:
+        """How many pieces of the renderer's own text start in ``[start, end)``."""
+        starts = [s for s, _ in self.soft]
+        return bisect.bisect_left(starts, end) - bisect.bisect_left(starts, start)
 
 
 def build_text_map(html: str, version: str = "") -> TextMap:
@@ -191,6 +255,7 @@ def build_text_map(html: str, version: str = "") -> TextMap:
     text_parts: list[str] = []
     runs: list[tuple[int, int, int]] = []
     headings: dict[int, tuple[int, int]] = {}
+    soft: list[tuple[int, int]] = []
     per_block: dict[int, int] = {}
     total = 0
     if not html.strip():
@@ -222,20 +287,22 @@ def build_text_map(html: str, version: str = "") -> TextMap:
         if classes & SKIPPED_CLASSES or not isinstance(element.tag, str):
             return
         own = element.get("data-block-index")
+        start = total
         if own is not None and own.isdigit():
             block = int(own)
-            start = total
         add(element.text, block)
         for child in element:
             walk(child, block)
             add(child.tail, block)
         if own is not None and own.isdigit() and element.get("data-heading-level"):
             headings[block] = (start, total)
+        if classes & SOFT_CLASSES and total > start:
+            soft.append((start, total))
 
     walk(root, None)
     if not runs:
         runs.append((0, 0, 0))
-    return TextMap("".join(text_parts).strip(" "), runs, headings, version)
+    return TextMap("".join(text_parts).strip(" "), runs, headings, version, soft)
 
 
 # --- finding a passage -------------------------------------------------------------
@@ -261,17 +328,19 @@ def _split_heading(evidence: str, heading: str) -> tuple[str, str, bool]:
     return heading, evidence, False
 
 
-def _pick(text_map: TextMap, places: list[int], length: int, heading_skel: str) -> int:
-    """Of several exact places, the one under the cited heading, then the one
-    whose edges are word or block edges ("pump A." is not inside "pump A
-    inlet"), then the first."""
+def _pick(text_map: TextMap, space: _Space, places: list[int], length: int, heading_skel: str) -> int:
+    """Of several exact places, the one right after the cited heading, then
+    one under it, then the one whose edges are word or block edges ("pump A."
+    is not inside "pump A inlet"), then the first."""
     if len(places) == 1:
         return places[0]
 
     def rank(place: int) -> tuple:
-        start, end = text_map.skel_to_ink(place, place + length)
-        under = bool(heading_skel) and text_map.heading_before(start) == heading_skel
-        return (under, text_map.is_edge(start, before=True) + text_map.is_edge(end, before=False))
+        start, end = space.to_ink(place, place + length)
+        after = bool(heading_skel) and _with_heading(space.s, heading_skel, place, 0) != place
+        # The heading's own label ("2.1") is in the preview's heading, not always in the citation's.
+        under = bool(heading_skel) and text_map.heading_before(start).endswith(heading_skel)
+        return (after, under, text_map.is_edge(start, before=True) + text_map.is_edge(end, before=False))
 
     return max(places, key=lambda place: (rank(place), -place))
 
@@ -313,24 +382,73 @@ def _vote(S: str, E: str, lo: int, hi: int) -> tuple[float, int, int] | None:
         if best is None or covered > best[0]:
             best = (covered, j, i)
     covered, j, i = best
-    cluster = sorted(votes[j : i + 1], key=lambda v: v[1])
+    cluster = sorted(_chain(votes, j, i, k, n, tolerance), key=lambda v: v[1])
+    covered = _coverage(cluster, k, n)
     first, last = cluster[0], cluster[-1]
     start = first[2] - (first[1] if first[1] <= k else 0)
     tail = n - (last[1] + k)
     end = last[2] + k + (tail if tail <= k else 0)
-    # Snap the edges to where the passage's own first and last characters are.
     # Snap the edges to the nearest place of the passage's own first and last characters.
     for m in sorted({min(n, 16), min(n, 10), min(n, 6)}, reverse=True):
         places = _occurrences(S, E[:m], 8, max(lo, start - k), min(hi, start + k + m))
         if places:
             start = min(places, key=lambda i: abs(i - start))
             break
+    else:
+        # The passage's first words are not in the text as they stand (a table
+        # cell LightRAG repeats for every row a merged cell covers): a seed
+        # further in may have matched the row before. Never start before the
+        # passage's own first characters, when they follow shortly.
+        for m in (4, 3, 2) if cjk else (8, 6):
+            places = _occurrences(S, E[:m], 1, start, min(hi, start + 4 * k + tolerance + m)) if n > m else []
+            if places:
+                start = places[0]
+                break
     for m in sorted({min(n, 16), min(n, 10), min(n, 6)}, reverse=True):
         places = _occurrences(S, E[-m:], 8, max(lo, end - k - m), min(hi, end + k))
         if places:
             end = min(places, key=lambda i: abs(i + m - end)) + m
             break
+    else:
+        for m in (4, 3, 2) if cjk else (8, 6):
+            i = S.rfind(E[-m:], max(lo, end - 4 * k - tolerance - m), end) if n > m else -1
+            if i >= 0:
+                end = i + m
+                break
     return covered, max(lo, start), min(hi, end)
+
+
+def _chain(votes: list[tuple[int, int, int]], j: int, i: int, k: int, n: int, tolerance: int) -> list[tuple[int, int, int]]:
+    """The best cluster (``votes[j:i+1]``) with the clusters that continue it
+    in order on both sides after a jump: text only one side has (hidden
+    text, a text box, a table cell LightRAG repeats) shifts the diagonal."""
+    chain = votes[j : i + 1]
+    rest = votes[:j] + votes[i + 1 :]
+    bands: list[list[tuple[int, int, int]]] = []
+    for vote in rest:  # sorted by diagonal
+        if bands and vote[0] - bands[-1][-1][0] <= tolerance:
+            bands[-1].append(vote)
+        else:
+            bands.append([vote])
+    # Each band: a few seeds in a row on one diagonal, never one stray seed.
+    bands = [b for b in bands if len({o for _, o, _ in b}) >= 2 and b[-1][0] - b[0][0] <= 2 * tolerance]
+    max_jump = max(64, n // 3)
+    o_lo, o_hi = min(v[1] for v in chain), max(v[1] for v in chain)
+    p_lo, p_hi = min(v[2] for v in chain), max(v[2] for v in chain)
+    added = True
+    while added and bands:
+        added = False
+        for band in list(bands):
+            bo_lo, bo_hi = min(v[1] for v in band), max(v[1] for v in band)
+            bp_lo, bp_hi = min(v[2] for v in band), max(v[2] for v in band)
+            after = bo_lo > o_hi and bp_lo > p_hi and abs((bp_lo - p_hi) - (bo_lo - o_hi)) <= max_jump
+            before = bo_hi < o_lo and bp_hi < p_lo and abs((p_lo - bp_hi) - (o_lo - bo_hi)) <= max_jump
+            if after or before:
+                chain = chain + band
+                bands.remove(band)
+                o_lo, o_hi, p_lo, p_hi = min(o_lo, bo_lo), max(o_hi, bo_hi), min(p_lo, bp_lo), max(p_hi, bp_hi)
+                added = True
+    return chain
 
 
 def _coverage(cluster: list[tuple[int, int, int]], k: int, n: int) -> float:
@@ -340,6 +458,14 @@ def _coverage(cluster: list[tuple[int, int, int]], k: int, n: int) -> float:
         covered += max(0, o + k - max(o, reach))
         reach = max(reach, o + k)
     return covered / n
+
+
+# A list label LightRAG (or a person) wrote in front of an item: "7.", "a)",
+# "(iv)", "•". Dropped from the evidence only to match the bare skeleton.
+_LABEL = re.compile(
+    r"(?:(?<=^)|(?<=\s))(?:\(?(?:\d{1,3}(?:\.\d{1,3})*|[A-Za-z]|[ivxlcIVXLC]{1,6})[.)、]|\(\d{1,3}\)|[•·▪◦‣○●■□◆◇➢✓*-])(?=\s)"
+)
+_HEADING_LABEL = re.compile(r"^\s*(?:\d{1,3}(?:\.\d{1,3})*\.?|[A-Z]\.|[IVXLC]{1,6}\.)\s+")
 
 
 def find_passage(
@@ -352,61 +478,126 @@ def find_passage(
     right before them, as in the text. ``within`` limits the search to an
     ink range (the cited chunk's place). ``whole``: the text is a chunk, not
     ``"<heading> — <window>"`` evidence, and is never split at its dash.
+
+    Exact text is looked for in the full skeleton, then in the bare one (no
+    list labels on either side); close text is aligned in both and the
+    better alignment wins.
     """
-    S = text_map.skeleton
-    if within is not None:
-        lo = bisect.bisect_left(text_map._skel_ink, within[0])
-        hi = bisect.bisect_left(text_map._skel_ink, within[1])
-    else:
-        lo, hi = 0, len(S)
-    head, window, cited_heading = (heading, evidence or "", False) if whole else _split_heading(evidence or "", heading)
-    E = skeleton(window)
-    H = skeleton(head)
-    if len(E) < 2 or not S:
+    if not text_map.skeleton:
         return None
+    head, window, cited_heading = (heading, evidence or "", False) if whole else _split_heading(evidence or "", heading)
+    E, H = skeleton(window), skeleton(head)
+    if len(E) < 2:
+        return None
+    E_bare, H_bare = skeleton(_LABEL.sub(" ", window)), skeleton(_HEADING_LABEL.sub("", head))
+    tries = [(text_map.full, E, H)]
+    if text_map.soft or (E_bare, H_bare) != (E, H):
+        tries.append((text_map.bare, E_bare or E, H_bare or H))
+    labels = len(_LABEL.findall(window))
+    for space, E_, H_ in tries:
+        found = _exact(text_map, space, E_, H_, cited_heading, space.bounds(within), evidence, window)
+        # Labels dropped from the evidence must be labels in the document too
+        # ("page 12. Next" is not "page 13. Next"); one may precede the place.
+        if found is not None and (E_ == E or labels <= text_map.soft_between(max(0, found.start - 8), found.end)):
+            return found
+    # Seed and vote: close but not identical text (labels, fields, symbols).
+    best = None
+    for space, E_, H_ in tries:
+        lo, hi = space.bounds(within)
+        voted = _vote(space.s, E_, lo, hi)
+        if voted is not None and voted[0] >= FOUND and (best is None or voted[0] > best[1][0]):
+            best = (space, voted, H_, lo, E_)
+    if best is None:
+        return None
+    space, (covered, start, end), H_, lo, E_ = best
+    if not _numbers_agree(text_map, space, E_, start, end):
+        return None
+    if cited_heading:
+        # An aligned start may sit a few words late (the window's first words
+        # differ): the heading may stand a little further back.
+        start = _heading_start(text_map, space, H_, start, lo, gap=max(HEADING_GAP, min(48, len(E) // 16)))
+    return _anchor(text_map, space, "fuzzy", covered, start, end, window)
+
+
+def _exact(text_map: TextMap, space: _Space, E: str, H: str, cited_heading: bool, bounds: tuple[int, int], evidence: str, window: str) -> Anchor | None:
+    S = space.s
+    lo, hi = bounds
     # 1. The heading and the window together, as they stand in the text.
     if H and cited_heading:
         places = _occurrences(S, H + E, 50, lo, hi)
         if places:
-            place = places[0]
-            return _anchor(text_map, "exact", 1.0, place, place + len(H) + len(E), evidence)
+            place = _pick(text_map, space, places, len(H) + len(E), "")
+            return _anchor(text_map, space, "exact", 1.0, place, place + len(H) + len(E), evidence)
     # 2. The window alone, under its heading when it occurs more than once.
     places = _occurrences(S, E, 50, lo, hi)
     if places:
-        place = _pick(text_map, places, len(E), H)
-        start = _with_heading(S, H, place, lo) if cited_heading else place
-        return _anchor(text_map, "exact", 1.0, start, place + len(E), window)
-    # 3. Seed and vote: close but not identical text (labels, fields, symbols).
-    voted = _vote(S, E, lo, hi)
-    if voted is None or voted[0] < FOUND:
-        return None
-    covered, start, end = voted
-    if cited_heading:
-        start = _with_heading(S, H, start, lo)
-    return _anchor(text_map, "fuzzy", covered, start, end, window)
+        place = _pick(text_map, space, places, len(E), H)
+        start = _heading_start(text_map, space, H, place, lo) if cited_heading else place
+        return _anchor(text_map, space, "exact", 1.0, start, place + len(E), window)
+    return None
+
+
+def _numbers_agree(text_map: TextMap, space: _Space, E: str, start: int, end: int) -> bool:
+    """Close text is the cited text only when no digit of it is replaced by
+    something else: "Section 1.01" of a sibling document is not this one's
+    "Section I.01", "March 2024" is not "March 2014". Text only on one side
+    (a label, a text box, hidden text) does not count."""
+    if not any(c.isdigit() for c in E):
+        return True
+    found = space.s[start:end]
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, E, found, autojunk=False).get_opcodes():
+        if op == "replace" and any(c.isdigit() for c in E[i1:i2] + found[j1:j2]):
+            return False
+    return True
 
 
 # Between a heading and its text: a list label or a number at most.
 HEADING_GAP = 4
 
 
-def _with_heading(S: str, H: str, start: int, lo: int) -> int:
-    """``start`` moved back to the cited heading when it stands right before."""
+def _heading_start(text_map: TextMap, space: _Space, H: str, start: int, lo: int, gap: int = HEADING_GAP) -> int:
+    """Where the passage starts when its heading is cited: at the heading
+    when it stands right before. The heading block right before counts too
+    when its words are close to the cited heading's but not the same (hidden
+    text, a field or a label only one of them has)."""
+    moved = _with_heading(space.s, H, start, lo, gap)
+    if moved != start or not H or start <= lo:
+        return moved
+    ink = space.ink_of[start]
+    i = bisect.bisect_right(text_map._heading_starts, (ink, float("inf"))) - 1
+    if i < 0:
+        return start
+    h_start, h_end = text_map._heading_starts[i]
+    first = bisect.bisect_left(space.ink_of, h_start)
+    last = bisect.bisect_left(space.ink_of, h_end)
+    shown = space.s[first:last]
+    if first < lo or not shown or start - last > gap:
+        return start
+    same = sum(b.size for b in difflib.SequenceMatcher(None, H, shown, autojunk=False).get_matching_blocks())
+    close = same >= 0.8 * min(len(H), len(shown)) and same >= 0.5 * max(len(H), len(shown))
+    return first if close else start
+
+
+def _with_heading(S: str, H: str, start: int, lo: int, gap: int = HEADING_GAP) -> int:
+    """``start`` moved back to the cited heading when it stands right before
+    (at most ``gap`` letters and digits between them)."""
     if not H:
         return start
     # The heading may also overlap ``start``: an aligned start can land in it.
-    i = S.rfind(H, max(lo, start - len(H) - HEADING_GAP), start + len(H) - 1)
-    return i if 0 <= i <= start and start - (i + len(H)) <= HEADING_GAP else start
+    i = S.rfind(H, max(lo, start - len(H) - gap), start + len(H) - 1)
+    return i if 0 <= i <= start and start - (i + len(H)) <= gap else start
 
 
 _LEAD = re.compile(r"^[^\w]{1,3}")
 _TRAIL = re.compile(r"[^\w]{1,3}$")
 
 
-def _anchor(text_map: TextMap, status: str, score: float, skel_start: int, skel_end: int, evidence: str = "") -> Anchor | None:
+def _anchor(
+    text_map: TextMap, space: _Space, status: str, score: float, skel_start: int, skel_end: int, evidence: str = ""
+) -> Anchor | None:
     if skel_end <= skel_start:
         return None
-    start, end = text_map.skel_to_ink(skel_start, skel_end)
+    start, end = space.to_ink(skel_start, skel_end)
     # Punctuation at the evidence's edges ("(", a final ".") belongs to the
     # passage when the document has it there too.
     ink = _SPACE.sub("", evidence)

@@ -15,7 +15,8 @@ log = logging.getLogger(__name__)
 # Bump when a renderer's output changes, so old cache entries are not served.
 # 2: one renderer per kind; DOCX headings, drop caps, headers and footers.
 # 3: every render of HTML carries its text map (anchoring.py).
-RENDERER_VERSION = "3"
+# 4: text maps know the renderer's own text (list labels, placeholders) as soft.
+RENDERER_VERSION = "4"
 
 
 class RenderRefused(Exception):
@@ -50,6 +51,19 @@ def cached(
         raise
     _store(path, result)
     return result
+
+
+def peek(kind: str, sha256: str, max_bytes: int | None = None) -> dict | None:
+    """The cached render of this content, or None: never renders (nor reads
+    a cached render larger than ``max_bytes``)."""
+    path = settings.DATA_DIR / "cache" / "preview" / f"{kind}-{RENDERER_VERSION}-{sha256}.json"
+    try:
+        if max_bytes is not None and path.stat().st_size > max_bytes:
+            return None
+        hit = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return hit if isinstance(hit, dict) and "refused" not in hit else None
 
 
 def _store(path, result: dict) -> None:

@@ -24,7 +24,7 @@ from mnote.preview.anchoring import TextMap, build_text_map, find_passage
 from mnote.preview.docx.safe_package import PreviewRejected
 from mnote.preview.forms import MAX_LOCATOR_CHARS, AnchorForm, PdfFindForm, PdfPageForm, PreviewForm
 from mnote.preview.pdf import PdfRejected, find_text, render_page_png
-from mnote.preview.render_cache import RENDERER_VERSION, RenderRefused, cached
+from mnote.preview.render_cache import RENDERER_VERSION, RenderRefused, cached, peek
 from mnote.preview.render_rate import RenderRateLimited, charge_render
 from mnote.preview.renderers import PreviewContext, asset_loader_for, page_finder_for, render_cache_key, renderer_for
 from mnote.preview.text_render import TextRejected
@@ -164,6 +164,23 @@ def anchor_locator(text_map: TextMap, locator: dict, *, tail: str = "") -> dict 
             return None  # head without its tail: not the cited passage
         anchor = replace(anchor, end=max(anchor.end, end.end), status="exact" if anchor.status == end.status == "exact" else "fuzzy")
     return anchor.as_json() if anchor else None
+
+
+def cached_anchor(source: Source, locator: dict) -> dict | None:
+    """Where a locator's passage is in the preview of this version of the
+    file, when that preview has been rendered already (a search never renders
+    a file). The anchor names the version; a preview of other content ignores it."""
+    kind = kind_of(source.file_name)
+    if renderer_for(kind) is None or not source.sha256:
+        return None
+    ctx = _preview_context(source, Path(source.absolute_path))
+    version = _version(source.sha256, ctx)
+    text_map = _TEXT_MAPS.get(version)
+    if text_map is None:
+        # A search reads at most a few MB per file it cites; a bigger preview is anchored when opened.
+        rendered = peek(render_cache_key(kind, ctx, get_language() or ""), source.sha256, max_bytes=4 * 1024 * 1024)
+        text_map = _text_map(version, rendered) if rendered else None
+    return anchor_locator(text_map, locator) if text_map else None
 
 
 def _page_of_passage(source: Source, kind, path: Path, sha256: str, evidence: str) -> int | None:

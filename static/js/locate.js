@@ -20,6 +20,9 @@
   // class and skipped elements are used here, so offsets mean the same place.
   const SPACE = /[\t\n\v\f\r \u00a0\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000\ufeff\u00ad]/;
   const SKIPPED = ".docx-noteref, .docx-backref";
+  // The renderer's own text (list labels, note numbers, placeholders): marked
+  // with the passage, but a quote may lack it (anchoring.py's SOFT_CLASSES).
+  const SOFT = ".docx-label, .docx-note-label, .docx-image-placeholder, .docx-hf-label";
   // Longer evidence goes as its head and tail (a URL has a size limit).
   const EVIDENCE_URL_CHARS = 2400;
 
@@ -190,30 +193,34 @@
     return out;
   }
 
+  // Two skeletons of the page: all of its text, and its text without the
+  // renderer's own (so "Close the valve" finds "1. Close the valve").
   function indexPage() {
     if (pageIndex) return pageIndex;
-    const skel = [];
-    const block = [];
-    const offset = [];
+    const full = { skel: [], block: [], offset: [] };
+    const bare = { skel: [], block: [], offset: [] };
     const counters = new Map();
     const walker = document.createTreeWalker(doc, NodeFilter.SHOW_TEXT);
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
       const owner = ownerOf(node);
       if (!owner || node.parentElement.closest(SKIPPED)) continue;
+      const soft = !!node.parentElement.closest(SOFT);
       const b = Number(owner.dataset.blockIndex);
       let n = counters.get(b) || 0;
       for (const ch of node.data) {
         if (SPACE.test(ch)) continue;
         for (const c of fold(ch)) {
-          skel.push(c);
-          block.push(b);
-          offset.push(n);
+          for (const index of soft ? [full] : [full, bare]) {
+            index.skel.push(c);
+            index.block.push(b);
+            index.offset.push(n);
+          }
         }
         n++;
       }
       counters.set(b, n);
     }
-    pageIndex = { skel: skel.join(""), block, offset };
+    pageIndex = [full, bare].map((index) => ({ ...index, skel: index.skel.join("") }));
     return pageIndex;
   }
 
@@ -229,20 +236,22 @@
     const cut = evidence.indexOf(" — ");
     // "<heading> — <window>": the window alone when the two are apart in the text.
     const windows = cut > 0 && cut <= 200 ? [evidence, evidence.slice(cut + 3)] : [evidence];
-    const index = indexPage();
+    // The whole evidence (heading and window) first, with or without labels; then the window.
     for (const text of windows) {
-      const needle = skeletonOf(text);
-      if (needle.length < 8) return null;
-      const first = index.skel.indexOf(needle);
-      if (first < 0) continue;
-      if (index.skel.indexOf(needle, first + 1) >= 0) return null; // more than one place: the server chooses
-      const last = first + needle.length - 1;
-      return {
-        status: "exact", score: 1, local: true,
-        start: { block: index.block[first], offset: index.offset[first] },
-        end: { block: index.block[last], offset: index.offset[last] + 1 },
-        trail: (text.match(/[^\p{L}\p{N}\s]{1,3}$/u) || [""])[0],
-      };
+      for (const index of indexPage()) {
+        const needle = skeletonOf(text);
+        if (needle.length < 8) return null;
+        const first = index.skel.indexOf(needle);
+        if (first < 0) continue;
+        if (index.skel.indexOf(needle, first + 1) >= 0) return null; // more than one place: the server chooses
+        const last = first + needle.length - 1;
+        return {
+          status: "exact", score: 1, local: true,
+          start: { block: index.block[first], offset: index.offset[first] },
+          end: { block: index.block[last], offset: index.offset[last] + 1 },
+          trail: (text.match(/[^\p{L}\p{N}\s]{1,3}$/u) || [""])[0],
+        };
+      }
     }
     return null;
   }
@@ -271,6 +280,7 @@
     if (!marks.length) return notFound();
     highlight(marks);
     showNote(false);
+    markContext(text);
     const first = doc.querySelector(`[data-block-index="${anchor.start.block}"]`);
     return {
       status: anchor.status,
@@ -369,7 +379,43 @@
 
   // --- the context panel: the cited chunk with its neighbours ---------------
   const panel = document.getElementById("context-panel");
+  // The words marked in the document, marked in the cited chunk of the panel too.
+  let contextQuote = "";
+  const chunkTexts = new WeakMap();
+  const squash = (value) => value.replace(/\s+/g, " ").trim();
+
+  function markContext(quote) {
+    contextQuote = quote || "";
+    const item = panel && panel.querySelector(".context-item.target");
+    const full = item && chunkTexts.get(item);
+    if (!full) return;
+    const textEl = item.lastElementChild;
+    const chunk = squash(full);
+    const wanted = squash(contextQuote);
+    // The marked words' first and last words in the chunk: LightRAG's text
+    // may differ a little inside (its own list numbers), and a quote may
+    // start with the preview's list label, which LightRAG writes otherwise.
+    let at = -1;
+    for (let skip = 0; skip <= 4 && at < 0 && wanted.length >= skip + 8; skip++) {
+      at = chunk.indexOf(wanted.slice(skip, skip + 12));
+    }
+    const tail = wanted.slice(-12);
+    const last = at < 0 ? -1 : chunk.indexOf(tail, at);
+    const end = last < 0 ? Math.min(chunk.length, at + wanted.length) : last + tail.length;
+    if (at < 0) {
+      textEl.textContent = chunk.length > 280 ? `${chunk.slice(0, 280)}…` : chunk;
+      return;
+    }
+    const from = Math.max(0, at - 60);
+    const to = Math.min(chunk.length, Math.max(end, from + 280));
+    const mark = document.createElement("mark");
+    mark.className = "mnote-context-hit";
+    mark.textContent = chunk.slice(at, Math.min(end, to));
+    textEl.replaceChildren((from > 0 ? "…" : "") + chunk.slice(from, at), mark, chunk.slice(at + mark.textContent.length, to) + (to < chunk.length ? "…" : ""));
+  }
+
   async function showContext(locator) {
+    contextQuote = "";
     if (!panel || typeof locator.chunkIndex !== "number") {
       if (panel) panel.hidden = true;
       return;
@@ -401,6 +447,7 @@
       const text = document.createElement("span");
       text.textContent = chunk.text.length > 280 ? `${chunk.text.slice(0, 280)}…` : chunk.text;
       item.append(heading, text);
+      chunkTexts.set(item, chunk.text);
       // A neighbour re-targets the preview on its own text.
       item.addEventListener("click", () => {
         list.querySelectorAll(".target").forEach((el) => el.classList.remove("target"));
@@ -412,6 +459,7 @@
       list.append(item);
     }
     panel.hidden = false;
+    if (contextQuote) markContext(contextQuote);
   }
 
   function tell(message) {
