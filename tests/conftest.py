@@ -98,6 +98,15 @@ def forget_recent_health():
 
 
 @pytest.fixture(autouse=True)
+def forget_document_indexes(settings):
+    """Tests reuse content hashes and file names with other sidecars and chunk stores."""
+    from mnote.citations.sidecar import forget_doc_indexes
+
+    forget_doc_indexes()
+    shutil.rmtree(settings.DATA_DIR / "cache" / "index", ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
 def forget_render_counts():
     """Each test starts with a fresh preview-render budget (issue 9's per-user
     rate limit counts in the process-wide cache; test users reuse ids)."""

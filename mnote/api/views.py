@@ -25,6 +25,7 @@ from mnote.api.forms import (
 )
 from mnote.citations.context import ChunkNotFound, chunk_context
 from mnote.citations.mapper import CitationView
+from mnote.citations import permalinks
 from mnote.citations.models import Citation
 from mnote.citations.search import (
     UnknownScope,
@@ -239,9 +240,20 @@ def open_reference(request):
 
 def reference_result(user, params: dict) -> dict:
     """Where a permalink points now, for validated ``OpenReferenceForm`` parameters; ApiError 404 if ``user`` may not see it."""
-    if params["token"] is None:
+    if params.get("reference"):
+        # A search's link, not yet a row: opening it makes one (a POST).
+        try:
+            cited = permalinks.cited(user, params["reference"])
+        except permalinks.SourceChanged as e:
+            raise ApiError(
+                409, "source_changed", f"{e.source.library_path} has changed since this link was made; the cited place was not kept. Search again."
+            ) from e
+        if cited is None:
+            raise ApiError(404, "not_found", "No such citation.")
+    elif params["token"] is None:
         raise ApiError(404, "not_found", "No citation at this URL (expected /c/<token>).")
-    cited = Citation.objects.select_related("source__root").filter(token=params["token"]).first()
+    else:
+        cited = Citation.objects.select_related("source__root").filter(token=params["token"]).first()
     visible = cited is not None and (
         Source.objects.visible_to(user).filter(pk=cited.source_id).exists()
         if cited.source_id is not None

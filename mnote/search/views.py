@@ -11,6 +11,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from mnote.citations.answer_badges import AnsweredSentence
 from mnote.citations.citation_text import mark_terms
+from mnote.citations.permalinks import persist
 from mnote.citations.search import (
     WITHHELD_NOTE,
     UnknownScope,
@@ -153,6 +154,8 @@ def _stored_turn(turn: Turn, visible_ids: set[int]) -> dict:
 def _save_turn(user, conversation: Conversation | None, question: str, answer) -> Conversation:
     if conversation is None:
         conversation = Conversation.objects.create(user=user, title=question[:200])
+    # A saved answer must last: its citations become permalink rows now.
+    persist(answer.mapped.citations)
     citations = []
     for c in answer.mapped.citations:
         item = c.as_json()
