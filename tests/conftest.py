@@ -92,7 +92,7 @@ def fast_password_hasher(settings):
 @pytest.fixture(autouse=True)
 def forget_recent_health():
     """Each test sees its own LightRAG's health, not one cached by another."""
-    from mnote.library import provider
+    from mnote.lightrag import provider
 
     provider._recent.clear()
 
@@ -218,7 +218,7 @@ def demo_library(live_lightrag, library_dir):
     """Our demo documents in a root, indexed by the real LightRAG."""
     from mnote.library.ingest import wait_until_settled
     from mnote.library.models import IndexedRoot
-    from mnote.library.provider import lightrag_client
+    from mnote.lightrag.provider import lightrag_client
     from mnote.library.sync import sync_root
 
     shutil.copytree(REPO_DIR / "mnote" / "demo" / "library", library_dir / "demo")

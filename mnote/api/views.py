@@ -38,7 +38,7 @@ from mnote.citations.search import (
 from mnote.library.ingest import queue_for_ingest
 from mnote.lightrag import LightRAGError
 from mnote.library.models import IndexedRoot, Source
-from mnote.library.provider import HealthReport, health_report, lightrag_client, webui_url
+from mnote.lightrag.provider import HealthReport, health_report, lightrag_client, webui_url
 from mnote.library.sync import allow_large_text, delete_index, library_status, prune_registry, sync_root
 from mnote.library.text_size import is_held_back
 

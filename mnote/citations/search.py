@@ -15,7 +15,7 @@ from mnote.citations.citation_text import is_unreadable, query_terms
 from mnote.citations.mapper import MappedResult, map_query_data
 from mnote.citations.sidecar import load_chunk_store
 from mnote.library.models import IndexedRoot, Source
-from mnote.library.provider import lightrag_client, recent_health
+from mnote.lightrag.provider import lightrag_client, recent_health
 
 MODES = ("naive", "local", "global", "hybrid", "mix")
 _WHY_NOT_IN_LIGHTRAG = {

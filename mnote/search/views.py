@@ -23,7 +23,7 @@ from mnote.citations.search import (
     not_in_lightrag,
 )
 from mnote.library.models import Source
-from mnote.library.provider import lightrag_client, recent_health
+from mnote.lightrag.provider import lightrag_client, recent_health
 from mnote.lightrag import LightRAGBusy, LightRAGError, LightRAGRejected, LightRAGUnavailable
 from mnote.search.forms import AskForm, SearchForm
 from mnote.search.models import Conversation, Turn
