@@ -34,14 +34,14 @@ def refuse(*args, **kwargs):
 
 def test_another_process_reads_the_index_without_parsing_lightrags_files(gamma, monkeypatch):
     first = doc_index(gamma)
-    assert first.sidecar is not None and first.chunks and first.store_seen
+    assert first.sidecar is not None and first.chunk_ids and first.store_seen
     forget_doc_indexes()  # a fresh web process: nothing in memory
-    monkeypatch.setattr(sidecar_module, "load_sidecar", refuse)
-    monkeypatch.setattr(sidecar_module, "load_chunk_store", refuse)
+    monkeypatch.setattr(sidecar_module, "_read_sidecar", refuse)
+    monkeypatch.setattr(sidecar_module, "_read_chunk_store", refuse)
     again = doc_index(gamma)
     assert [b.content for b in again.sidecar.blocks] == [b.content for b in first.sidecar.blocks]
     assert again.sidecar.normalised_contents == first.sidecar.normalised_contents
-    assert again.chunks == first.chunks
+    assert again.chunks_in_order(with_text=True) == first.chunks_in_order(with_text=True)
     _, body = recorded("query_data_naive.json")
     [citation] = map_query_data(body, query=QUERY, sources=Source.objects.all()).citations
     assert citation.diagnostics["blockMatch"].startswith("chunk_store_refs")
@@ -62,11 +62,11 @@ def test_without_a_json_chunk_store_it_maps_by_text_and_the_panel_uses_blocks(ga
     _, storage = lightrag_dirs
     (storage / "kv_store_text_chunks.json").unlink()  # LightRAG on another storage back-end
     index = doc_index(gamma)
-    assert index.chunks == {} and not index.store_seen and index.sidecar is not None
+    assert index.chunk_ids == [] and not index.store_seen and index.sidecar is not None
     _, body = recorded("query_data_naive.json")
     [citation] = map_query_data(body, query=QUERY, sources=Source.objects.all()).citations
     assert citation.block_id and citation.diagnostics["blockMatch"].startswith("text_")
     assert chunk_context(gamma, 0).unit == "sidecar_blocks"
     # The store appears later (storage moved to JSON): the index is built again with it.
     shutil.copy(MAPPER_FIXTURES / "sdk_kv_store_text_chunks.json", storage / "kv_store_text_chunks.json")
-    assert doc_index(gamma).chunks and chunk_context(gamma, 0).unit == "lightrag_chunks"
+    assert doc_index(gamma).chunk_ids and chunk_context(gamma, 0).unit == "lightrag_chunks"

@@ -66,7 +66,7 @@ def _window(items: list, target: int, context: int) -> range:
 
 def _from_chunk_store(source: Source, chunk_index: int, context: int, index: DocIndex) -> ChunkContext | None:
     sidecar = index.sidecar
-    chunks = index.chunks_in_order
+    chunks = index.chunks_in_order(with_text=True)
     if not chunks:
         return None
     position = next((i for i, c in enumerate(chunks) if c.order_index == chunk_index), None)

@@ -180,14 +180,19 @@ def _match_block(chunk_text: str, sidecar: Sidecar, candidate_ids: tuple[str, ..
     if len(blocks) == 1:
         return blocks[0], how
     # The block holding the query's terms wins; the query-centred window of
-    # the chunk breaks ties between blocks that hold them equally.
+    # the chunk breaks ties between blocks that hold them equally (computed
+    # only for those: the fuzzy comparison was most of the mapping's time).
+    scores = [lexical_score(clean_display_text(b.content), query) for b in blocks]
+    best = max(scores)
+    tied = [b for b, score in zip(blocks, scores) if score == best]
+    if len(tied) == 1:
+        return tied[0], how + "+query_window"
     window = evidence_window(clean_display_text(chunk_text), query)
 
     def holds_query(block: Block) -> tuple:
-        text = clean_display_text(block.content)
-        return (lexical_score(text, query), fuzz.partial_ratio(window, text), -block.index)
+        return (fuzz.partial_ratio(window, clean_display_text(block.content)), -block.index)
 
-    return max(blocks, key=holds_query), how + "+query_window"
+    return max(tied, key=holds_query), how + "+query_window"
 
 
 def _resource_kind(name: str) -> str:
@@ -352,7 +357,7 @@ def cite_again(source: Source, *, chunk_id: str, block_id: str, query: str, quot
     if doc_id and doc_id != source.lightrag_doc_id:
         return None  # re-indexed since: the chunk is another version's
     index = doc_index(source)
-    stored = index.chunk(chunk_id)
+    stored = index.chunk(chunk_id, with_text=True)
     raw = stored.content if stored else quote
     if raw is None:
         return None

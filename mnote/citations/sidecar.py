@@ -188,33 +188,56 @@ def chunk_index_of(chunk_id: str) -> int | None:
 #
 # Parsing a sidecar (2.5 MB of JSONL for a 2,000-block document) and the whole
 # chunk store costs tens of milliseconds, once per web process per version.
-# The blocks and this document's chunks are written once, in marshal's format,
-# next to the render cache; any process then reads them in a few milliseconds.
+# The blocks and this document's chunk → block links are written once, in
+# marshal's format, next to the render cache; any process then reads them in
+# a few milliseconds. The chunks' own texts (for the context panel and the
+# preview, not for mapping) sit in a second file, read when first asked for.
 # The file name carries the source's content hash; the sidecar's size and
 # mtime, the time MNote saw it indexed and whether the chunk store existed
 # are checked on each read.
 
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2
 _INDEXES: "OrderedDict[str, tuple[tuple, DocIndex]]" = OrderedDict()
 _INDEXES_KEPT = 64
 
 
-@dataclass(frozen=True)
 class DocIndex:
-    """A document version's sidecar blocks and its chunks (id → StoredChunk,
-    with their block links), or what of them is readable."""
+    """A document version's sidecar blocks and its chunks (with their block
+    links and, on demand, their texts), or what of them is readable."""
 
-    sidecar: Sidecar | None
-    chunks: dict[str, StoredChunk]
-    store_seen: bool
-    """Whether LightRAG's JSON chunk store existed when this was built."""
+    def __init__(self, sidecar: Sidecar | None, refs: dict[str, tuple], *, store_seen: bool, doc_id: str,
+                 texts: dict[str, str] | None = None, texts_path: Path | None = None):
+        self.sidecar = sidecar
+        self._refs = refs  # chunk id → (order index, block ids)
+        self.store_seen = store_seen
+        """Whether LightRAG's JSON chunk store existed when this was built."""
+        self.doc_id = doc_id
+        self._texts = texts
+        self._texts_path = texts_path
 
-    def chunk(self, chunk_id: str) -> StoredChunk | None:
-        return self.chunks.get(chunk_id)
+    @property
+    def chunk_ids(self) -> list[str]:
+        return list(self._refs)
 
-    @cached_property
-    def chunks_in_order(self) -> list[StoredChunk]:
-        return sorted((c for c in self.chunks.values() if c.order_index is not None), key=lambda c: c.order_index)
+    def chunk(self, chunk_id: str, *, with_text: bool = False) -> StoredChunk | None:
+        """The chunk's order and block links; its text too when asked (read then)."""
+        ref = self._refs.get(chunk_id)
+        if ref is None:
+            return None
+        text = self._chunk_texts().get(chunk_id, "") if with_text else ""
+        return StoredChunk(chunk_id=chunk_id, doc_id=self.doc_id, order_index=ref[0], block_ids=tuple(ref[1]), content=text)
+
+    def chunks_in_order(self, *, with_text: bool = False) -> list[StoredChunk]:
+        ordered = sorted((ref[0], chunk_id) for chunk_id, ref in self._refs.items() if ref[0] is not None)
+        return [self.chunk(chunk_id, with_text=with_text) for _, chunk_id in ordered]
+
+    def _chunk_texts(self) -> dict[str, str]:
+        if self._texts is None:
+            try:
+                self._texts = marshal.loads(self._texts_path.read_bytes()) if self._texts_path else {}
+            except (OSError, EOFError, ValueError, TypeError):
+                self._texts = {}
+        return self._texts
 
 
 def index_path(data_dir: Path, sha256: str, lightrag_name: str) -> Path:
@@ -232,8 +255,7 @@ def load_doc_index(
         stat = sidecar_file.stat() if sidecar_file else None
     except OSError:
         stat = None
-    store_file = working_dir / "kv_store_text_chunks.json"
-    store_exists = store_file.exists()
+    store_exists = (working_dir / "kv_store_text_chunks.json").exists()
     sidecar_key = (stat.st_size, stat.st_mtime_ns) if stat else None
     path = index_path(data_dir, sha256 or "none", f"{lightrag_name}\0{doc_id}")
     # Deleted and indexed again (new chunk settings), a version gets new chunks.
@@ -242,7 +264,7 @@ def load_doc_index(
     if held and held[0] == validity and (held[1].store_seen or not store_exists):
         _INDEXES.move_to_end(str(path))
         return held[1]
-    index = _read_index(path, validity, sidecar_file, store_exists)
+    index = _read_index(path, validity, store_exists)
     if index is None:
         index, complete = _build_index(input_dir, working_dir, lightrag_name, doc_id, store_exists)
         if complete and sha256:
@@ -278,46 +300,49 @@ def forget_doc_indexes() -> None:
 def _build_index(input_dir: Path, working_dir: Path, lightrag_name: str, doc_id: str, store_exists: bool) -> tuple[DocIndex, bool]:
     sidecar = load_sidecar(input_dir, lightrag_name)
     store = load_chunk_store(working_dir) if store_exists else None
-    chunks = {c.chunk_id: c for c in (store or {}).values() if doc_id and c.doc_id == doc_id}
+    mine = [c for c in (store or {}).values() if doc_id and c.doc_id == doc_id]
+    refs = {c.chunk_id: (c.order_index, c.block_ids) for c in mine}
+    texts = {c.chunk_id: c.content for c in mine}
     # Kept only when nothing was half-read: a store being rewritten, or one
     # without this document's chunks yet, is read again next time.
-    complete = (not store_exists or bool(chunks)) and (sidecar is not None or not _sidecar_exists(input_dir, lightrag_name))
-    return DocIndex(sidecar, chunks, store_seen=store is not None), complete
+    complete = (not store_exists or bool(mine)) and (sidecar is not None or not _sidecar_exists(input_dir, lightrag_name))
+    return DocIndex(sidecar, refs, store_seen=store is not None, doc_id=doc_id, texts=texts), complete
 
 
 def _sidecar_exists(input_dir: Path, lightrag_name: str) -> bool:
     return bool(lightrag_name) and sidecar_path(input_dir, lightrag_name).exists()
 
 
+def _write_private(path: Path, data: bytes) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
 def _write_index(path: Path, validity: tuple, index: DocIndex) -> None:
     sidecar = index.sidecar
     blocks = None
     if sidecar is not None:
-        normalised = sidecar.normalised_contents
-        blocks = [
-            (b.block_id, b.content, b.heading, b.parent_headings, b.positions, None if n == b.content else n)
-            for b, n in zip(sidecar.blocks, normalised)
-        ]
+        blocks = [(b.block_id, b.content, b.heading, b.parent_headings, b.positions) for b in sidecar.blocks]
     payload = {
         "format": INDEX_FORMAT,
         "validity": validity,
         "store_seen": index.store_seen,
         "sidecar": None if sidecar is None else (str(sidecar.path), sidecar.meta, blocks),
-        "chunks": [(c.chunk_id, c.order_index, c.block_ids, c.content) for c in index.chunks.values()],
+        "chunks": index._refs,
     }
     try:
-        data = marshal.dumps(payload)
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        # The texts first: an index on disk always has its texts beside it.
+        _write_private(path.with_suffix(".texts"), marshal.dumps(index._chunk_texts()))
+        _write_private(path, marshal.dumps(payload))
     except (OSError, ValueError) as e:
         log.warning("cannot write the document index %s: %s", path, e)
 
 
-def _read_index(path: Path, validity: tuple, sidecar_file: Path | None, store_exists: bool) -> DocIndex | None:
+def _read_index(path: Path, validity: tuple, store_exists: bool) -> DocIndex | None:
     try:
         payload = marshal.loads(path.read_bytes())
     except (OSError, EOFError, ValueError, TypeError):
@@ -330,16 +355,12 @@ def _read_index(path: Path, validity: tuple, sidecar_file: Path | None, store_ex
         sidecar = None
         if payload["sidecar"] is not None:
             sidecar_name, meta, rows = payload["sidecar"]
-            blocks = tuple(Block(i, r[0], r[1], r[2], r[3], r[4]) for i, r in enumerate(rows))
+            blocks = tuple(Block._make((i, *r)) for i, r in enumerate(rows))
             sidecar = Sidecar(Path(sidecar_name), meta, blocks, {b.block_id: b for b in blocks})
-            # Stored, so the text matching needs no pass over the blocks.
-            sidecar.__dict__["normalised_contents"] = tuple(r[5] if r[5] is not None else r[1] for r in rows)
-        doc_id = validity[1]
-        chunks = {
-            c[0]: StoredChunk(chunk_id=c[0], doc_id=doc_id, order_index=c[1], block_ids=tuple(c[2]), content=c[3])
-            for c in payload["chunks"]
-        }
+        refs = payload["chunks"]
+        if not isinstance(refs, dict):
+            raise TypeError("chunks")
     except (KeyError, TypeError, ValueError, IndexError) as e:
         log.info("document index %s unreadable, rebuilt: %s", path, e)
         return None
-    return DocIndex(sidecar, chunks, store_seen=payload["store_seen"])
+    return DocIndex(sidecar, refs, store_seen=payload["store_seen"], doc_id=validity[1], texts_path=path.with_suffix(".texts"))

@@ -137,7 +137,7 @@ def _chunk_text(source: Source | None, chunk_id: str) -> str:
 
     if not chunk_id or source is None:
         return ""
-    stored = doc_index(source).chunk(chunk_id)
+    stored = doc_index(source).chunk(chunk_id, with_text=True)
     return clean_display_text(stored.content) if stored else ""
 
 
