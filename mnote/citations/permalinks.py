@@ -12,9 +12,10 @@ source, as for any permalink.
 """
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from django.core import signing
-from django.urls import reverse
+from django.urls import get_script_prefix, reverse
 
 from mnote.citations.models import Citation
 from mnote.library.models import Source
@@ -44,12 +45,19 @@ def encode_reference(*, source_id: int, sha256: str, doc_id: str, chunk_id: str,
     payload = [FORMAT, source_id, sha256[:SHA_CHARS], chunk, block_id, query[:1000]]
     if quote is not None:
         payload.append(quote)
-    # Deterministic (no timestamp): the same place and query give the same link.
-    return _signer().sign_object(payload, compress=True)
+    # Deterministic (no timestamp): the same place and query give the same
+    # link. Only a chunk's text is worth compressing.
+    return _signer().sign_object(payload, compress=quote is not None)
 
 
 def reference_url(**place) -> str:
-    return reverse("citation-reference", args=[encode_reference(**place)])
+    return _reference_base(get_script_prefix()) + encode_reference(**place)
+
+
+@lru_cache(maxsize=8)
+def _reference_base(_script_prefix: str) -> str:
+    # One reverse() per script prefix, not one per citation.
+    return reverse("citation-reference", args=["-"])[:-1]
 
 
 def read_reference(reference: str) -> Reference | None:
