@@ -17,9 +17,11 @@ edge, and chunks made only of two cut blocks). The mapper is timed:
 
   - with / without the chunk store (without it: text matching, exact then
     rapidfuzz fuzzy),
-  - cold (sidecar and chunk-store caches cleared before the call) / warm,
-  - ``persist=True`` (the default: a ``Citation`` row per citation, reused
-    once it exists); warm ``persist=False`` as an extra row.
+  - cold (a new web process: nothing in memory, the document's index on
+    disk, ``mnote.citations.sidecar.doc_index``) / warm / index built (a
+    version's first search: no index anywhere, sidecar and chunk store parsed);
+  - a search writes no rows; "map + permalink rows" (``permalinks.persist``,
+    what saving an answer adds) as an extra row.
 
 Baseline: the real embedded stack (lightrag-server + the local model
 endpoint, on free ports, data in a temporary dir). The demo library's
@@ -27,8 +29,8 @@ documents are ingested, then ``client.query_data(q, mode=…, chunk_top_k=20)``
 is timed for ``naive`` and ``mix`` (a different query each round, after one
 untimed warm-up query per mode). The machine may be shared, so the baseline
 and the fast mapping cases run interleaved, round by round: one naive query,
-one mix query, then one cold, one warm and one warm ``persist=False``
-mapping. The text-matching cases take seconds and run 3 times each after the
+one mix query, then one cold, one warm, one index-built and one warm
+mapping with its rows. The text-matching cases take seconds and run 3 times each after the
 stack is stopped.
 
 Prints a table and the ratios mapping ÷ query_data (medians; best in
