@@ -153,7 +153,7 @@ def world(library_dir, lightrag_dirs, fake_lightrag, django_user_model, tmp_path
     values = {
         "source_id": notes.pk, "root_id": root.pk, "token": cited.token, "part": "word/media/logo.png", "page": 1,
         "content_type_id": 1, "object_id": notes.pk, "id": users["member"].pk, "app_label": "library", "url": "x/",
-        "reference": encode_reference(source_id=notes.pk, sha256="", doc_id="", chunk_id="", block_id="", query="", quote=None),
+        "reference": encode_reference(source_id=notes.pk, sha256="", chunk_id="", block_id="", query="", quote=None),
     }  # fmt: skip
     conversation = Conversation.objects.create(user=users["group_member"], title="Lab yields")
     token, _key = ApiToken.objects.create_token(users["group_member"], "lab laptop")

@@ -95,7 +95,8 @@ def test_a_link_to_a_file_changed_before_its_first_open_says_so(member_client, l
 def test_a_link_opened_before_the_file_changed_keeps_what_was_cited(member_client, lightrag_answers, gamma):
     link = card_link(member_client)
     row_url = member_client.get(link)["Location"]
-    gamma.sha256 = "b" * 64
+    # What a sync does to an edited file: new hash, stale, LightRAG's document deleted.
+    gamma.sha256, gamma.stale, gamma.lightrag_doc_id = "b" * 64, True, ""
     gamma.save()
     assert member_client.get(link)["Location"] == row_url
     assert "The source has changed" in member_client.get(row_url).content.decode()

@@ -304,7 +304,6 @@ def _cite(
     url = reference_url(
         source_id=source.pk,
         sha256=source.sha256,
-        doc_id=source.lightrag_doc_id,
         chunk_id=chunk_id,
         block_id=block.block_id if block else "",
         query=query,

@@ -39,10 +39,10 @@ def _signer() -> signing.Signer:
     return signing.Signer(salt=SALT)
 
 
-def encode_reference(*, source_id: int, sha256: str, doc_id: str, chunk_id: str, block_id: str, query: str, quote: str | None) -> str:
-    # LightRAG's chunk ids repeat the document's id: "~" stands for it.
-    chunk = "~" + chunk_id[len(doc_id) :] if doc_id and chunk_id.startswith(doc_id + "-") else chunk_id
-    payload = [FORMAT, source_id, sha256[:SHA_CHARS], chunk, block_id, query[:1000]]
+def encode_reference(*, source_id: int, sha256: str, chunk_id: str, block_id: str, query: str, quote: str | None) -> str:
+    # The chunk id whole, not relative to the source's doc id: that id is
+    # cleared or replaced when the file changes, and the link must still find its row.
+    payload = [FORMAT, source_id, sha256[:SHA_CHARS], chunk_id, block_id, query[:1000]]
     if quote is not None:
         payload.append(quote)
     # Deterministic (no timestamp): the same place and query give the same
@@ -72,11 +72,6 @@ def read_reference(reference: str) -> Reference | None:
     if not (isinstance(source_id, int) and all(isinstance(v, str) for v in (sha, chunk, block_id, query))):
         return None
     return Reference(source_id, sha, chunk, block_id, query, quote[0] if quote and isinstance(quote[0], str) else None)
-
-
-def _full_chunk_id(reference: Reference, source: Source) -> str:
-    chunk = reference.chunk_id
-    return source.lightrag_doc_id + chunk[1:] if chunk.startswith("~") else chunk
 
 
 def precision_label(precision: str, page: int | None) -> str:
@@ -154,7 +149,7 @@ def cited(user, reference: str) -> Citation | None:
     source = Source.objects.visible_to(user).select_related("root").filter(pk=place.source_id).first()
     if source is None:
         return None
-    chunk_id = _full_chunk_id(place, source)
+    chunk_id = place.chunk_id
     row = (
         Citation.objects.select_related("source__root")
         .filter(
