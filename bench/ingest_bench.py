@@ -134,7 +134,7 @@ class Run:
     def ingest(self, max_seconds: float) -> dict:
         from mnote.library.ingest import work_once
         from mnote.library.models import IndexedRoot, Job, Source
-        from mnote.library.provider import lightrag_client
+        from mnote.lightrag.provider import lightrag_client
         from mnote.library.sync import sync_root
         from mnote.lightrag import LightRAGError
 

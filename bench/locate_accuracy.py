@@ -773,7 +773,7 @@ def run_e2e(args) -> dict:
         from mnote.citations.sidecar import load_chunk_store
         from mnote.library.ingest import wait_until_settled
         from mnote.library.models import IndexedRoot, Source
-        from mnote.library.provider import lightrag_client
+        from mnote.lightrag.provider import lightrag_client
         from mnote.library.sync import sync_root
         from mnote.lightrag import LightRAGError
 

@@ -17,9 +17,11 @@ edge, and chunks made only of two cut blocks). The mapper is timed:
 
   - with / without the chunk store (without it: text matching, exact then
     rapidfuzz fuzzy),
-  - cold (sidecar and chunk-store caches cleared before the call) / warm,
-  - ``persist=True`` (the default: a ``Citation`` row per citation, reused
-    once it exists); warm ``persist=False`` as an extra row.
+  - cold (a new web process: nothing in memory, the document's index on
+    disk, ``mnote.citations.sidecar.doc_index``) / warm / index built (a
+    version's first search: no index anywhere, sidecar and chunk store parsed);
+  - a search writes no rows; "map + permalink rows" (``permalinks.persist``,
+    what saving an answer adds) as an extra row.
 
 Baseline: the real embedded stack (lightrag-server + the local model
 endpoint, on free ports, data in a temporary dir). The demo library's
@@ -27,8 +29,8 @@ documents are ingested, then ``client.query_data(q, mode=…, chunk_top_k=20)``
 is timed for ``naive`` and ``mix`` (a different query each round, after one
 untimed warm-up query per mode). The machine may be shared, so the baseline
 and the fast mapping cases run interleaved, round by round: one naive query,
-one mix query, then one cold, one warm and one warm ``persist=False``
-mapping. The text-matching cases take seconds and run 3 times each after the
+one mix query, then one cold, one warm, one index-built and one warm
+mapping with its rows. The text-matching cases take seconds and run 3 times each after the
 stack is stopped.
 
 Prints a table and the ratios mapping ÷ query_data (medians; best in
@@ -436,7 +438,10 @@ def ensure_urlconf() -> str | None:
         from mnote.citations import views as citation_views
 
         module = types.ModuleType("mapping_bench_urls")
-        module.urlpatterns = [path("c/<str:token>", citation_views.citation, name="citation")]
+        module.urlpatterns = [
+            path("c/<str:token>", citation_views.citation, name="citation"),
+            path("c/r/<str:reference>", citation_views.reference, name="citation-reference"),
+        ]
         sys.modules[module.__name__] = module
         settings.ROOT_URLCONF = module.__name__
         clear_url_caches()
@@ -453,7 +458,7 @@ def breakdown(fn, runs: int, before=None) -> dict:
 
     from rapidfuzz import fuzz
 
-    from mnote.citations import mapper
+    from mnote.citations import mapper, sidecar
     from mnote.citations.models import Citation
     from mnote.text import display, evidence, terms
 
@@ -490,8 +495,7 @@ def breakdown(fn, runs: int, before=None) -> dict:
         "_normalise",
         "_locator_position",
         "_citation_id",
-        "load_sidecar",
-        "load_chunk_store",
+        "doc_index",
         "clean_display_text",
         "evidence_window",
         "ensure_query_terms",
@@ -513,7 +517,8 @@ def breakdown(fn, runs: int, before=None) -> dict:
     shim = types.SimpleNamespace(partial_ratio=wrap("rapidfuzz partial_ratio", fuzz.partial_ratio))
     patches.append((mapper, "fuzz", mapper.fuzz))
     mapper.fuzz = shim
-    patch(Citation.objects, "get_or_create", "Citation get_or_create (SQL)")
+    for attr in ("load_sidecar", "load_chunk_store", "_read_index"):
+        patch(sidecar, attr, attr)
     patch(Citation, "get_absolute_url", "Citation.get_absolute_url (reverse)")
     total = 0.0
     try:
@@ -636,6 +641,8 @@ def main(argv=None) -> int:
         from django.db import connections
 
         from mnote.citations import sidecar as sidecar_module
+        from mnote.citations import permalinks
+        from mnote.citations import mapper as mapper_module
         from mnote.citations.mapper import map_query_data
         from mnote.citations.models import Citation
         from mnote.library.models import IndexedRoot, Source
@@ -698,9 +705,18 @@ def main(argv=None) -> int:
             flush=True,
         )
 
+        index_dir = Path(os.environ["MNOTE_DATA_DIR"]) / "cache" / "index"
+
         def clear_caches():
+            """A new web process: nothing in memory; the document's index on disk stays."""
             sidecar_module._read_sidecar.cache_clear()
             sidecar_module._read_chunk_store.cache_clear()
+            sidecar_module.forget_doc_indexes()
+
+        def clear_all():
+            """A document version's first search: no index anywhere yet (it is built and written)."""
+            clear_caches()
+            shutil.rmtree(index_dir, ignore_errors=True)
 
         def use_store(on: bool):
             if on and store_off.exists():
@@ -708,17 +724,22 @@ def main(argv=None) -> int:
             elif not on and store_file.exists():
                 store_file.rename(store_off)
 
-        def run_map(persist: bool = True):
-            return map_query_data(result, query=MAPPING_QUERY, sources=Source.objects.all(), persist=persist)
+        def run_map(persist: bool = False):
+            """A search maps and writes nothing; ``persist``: also the permalink
+            rows, as saving an answer does."""
+            mapped = map_query_data(result, query=MAPPING_QUERY, sources=Source.objects.all())
+            if persist:
+                permalinks.persist(mapped.citations)
+            return mapped
 
         expected = {c.chunk_id: set(c.block_ids) for c in picked}
         kinds = {c.chunk_id: c.kind for c in picked}
 
         def first_call(tag: str) -> float:
-            """The first call ever for this case (cold, Citation rows INSERTed),
-            and a check that each citation's block is one the chunk overlaps."""
+            """The first call ever for this case (no index yet), and a check
+            that each citation's block is one the chunk overlaps."""
             Citation.objects.all().delete()
-            clear_caches()
+            clear_all()
             t0 = time.perf_counter()
             mapped = run_map()
             elapsed = time.perf_counter() - t0
@@ -744,9 +765,13 @@ def main(argv=None) -> int:
             fn()
             return time.perf_counter() - t0
 
-        def cold_call(persist: bool = True) -> float:
+        def cold_call(persist: bool = False) -> float:
             clear_caches()
             return timed(lambda: run_map(persist))
+
+        def built_call() -> float:
+            clear_all()
+            return timed(run_map)
 
         rows_out: dict[str, dict] = {}
         checks: dict[str, dict] = {}
@@ -762,7 +787,8 @@ def main(argv=None) -> int:
                 "query_data_mix",
                 "map_with_store_cold",
                 "map_with_store_warm",
-                "map_with_store_warm_nopersist",
+                "map_with_store_built",
+                "map_with_store_warm_persist",
             )
         }
 
@@ -774,7 +800,9 @@ def main(argv=None) -> int:
         def map_round():
             times["map_with_store_cold"].append(cold_call())
             times["map_with_store_warm"].append(timed(run_map))
-            times["map_with_store_warm_nopersist"].append(timed(lambda: run_map(False)))
+            times["map_with_store_built"].append(built_call())
+            run_map()  # the index is on disk again for the next cold call
+            times["map_with_store_warm_persist"].append(timed(lambda: run_map(True)))
 
         if args.no_stack:
             for _ in range(repeat):
@@ -797,7 +825,7 @@ def main(argv=None) -> int:
                 for mode in ("naive", "mix"):  # untimed warm-up
                     client.query_data(WARMUP_QUERY, mode=mode, chunk_top_k=args.chunks)
                 print(
-                    f"{repeat} rounds of: query_data naive, query_data mix, mapping (cold, warm, warm without persist) …",
+                    f"{repeat} rounds of: query_data naive, query_data mix, mapping (cold, warm, index built, warm + rows) …",
                     flush=True,
                 )
                 for k in range(repeat):
@@ -828,7 +856,8 @@ def main(argv=None) -> int:
         case_repeat = repeat if first < SLOW_CALL_S else min(repeat, 3)
         rows_out["map_no_store_cold"] = stats([cold_call() for _ in range(case_repeat)])
         rows_out["map_no_store_warm"] = stats([timed(run_map) for _ in range(case_repeat)])
-        rows_out["map_no_store_warm_nopersist"] = stats([timed(lambda: run_map(False)) for _ in range(case_repeat)])
+        rows_out["map_no_store_built"] = stats([built_call() for _ in range(case_repeat)])
+        run_map()
         if args.profile:
             clear_caches()
             profiles["no_store, cold"] = profile(run_map)
@@ -837,9 +866,11 @@ def main(argv=None) -> int:
         use_store(True)
 
         # Cold loading alone (the part the cache saves).
+        doc_source = Source.objects.get(lightrag_name=DOC_NAME)
         for name, fn in (
             ("load_sidecar_cold", lambda: sidecar_module.load_sidecar(inputs, DOC_NAME)),
             ("load_chunk_store_cold", lambda: sidecar_module.load_chunk_store(storage)),
+            ("doc_index_from_disk", lambda: mapper_module.doc_index(doc_source)),
         ):
             values = []
             for _ in range(repeat):
@@ -861,16 +892,18 @@ def main(argv=None) -> int:
         labels = {
             "query_data_naive": f"baseline /query/data naive, chunk_top_k={args.chunks}",
             "query_data_mix": f"baseline /query/data mix, chunk_top_k={args.chunks}",
-            "map_with_store_cold": "map, chunk store, cold",
+            "map_with_store_cold": "map, chunk store, cold (new process, index on disk)",
             "map_with_store_warm": "map, chunk store, warm",
-            "map_with_store_warm_nopersist": "map, chunk store, warm, persist=False",
-            "map_no_store_cold": "map, text matching, cold",
+            "map_with_store_built": "map, chunk store, index built (version's 1st search)",
+            "map_with_store_warm_persist": "  map + permalink rows (saving an answer), warm",
+            "map_no_store_cold": "map, text matching, cold (index on disk)",
             "map_no_store_warm": "map, text matching, warm",
-            "map_no_store_warm_nopersist": "map, text matching, warm, persist=False",
-            "map_with_store_first_call": "  first call (cold + Citation INSERTs), store",
-            "map_no_store_first_call": "  first call (cold + Citation INSERTs), text",
+            "map_no_store_built": "map, text matching, index built",
+            "map_with_store_first_call": "  first call (index built), store",
+            "map_no_store_first_call": "  first call (index built), text",
             "load_sidecar_cold": "  load_sidecar alone, cold",
             "load_chunk_store_cold": "  load_chunk_store alone, cold",
+            "doc_index_from_disk": "  doc_index alone, read from disk",
         }
         print()
         print(

@@ -486,8 +486,8 @@ django.setup()
 from django.db import connection
 from django.test import Client
 from django.contrib.auth import get_user_model
+import mnote.lightrag.provider as provider
 import mnote.search.answers as csearch
-import mnote.library.provider as provider
 import mnote.search.views as views
 from mnote.lightrag.client import LightRAGClient
 
@@ -515,14 +515,13 @@ wrap(LightRAGClient, "query_data", "  POST /query/data")
 wrap(LightRAGClient, "close", "  client.close()")
 wrap(csearch, "map_query_data", "  map_query_data (mapper)")
 import mnote.citations.mapper as mapper
-from mnote.citations.models import Citation
 wrap(mapper, "_match_block", "    mapper: _match_block (block of each chunk)")
-wrap(Citation.objects, "get_or_create", "    mapper: Citation get_or_create (persist)")
+wrap(mapper, "doc_index", "    mapper: doc_index (sidecar + chunks of a document)")
 wrap(views, "not_in_lightrag", "not_in_lightrag")
 wrap(views, "_cards", "_cards (mark_terms)")
 wrap(views, "render", "render (template)")
 
-sql = {"count": 0, "time": 0.0}
+sql = {"count": 0, "time": 0.0, "writes": 0}
 def sql_wrapper(execute, query, params, many, context):
     start = time.perf_counter()
     try:
@@ -530,6 +529,7 @@ def sql_wrapper(execute, query, params, many, context):
     finally:
         sql["count"] += 1
         sql["time"] += time.perf_counter() - start
+        sql["writes"] += query.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))
 
 client = Client()
 client.force_login(get_user_model().objects.get(username=sys.argv[6]))
@@ -552,6 +552,7 @@ for _ in range(rounds):
         pieces.clear()
         sql["count"] = 0
         sql["time"] = 0.0
+        sql["writes"] = 0
         with connection.execute_wrapper(sql_wrapper):
             total = one(query)
         rows["total (test client, in-process)"].append(total)
@@ -559,6 +560,7 @@ for _ in range(rounds):
             rows[name].append(value)
         rows["SQL time (all queries)"].append(sql["time"])
         rows["SQL queries (count)"].append(sql["count"])
+        rows["SQL queries that write (count)"].append(sql["writes"])
         view = sum(v for k, v in pieces.items() if not k.startswith("  "))
         rows["rest: middleware, session, auth, URL, response"].append(total - view)
 
@@ -713,6 +715,14 @@ def main(argv=None) -> int:
             "concurrent p50 app / bare": conc["partial"]["p50_s"] / conc["bare"]["p50_s"],
             "concurrent p99 app / bare": conc["partial"]["p99_s"] / conc["bare"]["p99_s"],
             "concurrent throughput app / bare": conc["partial"]["throughput_rps"] / conc["bare"]["throughput_rps"],
+            "concurrent p99 / p50, app": conc["partial"]["p99_s"] / conc["partial"]["p50_s"],
+            "concurrent p99 / p50, bare": conc["bare"]["p99_s"] / conc["bare"]["p50_s"],
+        }
+        # Issue 17's targets, each against the baseline of this same run.
+        targets = {
+            "partial / bare (median) <= 1.15": ratios["partial / bare (median)"] <= 1.15,
+            f"{args.clients} clients: app p99 <= 3 x app p50": ratios["concurrent p99 / p50, app"] <= 3,
+            f"{args.clients} clients: app throughput >= 0.95 x bare": ratios["concurrent throughput app / bare"] >= 0.95,
         }
 
         info = machine_info(dirty=("mnote/search", "mnote/citations", "mnote/lightrag", "templates/search"), httpx=httpx.__version__)
@@ -756,11 +766,15 @@ def main(argv=None) -> int:
         for key, value in ratios.items():
             print(f"  {key:<34} {value:>8.2f}")
         print()
+        print("targets (issue 17):")
+        for key, met in targets.items():
+            print(f"  {key:<52} {'met' if met else 'NOT met'}")
+        print()
         print(f"where the partial's time goes (Django test client in-process, medians over "
               f"{parts['rounds']} x {parts['queries']} requests):")
         order = ["total (test client, in-process)", "full_library_search (all below)", "  make_client: httpx.Client()",
                  "  GET /health", "  POST /query/data", "  client.close()", "  map_query_data (mapper)",
-                 "    mapper: _match_block (block of each chunk)", "    mapper: Citation get_or_create (persist)"]
+                 "    mapper: _match_block (block of each chunk)", "    mapper: doc_index (sidecar + chunks of a document)"]
         keys = [k for k in order if k in parts["medians"]] + [k for k in parts["medians"] if k not in order]
         for key in keys:
             value = parts["medians"][key]
@@ -788,6 +802,7 @@ def main(argv=None) -> int:
                 "sequential": seq,
                 "concurrent": conc,
                 "ratios": ratios,
+                "targets": targets,
                 "breakdown": {k: v for k, v in parts.items() if k != "profile"},
                 "profile": parts.get("profile"),
             }

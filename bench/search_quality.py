@@ -270,7 +270,7 @@ def run(args, data_dir: Path, library: Path, started: float) -> int:
     from mnote.search.answers import full_library_search
     from mnote.library.ingest import wait_until_settled
     from mnote.library.models import IndexedRoot, Source
-    from mnote.library.provider import lightrag_client
+    from mnote.lightrag.provider import lightrag_client
     from mnote.library.sync import sync_root
 
     call_command("migrate", verbosity=0)

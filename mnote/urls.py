@@ -12,6 +12,7 @@ urlpatterns = [
     path("", library_views.home, name="home"),
     path("library/", include("mnote.library.urls")),
     path("c/<str:token>", citation_views.citation, name="citation"),
+    path("c/r/<str:reference>", citation_views.reference, name="citation-reference"),
     path("", include("mnote.search.urls")),
     path("preview/", include("mnote.preview.urls")),
     path("accounts/", include("mnote.accounts.urls")),

@@ -168,9 +168,18 @@ def fast_password_hasher(settings):
 @pytest.fixture(autouse=True)
 def forget_recent_health():
     """Each test sees its own LightRAG's health, not one cached by another."""
-    from mnote.library import provider
+    from mnote.lightrag import provider
 
     provider._recent.clear()
+
+
+@pytest.fixture(autouse=True)
+def forget_document_indexes(settings):
+    """Tests reuse content hashes and file names with other sidecars and chunk stores."""
+    from mnote.citations.sidecar import forget_doc_indexes
+
+    forget_doc_indexes()
+    shutil.rmtree(settings.DATA_DIR / "cache" / "index", ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -143,7 +143,8 @@ def test_a_citation_with_a_known_chunk_is_never_highlighted_outside_it(member_cl
             "# Valves\n\nCheck the seals weekly. Valve stems are lapped every spring.\n")
     (notes / "care.md").write_text(text)
     root = IndexedRoot.objects.create(name="Notes", path="notes")
-    source = Source.objects.create(root=root, relative_path="care.md", absolute_path=str(notes / "care.md"), status="indexed")
+    source = Source.objects.create(root=root, relative_path="care.md", absolute_path=str(notes / "care.md"), status="indexed",
+                                   lightrag_doc_id="doc-0123")
     chunk_id = "doc-0123-chunk-001"
     (storage / "kv_store_text_chunks.json").write_text(json.dumps({chunk_id: {
         "content": "# Valves\nCheck the seals weekly. Valve stems are lapped every spring.", "chunk_order_index": 1,

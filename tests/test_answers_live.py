@@ -16,7 +16,7 @@ from django.test import Client
 from mnote.search.answers import answer_stream
 from mnote.library.ingest import wait_until_settled
 from mnote.library.models import IndexedRoot
-from mnote.library.provider import lightrag_client
+from mnote.lightrag.provider import lightrag_client
 from mnote.library.sync import sync_root
 from mnote.search.models import Conversation
 from tests.conftest import make_shelf, use_shelf

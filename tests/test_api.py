@@ -351,8 +351,9 @@ def test_it_answers_extractively_without_an_llm(member_client, fake_lightrag, ga
 
 
 def cite(client) -> str:
+    """A search result's permalink: its link opened once (a search makes no rows)."""
     [citation] = post(client, "/api/search", {"query": QUERY}).json()["results"]
-    return citation["citationUrl"]
+    return client.get(citation["citationUrl"])["Location"]
 
 
 def test_it_opens_a_reference_by_url_or_token(member_client, lightrag_answers, gamma):

@@ -21,6 +21,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from mnote.api.models import ApiToken
 from mnote.citations.models import Citation
+from mnote.citations.permalinks import encode_reference
 from mnote.library.models import IndexedRoot, Source
 from mnote.search.models import Conversation
 from tests.pdf_factory import make_pdf
@@ -60,6 +61,8 @@ MATRIX = {
     "library/roots/<int:root_id>/enable/": ("POST", None, ADMIN_ACTION),
     "library/roots/<int:root_id>/remove/": ("GET", None, ADMIN_PAGE),
     "c/<str:token>": ("GET", None, RESTRICTED_PAGE),
+    # A search's signed link: opened, it goes on to its permalink.
+    "c/r/<str:reference>": ("GET", None, expect(LOGIN, 404, 302, 302)),
     "search/": ("GET", {"q": "notes", "mode": "workspace"}, PAGE),
     "ask/": ("GET", None, PAGE),
     "preview/<int:source_id>/": ("GET", None, RESTRICTED_PAGE),
@@ -151,6 +154,7 @@ def world(library_dir, lightrag_dirs, fake_lightrag, django_user_model, tmp_path
     values = {
         "source_id": notes.pk, "root_id": root.pk, "token": cited.token, "part": "word/media/logo.png", "page": 1,
         "content_type_id": 1, "object_id": notes.pk, "id": users["member"].pk, "app_label": "library", "url": "x/",
+        "reference": encode_reference(source_id=notes.pk, sha256="", chunk_id="", block_id="", query="", quote=None),
     }  # fmt: skip
     conversation = Conversation.objects.create(user=users["group_member"], title="Lab yields")
     token, _key = ApiToken.objects.create_token(users["group_member"], "lab laptop")

@@ -72,7 +72,7 @@ def test_its_permalink_opens_for_another_member_and_reports_an_edit(manual, memb
     colleague = django_user_model.objects.create_user("noor", password="colleague-pass-1")
     fresh = Client()
     fresh.force_login(colleague)
-    page = fresh.get(url)
+    page = fresh.get(url, follow=True)
     assert page.status_code == 200
     assert b"gamma-telescope-manual.docx" in page.content
     assert b"has changed since" not in page.content
@@ -82,6 +82,6 @@ def test_its_permalink_opens_for_another_member_and_reports_an_edit(manual, memb
         f.write(b"\0")  # any edit changes the content hash
     os.utime(path, (time.time() + 5, time.time() + 5))
     sync_root(manual.root)
-    page = fresh.get(url)
+    page = fresh.get(url, follow=True)
     assert page.status_code == 200
     assert b"The source has changed since this citation was made" in page.content

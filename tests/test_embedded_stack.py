@@ -12,7 +12,7 @@ import pytest
 from mnote.library.ingest import queue_for_ingest, wait_until_settled
 from mnote.library.sync import sync_root
 from mnote.library.models import IndexedRoot, Source
-from mnote.library.provider import lightrag_client
+from mnote.lightrag.provider import lightrag_client
 from mnote.lightrag import NO_LLM_MODEL
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]

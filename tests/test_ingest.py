@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from mnote.library.ingest import bridge_statuses, queue_for_ingest, run_due_jobs
 from mnote.library.models import IndexedRoot, Job, Source
-from mnote.library.provider import lightrag_client
+from mnote.lightrag.provider import lightrag_client
 
 pytestmark = pytest.mark.django_db
 

@@ -19,7 +19,7 @@ from mnote.library.ingest import (
     retry_failed,
 )
 from mnote.library.models import IndexedRoot, Job, Source
-from mnote.library.provider import lightrag_client
+from mnote.lightrag.provider import lightrag_client
 from mnote.library.reconcile import reconcile
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from django.utils import timezone
 from mnote.library.ingest import owe_scan, run_due_jobs
 from mnote.library.jobs import claim_due_jobs, claim_next, give_up_lease, hold_lease, lease_holder, release
 from mnote.library.models import Job
-from mnote.library.provider import lightrag_client
+from mnote.lightrag.provider import lightrag_client
 
 pytestmark = pytest.mark.django_db
 

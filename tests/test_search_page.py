@@ -151,7 +151,7 @@ def test_a_permalink_keeps_the_query_of_the_search_that_made_it(member_client, s
 
     assert links["purchase approval"] != links["budget holder signatures"]
     for query, link in links.items():
-        cited = member_client.get(link).content.decode()
+        cited = member_client.get(link, follow=True).content.decode()
         assert f"“{query}”" in cited
 
 

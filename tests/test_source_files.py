@@ -170,7 +170,7 @@ def test_the_workspace_index_never_reads_a_swapped_file(two_roots, library_dir):
 
 def test_a_file_swapped_before_lightrag_scans_loses_its_link(two_roots, library_dir, input_dir, fake_lightrag):
     from mnote.library.ingest import run_due_jobs
-    from mnote.library.provider import lightrag_client
+    from mnote.lightrag.provider import lightrag_client
 
     open_root, _, passwd = two_roots
     (library_dir / "open" / "b.md").write_text("second file")

@@ -10,7 +10,7 @@ import pytest
 
 from mnote.library.ingest import run_due_jobs, wait_until_settled
 from mnote.library.models import IndexedRoot, Job, Source
-from mnote.library.provider import lightrag_client
+from mnote.lightrag.provider import lightrag_client
 from mnote.library.sync import sync_root
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]

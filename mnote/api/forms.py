@@ -127,6 +127,15 @@ def citation_token_from_url(url: str) -> str | None:
     return match.kwargs.get("token") if match.url_name == "citation" else None
 
 
+def citation_reference_from_url(url: str) -> str | None:
+    """The signed place of a search's link (``/c/r/<reference>``), not yet a row."""
+    try:
+        match = resolve(urlsplit(url).path or "/")
+    except Resolver404:
+        return None
+    return match.kwargs.get("reference") if match.url_name == "citation-reference" else None
+
+
 class OpenReferenceForm(forms.Form):
     citationUrl = JsonStringField(max_length=2048, required=False)
     token = JsonStringField(max_length=24, required=False)
@@ -142,6 +151,7 @@ class OpenReferenceForm(forms.Form):
             # A URL that is no permalink names no citation: the view answers
             # 404, as for an unknown token (the description allows any string).
             cleaned["token"] = citation_token_from_url(url)
+            cleaned["reference"] = citation_reference_from_url(url)
         return cleaned
 
 

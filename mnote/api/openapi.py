@@ -166,7 +166,7 @@ SCHEMAS = {
             "locatorPrecision": {"type": "string", "enum": ["bbox", "paragraph", "file"]},
             "locatorDegraded": {"type": "boolean"},
             "locator": _ref("Locator"),
-            "citationUrl": {"type": "string", "description": "Permalink, /c/<token>."},
+            "citationUrl": {"type": "string", "description": "Link to the cited place, /c/r/<reference>: it becomes a permalink /c/<token> when first opened."},
             "citationMarkdown": {"type": "string"},
             "relevance": {
                 "type": "object",
@@ -350,7 +350,7 @@ SCHEMAS = {
                 "minLength": 1,
                 "maxLength": 2048,
                 "pattern": "\\S",
-                "description": "/c/<token>, relative or absolute.",
+                "description": "/c/<token>, or a search result's /c/r/<reference> (its permalink is made now), relative or absolute.",
             },
             "token": {"type": "string", "minLength": 1, "maxLength": 24, "pattern": "\\S"},
         },
@@ -582,6 +582,7 @@ DESCRIPTION = {
                     **_ERROR_400,
                     **_ERRORS_AUTH,
                     "404": _error("No such citation, or not visible to the user (the same answer)."),
+                    "409": _error("A search result's link to a source that changed since, never opened before: source_changed."),
                 },
             }
         },

@@ -27,6 +27,7 @@ from mnote.api.forms import (
 )
 from mnote.citations.context import ChunkNotFound, chunk_context
 from mnote.citations.mapper import CitationView
+from mnote.citations import permalinks
 from mnote.citations.models import Citation
 from mnote.search.answers import (
     UnknownScope,
@@ -39,7 +40,7 @@ from mnote.search.answers import (
 from mnote.library.ingest import queue_for_ingest, retry_failed
 from mnote.lightrag import LightRAGError
 from mnote.library.models import IndexedRoot, Source
-from mnote.library.provider import HealthReport, health_report, lightrag_client, webui_url
+from mnote.lightrag.provider import HealthReport, health_report, lightrag_client, webui_url
 from mnote.library.actions import allow_large_text, delete_index, library_status, prune_registry
 from mnote.library.sync import sync_root
 from mnote.library.text_size import is_held_back
@@ -242,9 +243,20 @@ def open_reference(request):
 
 def reference_result(user, params: dict) -> dict:
     """Where a permalink points now, for validated ``OpenReferenceForm`` parameters; ApiError 404 if ``user`` may not see it."""
-    if params["token"] is None:
+    if params.get("reference"):
+        # A search's link, not yet a row: opening it makes one (a POST).
+        try:
+            cited = permalinks.cited(user, params["reference"])
+        except permalinks.SourceChanged as e:
+            raise ApiError(
+                409, "source_changed", f"{e.source.library_path} has changed since this link was made; the cited place was not kept. Search again."
+            ) from e
+        if cited is None:
+            raise ApiError(404, "not_found", "No such citation.")
+    elif params["token"] is None:
         raise ApiError(404, "not_found", "No citation at this URL (expected /c/<token>).")
-    cited = Citation.objects.select_related("source__root").filter(token=params["token"]).first()
+    else:
+        cited = Citation.objects.select_related("source__root").filter(token=params["token"]).first()
     visible = cited is not None and (
         Source.objects.visible_to(user).filter(pk=cited.source_id).exists()
         if cited.source_id is not None

@@ -9,10 +9,8 @@ shows the passages around the cited one.
 
 from dataclasses import dataclass, field
 
-from django.conf import settings
-
 from mnote.text import clean_display_text
-from mnote.citations.sidecar import Block, Sidecar, load_chunk_store, load_sidecar
+from mnote.citations.sidecar import Block, DocIndex, Sidecar, doc_index
 from mnote.library.models import Source
 
 MAX_CONTEXT = 10
@@ -66,14 +64,9 @@ def _window(items: list, target: int, context: int) -> range:
     return range(max(target - context, 0), min(target + context + 1, len(items)))
 
 
-def _from_chunk_store(source: Source, chunk_index: int, context: int, sidecar: Sidecar | None) -> ChunkContext | None:
-    store = load_chunk_store(settings.MNOTE_LIGHTRAG.working_dir)
-    if not store or not source.lightrag_doc_id:
-        return None
-    chunks = sorted(
-        (c for c in store.values() if c.doc_id == source.lightrag_doc_id and c.order_index is not None),
-        key=lambda c: c.order_index,
-    )
+def _from_chunk_store(source: Source, chunk_index: int, context: int, index: DocIndex) -> ChunkContext | None:
+    sidecar = index.sidecar
+    chunks = index.chunks_in_order(with_text=True)
     if not chunks:
         return None
     position = next((i for i, c in enumerate(chunks) if c.order_index == chunk_index), None)
@@ -129,8 +122,8 @@ def chunk_context(source: Source, chunk_index: int, *, context: int = 2, block_i
     The caller checks that the user may see the source and that it is citable.
     """
     context = max(0, min(context, MAX_CONTEXT))
-    sidecar = load_sidecar(settings.MNOTE_LIGHTRAG.input_dir, source.lightrag_name)
-    found = _from_chunk_store(source, chunk_index, context, sidecar)
+    index = doc_index(source)
+    found = _from_chunk_store(source, chunk_index, context, index)
     if found is not None:
         return found
-    return _from_sidecar(source, chunk_index, context, sidecar, block_id)
+    return _from_sidecar(source, chunk_index, context, index.sidecar, block_id)

@@ -12,7 +12,6 @@ import json
 import string
 from dataclasses import dataclass, field
 
-from django.conf import settings
 from rapidfuzz import fuzz
 
 from mnote.text import (
@@ -23,7 +22,9 @@ from mnote.text import (
     lexical_score,
 )
 from mnote.citations.models import Citation
-from mnote.citations.sidecar import Block, Sidecar, chunk_index_of, doc_id_of_chunk, load_chunk_store, load_sidecar
+from mnote.citations.permalinks import precision_label, reference_url
+from mnote.citations.sidecar import Block, DocIndex, Sidecar, chunk_index_of, doc_id_of_chunk, doc_index
+from mnote.citations.signals import locator_anchor
 from mnote.kinds import kind_of
 from mnote.library.models import Source
 
@@ -62,6 +63,7 @@ class CitationView:
     diagnostics: dict
     page: int | None = None
     provider: str = PROVIDER
+    source_sha256: str = ""
 
     @property
     def locator_json(self) -> str:
@@ -177,14 +179,19 @@ def _match_block(chunk_text: str, sidecar: Sidecar, candidate_ids: tuple[str, ..
     if len(blocks) == 1:
         return blocks[0], how
     # The block holding the query's terms wins; the query-centred window of
-    # the chunk breaks ties between blocks that hold them equally.
+    # the chunk breaks ties between blocks that hold them equally (computed
+    # only for those: the fuzzy comparison was most of the mapping's time).
+    scores = [lexical_score(clean_display_text(b.content), query) for b in blocks]
+    best = max(scores)
+    tied = [b for b, score in zip(blocks, scores) if score == best]
+    if len(tied) == 1:
+        return tied[0], how + "+query_window"
     window = evidence_window(clean_display_text(chunk_text), query)
 
     def holds_query(block: Block) -> tuple:
-        text = clean_display_text(block.content)
-        return (lexical_score(text, query), fuzz.partial_ratio(window, text), -block.index)
+        return (fuzz.partial_ratio(window, clean_display_text(block.content)), -block.index)
 
-    return max(blocks, key=holds_query), how + "+query_window"
+    return max(tied, key=holds_query), how + "+query_window"
 
 
 def _resource_kind(name: str) -> str:
@@ -195,12 +202,14 @@ def _add_anchor(locator: dict, source: Source) -> None:
     """The cited words' place in the file's preview when that preview is
     rendered already (``locator["anchor"]``: status exact|fuzzy, start/end
     block + offset, W3C TextPosition and TextQuote): the preview marks that
-    range without a request, the context panel marks the same words."""
-    from mnote.preview.views import cached_anchor
-
-    anchor = cached_anchor(source, locator) if locator["precision"] != Citation.Precision.BBOX else None
-    if anchor:
-        locator["anchor"] = anchor
+    range without a request, the context panel marks the same words. The
+    preview answers through a signal: citations never import the preview."""
+    if locator["precision"] == Citation.Precision.BBOX:
+        return
+    for _receiver, anchor in locator_anchor.send(sender=Source, source=source, locator=locator):
+        if anchor:
+            locator["anchor"] = anchor
+            return
 
 
 def _locator_position(block: Block | None, sidecar: Sidecar | None) -> tuple[str, dict]:
@@ -243,48 +252,130 @@ def _citation_id(parts: tuple, taken: set[str]) -> str:
         salt += 1
 
 
-def _precision_label(precision: str, page: int | None) -> str:
-    if precision == Citation.Precision.BBOX and page:
-        return f"p.{page}"
-    return "paragraph" if precision == Citation.Precision.PARAGRAPH else "file only"
+def _cite(
+    source: Source,
+    index: DocIndex,
+    *,
+    chunk_id: str,
+    raw: str,
+    query: str,
+    rank: int,
+    taken_ids: set[str],
+    seen: set[tuple],
+    block_hint: str | None = None,
+) -> CitationView | None:
+    """One chunk of ``source`` as a citation, or None when an earlier chunk
+    of the result (``seen``) cited the same place. ``block_hint`` (a
+    permalink being opened) names the block the search chose."""
+    sidecar = index.sidecar
+    stored = index.chunk(chunk_id)
+    block, block_how = None, "no_sidecar"
+    if sidecar is not None and sidecar.blocks:
+        if block_hint is not None:
+            block = sidecar.by_id.get(block_hint)
+            block_how = "permalink" if block else "no_block_match"
+        else:
+            block, block_how = _match_block(raw, sidecar, stored.block_ids if stored else (), query)
+    display = clean_display_text(raw)
+    key = (source.pk, block.block_id) if block else (source.pk, chunk_id, fingerprint(display))
+    if key in seen:
+        return None
+    seen.add(key)
+    heading_path = block.heading_path if block else []
+    evidence_source = clean_display_text(block.content) if block else display
+    evidence = evidence_window(evidence_source, query, heading_path=heading_path)
+    precision, position = _locator_position(block, sidecar)
+    page = position.get("page")
+    short_display = display if len(display) <= DISPLAY_QUOTE_LIMIT else evidence_window(display, query, width=DISPLAY_QUOTE_LIMIT)
+    # Shortened first, then checked: the quote never loses the user's query terms.
+    short_display = ensure_query_terms(short_display, raw, query)
+    locator = {
+        "precision": str(precision),
+        "degraded": precision == Citation.Precision.FILE,
+        "resourceKind": _resource_kind(source.file_name),
+        "sourceId": source.pk,
+        "sourcePath": source.library_path,
+        **position,
+        "headingPath": heading_path,
+        "evidenceText": evidence,
+        "searchQuery": query,
+        "displayQuote": short_display,
+        "chunkId": chunk_id or None,
+    }
+    chunk_index = stored.order_index if stored else chunk_index_of(chunk_id)
+    if chunk_index is not None:
+        locator["chunkIndex"] = chunk_index
+    if not chunk_id:
+        del locator["chunkId"]
+    _add_anchor(locator, source)
+    prefix = "IMG-" if kind_of(source.file_name).image else ""
+    # Stable per source version and place (not per search rank): the same passage
+    # keeps its id across searches; a collision in one result re-salts it.
+    place = block.block_id if block else chunk_id
+    citation_id = prefix + _citation_id((PROVIDER, source.pk, source.sha256, place), taken_ids)
+    # No row yet (a search writes none): the link names the place, signed,
+    # and becomes a Citation row when it is first opened (permalinks.py).
+    url = reference_url(
+        source_id=source.pk,
+        sha256=source.sha256,
+        chunk_id=chunk_id,
+        block_id=block.block_id if block else "",
+        query=query,
+        # Only when the chunk's text cannot be read again from LightRAG's store.
+        quote=None if stored else raw,
+    )
+    label = precision_label(precision, page)
+    view = CitationView(
+        citation_id=citation_id,
+        source_id=source.pk,
+        source_path=source.library_path,
+        file_name=source.file_name,
+        lightrag_doc_id=source.lightrag_doc_id,
+        lightrag_file_path=source.lightrag_name,
+        chunk_id=chunk_id,
+        block_id=block.block_id if block else None,
+        heading_path=heading_path,
+        raw_quote=raw,
+        display_quote=short_display,
+        evidence_text=evidence,
+        search_query=query,
+        precision=str(precision),
+        degraded=precision == Citation.Precision.FILE,
+        locator=locator,
+        citation_url=url,
+        citation_markdown=f"[{source.file_name}, {label}]({url})",
+        relevance_score=round(lexical_score(display, query), 4),
+        relevance_kind="mnote_lexical",
+        provider_rank=rank,
+        page=page,
+        source_sha256=source.sha256,
+        diagnostics={
+            "quoteSource": "lightrag_chunk",
+            "referenceMapped": True,
+            "sidecarBlockMapped": block is not None,
+            "blockMatch": block_how,
+            "displayCleaned": display != raw,
+            "locatorTextSource": "sidecar_block" if block else "chunk",
+        },
+    )
+    return view
 
 
-def _attach_permalinks(citations: list[CitationView], pending: list[tuple[int, tuple, dict]]) -> None:
-    """Each citation's permalink: found or made for all of them at once (a
-    query per citation cost more than the rest of the mapping)."""
-    keys = {key for _, key, _ in pending}
-
-    def existing() -> dict[tuple, Citation]:
-        rows = Citation.objects.filter(
-            source_id__in={k[0] for k in keys},
-            chunk_id__in={k[2] for k in keys},
-            block_id__in={k[3] for k in keys},
-            search_query__in={k[4] for k in keys},
-        )
-        found = {(c.source_id, c.source_sha256, c.chunk_id, c.block_id, c.search_query): c for c in rows}
-        return {key: row for key, row in found.items() if key in keys}
-
-    found = existing()
-    missing = {}
-    for _, key, defaults in pending:
-        if key not in found and key not in missing:
-            source_id, sha256, chunk_id, block_id, search_query = key
-            missing[key] = Citation(
-                source_id=source_id,
-                source_sha256=sha256,
-                chunk_id=chunk_id,
-                block_id=block_id,
-                search_query=search_query,
-                **defaults,
-            )
-    if missing:
-        # Another request may make the same permalink meanwhile: keep whichever was stored.
-        Citation.objects.bulk_create(missing.values(), ignore_conflicts=True)
-        found = existing()
-    for index, key, _ in pending:
-        citation = citations[index]
-        citation.citation_url = found[key].get_absolute_url()
-        citation.citation_markdown = f"[{citation.file_name}, {_precision_label(citation.precision, citation.page)}]({citation.citation_url})"
+def cite_again(source: Source, *, chunk_id: str, block_id: str, query: str, quote: str | None) -> CitationView | None:
+    """The citation a search made of this chunk, made again when its link is
+    first opened; None when the source is no longer citable as it was."""
+    doc_id = doc_id_of_chunk(chunk_id)
+    if source.stale or source.deleted_at or source.status != Source.Status.INDEXED or not source.lightrag_doc_id:
+        return None
+    if doc_id and doc_id != source.lightrag_doc_id:
+        return None  # re-indexed since: the chunk is another version's
+    index = doc_index(source)
+    stored = index.chunk(chunk_id, with_text=True)
+    raw = stored.content if stored else quote
+    if raw is None:
+        return None
+    return _cite(source, index, chunk_id=chunk_id, raw=raw, query=query, rank=0, taken_ids=set(), seen=set(),
+                 block_hint=block_id or None)
 
 
 def map_query_data(
@@ -295,9 +386,10 @@ def map_query_data(
     scope: list[str] | None = None,
     rerank_requested: bool | None = None,
     rerank_available: bool | None = None,
-    persist: bool = True,
 ) -> MappedResult:
-    """Turn a ``/query/data`` result into citations.
+    """Turn a ``/query/data`` result into citations. Writes nothing: each
+    citation's link becomes a ``Citation`` row when it is first opened, or
+    when an answer holding it is saved (:func:`permalinks.persist`).
 
     ``sources`` is the registry queryset the asking user may see
     (``Source.objects.visible_to(user)``): a reference to a file outside it is
@@ -311,14 +403,11 @@ def map_query_data(
     # Registered but outside what this user may see.
     hidden = set(Source.objects.filter(lightrag_name__in=unmatched).values_list("lightrag_name", flat=True)) if unmatched else set()
     in_scope = set(sources.filter(lightrag_name__in=names).within(scope).values_list("pk", flat=True)) if scope else None
-    config = settings.MNOTE_LIGHTRAG
-    store = None
     citations: list[CitationView] = []
     dropped: list[dict] = []
     seen: set[tuple] = set()
     taken_ids: set[str] = set()
     rank = 0
-    pending: list[tuple[int, tuple, dict]] = []  # permalinks to find or make, in one go
     for reference in references:
         if reference.file_path in hidden:
             # Visible to someone else: say nothing that names it.
@@ -333,111 +422,24 @@ def map_query_data(
                 {"sourcePath": source.library_path, "reason": "outside the search scope", "chunks": len(reference.chunks)}
             )
             continue
-        sidecar = load_sidecar(config.input_dir, source.lightrag_name)
+        index = doc_index(source)
         for chunk in reference.chunks:
             rank += 1
-            chunk_id = str(chunk.get("chunk_id") or "")
-            raw = str(chunk.get("content") or "")
-            block, block_how = None, "no_sidecar"
-            if sidecar is not None and sidecar.blocks:
-                if store is None:
-                    store = load_chunk_store(config.working_dir) or {}
-                stored = store.get(chunk_id)
-                block, block_how = _match_block(raw, sidecar, stored.block_ids if stored else (), query)
-            display = clean_display_text(raw)
-            key = (source.pk, block.block_id) if block else (source.pk, chunk_id, fingerprint(display))
-            if key in seen:
-                continue
-            seen.add(key)
-            heading_path = block.heading_path if block else []
-            evidence_source = clean_display_text(block.content) if block else display
-            evidence = evidence_window(evidence_source, query, heading_path=heading_path)
-            precision, position = _locator_position(block, sidecar)
-            page = position.get("page")
-            short_display = display if len(display) <= DISPLAY_QUOTE_LIMIT else evidence_window(display, query, width=DISPLAY_QUOTE_LIMIT)
-            # Shortened first, then checked: the quote never loses the user's query terms.
-            short_display = ensure_query_terms(short_display, raw, query)
-            locator = {
-                "precision": str(precision),
-                "degraded": precision == Citation.Precision.FILE,
-                "resourceKind": _resource_kind(source.file_name),
-                "sourceId": source.pk,
-                "sourcePath": source.library_path,
-                **position,
-                "headingPath": heading_path,
-                "evidenceText": evidence,
-                "searchQuery": query,
-                "displayQuote": short_display,
-                "chunkId": chunk_id or None,
-            }
-            stored = (store or {}).get(chunk_id)
-            chunk_index = stored.order_index if stored else chunk_index_of(chunk_id)
-            if chunk_index is not None:
-                locator["chunkIndex"] = chunk_index
-            if not chunk_id:
-                del locator["chunkId"]
-            _add_anchor(locator, source)
-            prefix = "IMG-" if kind_of(source.file_name).image else ""
-            # Stable per source version and place (not per search rank): the same passage
-            # keeps its id across searches; a collision in one result re-salts it.
-            place = block.block_id if block else chunk_id
-            citation_id = prefix + _citation_id((PROVIDER, source.pk, source.sha256, place), taken_ids)
-            if persist:
-                pending.append(
-                    (
-                        len(citations),
-                        (source.pk, source.sha256, chunk_id, block.block_id if block else "", query[:1000]),
-                        {
-                            "source_path": source.library_path,
-                            "lightrag_doc_id": source.lightrag_doc_id,
-                            "precision": precision,
-                            "locator": locator,
-                            "heading_path": heading_path,
-                            "display_quote": short_display,
-                            "evidence_text": evidence,
-                        },
-                    )
-                )
-            url = ""
-            label = _precision_label(precision, page)
-            citations.append(
-                CitationView(
-                    citation_id=citation_id,
-                    source_id=source.pk,
-                    source_path=source.library_path,
-                    file_name=source.file_name,
-                    lightrag_doc_id=source.lightrag_doc_id,
-                    lightrag_file_path=source.lightrag_name,
-                    chunk_id=chunk_id,
-                    block_id=block.block_id if block else None,
-                    heading_path=heading_path,
-                    raw_quote=raw,
-                    display_quote=short_display,
-                    evidence_text=evidence,
-                    search_query=query,
-                    precision=str(precision),
-                    degraded=precision == Citation.Precision.FILE,
-                    locator=locator,
-                    citation_url=url,
-                    citation_markdown=f"[{source.file_name}, {label}]({url})" if url else f"{source.file_name}, {label}",
-                    relevance_score=round(lexical_score(display, query), 4),
-                    relevance_kind="mnote_lexical",
-                    provider_rank=rank,
-                    page=page,
-                    diagnostics={
-                        "quoteSource": "lightrag_chunk",
-                        "referenceMapped": True,
-                        "sidecarBlockMapped": block is not None,
-                        "blockMatch": block_how,
-                        "displayCleaned": display != raw,
-                        "locatorTextSource": "sidecar_block" if block else "chunk",
-                        "providerRerankRequested": rerank_requested,
-                        "providerRerankAvailable": rerank_available,
-                    },
-                )
+            view = _cite(
+                source,
+                index,
+                chunk_id=str(chunk.get("chunk_id") or ""),
+                raw=str(chunk.get("content") or ""),
+                query=query,
+                rank=rank,
+                taken_ids=taken_ids,
+                seen=seen,
             )
-    if pending:
-        _attach_permalinks(citations, pending)
+            if view is None:
+                continue
+            view.diagnostics["providerRerankRequested"] = rerank_requested
+            view.diagnostics["providerRerankAvailable"] = rerank_available
+            citations.append(view)
     return MappedResult(
         query=query,
         citations=citations,

@@ -1,5 +1,7 @@
 """Permalinks: a citation persisted so its link opens the same source at the
-same place for any team member allowed to see it."""
+same place for any team member allowed to see it. Rows are made only when a
+citation must last — its link opened, its answer saved (permalinks.py) —
+never by a search."""
 
 import secrets
 

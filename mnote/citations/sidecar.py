@@ -3,13 +3,21 @@ when its JSON chunk storage is readable, the exact chunk → block links.
 
 Both are LightRAG's derived files: read only, cached by path + mtime + size,
 and never trusted to exist (other storage back-ends have no JSON store).
+Readers use :func:`doc_index`: one compact index per document version,
+written once to disk and shared by every web process.
 """
 
+import hashlib
 import json
 import logging
+import marshal
+import os
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from mnote.text import is_real_heading
 
@@ -19,8 +27,8 @@ log = logging.getLogger(__name__)
 MAX_SIDECAR_BYTES = 64 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class Block:
+class Block(NamedTuple):
+    # A tuple, not a dataclass: a document index makes thousands at once.
     index: int  # 0-based order in the sidecar
     block_id: str
     content: str
@@ -170,3 +178,185 @@ def chunk_index_of(chunk_id: str) -> int | None:
     _, sep, tail = chunk_id.rpartition("-chunk-")
     return int(tail) if sep and tail.isdigit() else None
 
+
+
+# --- one compact index per document version -----------------------------------
+#
+# Parsing a sidecar (2.5 MB of JSONL for a 2,000-block document) and the whole
+# chunk store costs tens of milliseconds, once per web process per version.
+# The blocks and this document's chunk → block links are written once, in
+# marshal's format, next to the render cache; any process then reads them in
+# a few milliseconds. The chunks' own texts (for the context panel and the
+# preview, not for mapping) sit in a second file, read when first asked for.
+# The file name carries the source's content hash; the sidecar's size and
+# mtime, the time MNote saw it indexed and whether the chunk store existed
+# are checked on each read.
+
+INDEX_FORMAT = 2
+_INDEXES: "OrderedDict[str, tuple[tuple, DocIndex]]" = OrderedDict()
+_INDEXES_KEPT = 64
+
+
+class DocIndex:
+    """A document version's sidecar blocks and its chunks (with their block
+    links and, on demand, their texts), or what of them is readable."""
+
+    def __init__(self, sidecar: Sidecar | None, refs: dict[str, tuple], *, store_seen: bool, doc_id: str,
+                 texts: dict[str, str] | None = None, texts_path: Path | None = None):
+        self.sidecar = sidecar
+        self._refs = refs  # chunk id → (order index, block ids)
+        self.store_seen = store_seen
+        """Whether LightRAG's JSON chunk store existed when this was built."""
+        self.doc_id = doc_id
+        self._texts = texts
+        self._texts_path = texts_path
+
+    @property
+    def chunk_ids(self) -> list[str]:
+        return list(self._refs)
+
+    def chunk(self, chunk_id: str, *, with_text: bool = False) -> StoredChunk | None:
+        """The chunk's order and block links; its text too when asked (read then)."""
+        ref = self._refs.get(chunk_id)
+        if ref is None:
+            return None
+        text = self._chunk_texts().get(chunk_id, "") if with_text else ""
+        return StoredChunk(chunk_id=chunk_id, doc_id=self.doc_id, order_index=ref[0], block_ids=tuple(ref[1]), content=text)
+
+    def chunks_in_order(self, *, with_text: bool = False) -> list[StoredChunk]:
+        ordered = sorted((ref[0], chunk_id) for chunk_id, ref in self._refs.items() if ref[0] is not None)
+        return [self.chunk(chunk_id, with_text=with_text) for _, chunk_id in ordered]
+
+    def _chunk_texts(self) -> dict[str, str]:
+        if self._texts is None:
+            try:
+                self._texts = marshal.loads(self._texts_path.read_bytes()) if self._texts_path else {}
+            except (OSError, EOFError, ValueError, TypeError):
+                self._texts = {}
+        return self._texts
+
+
+def index_path(data_dir: Path, sha256: str, lightrag_name: str) -> Path:
+    name = hashlib.sha256(lightrag_name.encode()).hexdigest()[:16]
+    return data_dir / "cache" / "index" / f"{sha256[:64]}-{name}-v{INDEX_FORMAT}.marshal"
+
+
+def load_doc_index(
+    *, input_dir: Path, working_dir: Path, data_dir: Path, lightrag_name: str, doc_id: str, sha256: str, indexed_at: str = ""
+) -> DocIndex:
+    """The index of one document version: from this process's memory, else
+    from disk, else built from the sidecar and the chunk store (and written)."""
+    sidecar_file = sidecar_path(input_dir, lightrag_name) if lightrag_name else None
+    try:
+        stat = sidecar_file.stat() if sidecar_file else None
+    except OSError:
+        stat = None
+    store_exists = (working_dir / "kv_store_text_chunks.json").exists()
+    sidecar_key = (stat.st_size, stat.st_mtime_ns) if stat else None
+    path = index_path(data_dir, sha256 or "none", f"{lightrag_name}\0{doc_id}")
+    # Deleted and indexed again (new chunk settings), a version gets new chunks.
+    validity = (sidecar_key, doc_id, indexed_at)
+    held = _INDEXES.get(str(path))
+    if held and held[0] == validity and (held[1].store_seen or not store_exists):
+        _INDEXES.move_to_end(str(path))
+        return held[1]
+    index = _read_index(path, validity, store_exists)
+    if index is None:
+        index, complete = _build_index(input_dir, working_dir, lightrag_name, doc_id, store_exists)
+        if complete and sha256:
+            _write_index(path, validity, index)
+    _INDEXES[str(path)] = (validity, index)
+    while len(_INDEXES) > _INDEXES_KEPT:
+        _INDEXES.popitem(last=False)
+    return index
+
+
+def doc_index(source) -> DocIndex:
+    """The index of a registry row's indexed version (the mapper, the context
+    panel and the preview read the sidecar and chunks through this)."""
+    from django.conf import settings
+
+    config = settings.MNOTE_LIGHTRAG
+    return load_doc_index(
+        input_dir=config.input_dir,
+        working_dir=config.working_dir,
+        data_dir=settings.DATA_DIR,
+        lightrag_name=source.lightrag_name,
+        doc_id=source.lightrag_doc_id,
+        sha256=source.sha256,
+        indexed_at=source.indexed_at.isoformat() if source.indexed_at else "",
+    )
+
+
+def forget_doc_indexes() -> None:
+    """This process's copies (the files on disk stay): a cold start, for tests and benchmarks."""
+    _INDEXES.clear()
+
+
+def _build_index(input_dir: Path, working_dir: Path, lightrag_name: str, doc_id: str, store_exists: bool) -> tuple[DocIndex, bool]:
+    sidecar = load_sidecar(input_dir, lightrag_name)
+    store = load_chunk_store(working_dir) if store_exists else None
+    mine = [c for c in (store or {}).values() if doc_id and c.doc_id == doc_id]
+    refs = {c.chunk_id: (c.order_index, c.block_ids) for c in mine}
+    texts = {c.chunk_id: c.content for c in mine}
+    # Kept only when nothing was half-read: a store being rewritten, or one
+    # without this document's chunks yet, is read again next time.
+    complete = (not store_exists or bool(mine)) and (sidecar is not None or not _sidecar_exists(input_dir, lightrag_name))
+    return DocIndex(sidecar, refs, store_seen=store is not None, doc_id=doc_id, texts=texts), complete
+
+
+def _sidecar_exists(input_dir: Path, lightrag_name: str) -> bool:
+    return bool(lightrag_name) and sidecar_path(input_dir, lightrag_name).exists()
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def _write_index(path: Path, validity: tuple, index: DocIndex) -> None:
+    sidecar = index.sidecar
+    blocks = None
+    if sidecar is not None:
+        blocks = [(b.block_id, b.content, b.heading, b.parent_headings, b.positions) for b in sidecar.blocks]
+    payload = {
+        "format": INDEX_FORMAT,
+        "validity": validity,
+        "store_seen": index.store_seen,
+        "sidecar": None if sidecar is None else (str(sidecar.path), sidecar.meta, blocks),
+        "chunks": index._refs,
+    }
+    try:
+        # The texts first: an index on disk always has its texts beside it.
+        _write_private(path.with_suffix(".texts"), marshal.dumps(index._chunk_texts()))
+        _write_private(path, marshal.dumps(payload))
+    except (OSError, ValueError) as e:
+        log.warning("cannot write the document index %s: %s", path, e)
+
+
+def _read_index(path: Path, validity: tuple, store_exists: bool) -> DocIndex | None:
+    try:
+        payload = marshal.loads(path.read_bytes())
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    try:
+        if payload["format"] != INDEX_FORMAT or tuple(payload["validity"]) != validity:
+            return None
+        if store_exists and not payload["store_seen"]:
+            return None  # built before the chunk store existed: its block links are missing
+        sidecar = None
+        if payload["sidecar"] is not None:
+            sidecar_name, meta, rows = payload["sidecar"]
+            blocks = tuple(Block._make((i, *r)) for i, r in enumerate(rows))
+            sidecar = Sidecar(Path(sidecar_name), meta, blocks, {b.block_id: b for b in blocks})
+        refs = payload["chunks"]
+        if not isinstance(refs, dict):
+            raise TypeError("chunks")
+    except (KeyError, TypeError, ValueError, IndexError) as e:
+        log.info("document index %s unreadable, rebuilt: %s", path, e)
+        return None
+    return DocIndex(sidecar, refs, store_seen=payload["store_seen"], doc_id=validity[1], texts_path=path.with_suffix(".texts"))

@@ -1,7 +1,8 @@
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from mnote.citations.models import Citation
+from mnote.citations.permalinks import SourceChanged, cited
 from mnote.library.models import Source
 
 
@@ -19,3 +20,17 @@ def citation(request, token):
     # admins see what was cited from it.
     show_path = cited.source is not None or request.user.is_staff
     return render(request, "citations/citation.html", {"citation": cited, "state": cited.state, "show_path": show_path})
+
+
+@require_GET
+def reference(request, reference):
+    """A card's link: the first open makes its permalink row (the one write a
+    GET here may do: a search made none), later opens find it; both go on to
+    the short ``/c/<token>``."""
+    try:
+        row = cited(request.user, reference)
+    except SourceChanged as e:
+        return render(request, "citations/changed.html", {"source": e.source})
+    if row is None:
+        return render(request, "citations/unavailable.html", status=404)
+    return redirect(row)

@@ -18,7 +18,7 @@ from mnote.citations.models import Citation
 from mnote.library.forms import IndexedRootForm
 from mnote.library.ingest import retry_failed
 from mnote.library.models import IndexedRoot, Source
-from mnote.library.provider import health_report, lightrag_client, webui_url
+from mnote.lightrag.provider import health_report, lightrag_client, webui_url
 from mnote.library.roots_preview import base_folders, preview_root
 from mnote.library.source_filters import (
     FILTERS,

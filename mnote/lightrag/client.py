@@ -176,8 +176,11 @@ def make_client(
     *,
     transport: httpx.BaseTransport | None = None,
     timeout: httpx.Timeout | None = None,
+    shared: bool = False,
 ) -> LightRAGClient:
-    """`timeout` replaces the default for documents and retrieval; health and answers keep theirs."""
+    """`timeout` replaces the default for documents and retrieval; health and answers keep theirs.
+    A ``shared`` client is one process's for all its requests: leaving its
+    ``with`` block keeps its connections open (keep-alive)."""
     headers = {"Accept": "application/json"}
     if config.api_key:
         headers["X-API-Key"] = config.api_key
@@ -188,7 +191,7 @@ def make_client(
         transport=transport,
         verify=_tls_context(),
     )
-    return LightRAGClient(http, base_url=config.base_url)
+    return LightRAGClient(http, base_url=config.base_url, shared=shared)
 
 
 @functools.cache
@@ -199,9 +202,10 @@ def _tls_context() -> ssl.SSLContext:
 
 
 class LightRAGClient:
-    def __init__(self, http: httpx.Client, *, base_url: str):
+    def __init__(self, http: httpx.Client, *, base_url: str, shared: bool = False):
         self._http = http
         self.base_url = base_url
+        self.shared = shared
 
     def __enter__(self) -> LightRAGClient:
         return self
@@ -210,7 +214,8 @@ class LightRAGClient:
         self.close()
 
     def close(self) -> None:
-        self._http.close()
+        if not self.shared:
+            self._http.close()
 
     def health(self) -> Health:
         return Health.from_body(self._json_object("GET", "/health", timeout=HEALTH_TIMEOUT))

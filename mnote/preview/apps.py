@@ -3,3 +3,7 @@ from django.apps import AppConfig
 
 class PreviewConfig(AppConfig):
     name = "mnote.preview"
+
+    def ready(self):
+        # Connects the preview's answer to the mapper's locator_anchor signal.
+        from mnote.preview import views  # noqa: F401

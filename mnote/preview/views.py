@@ -11,10 +11,12 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
+from django.dispatch import receiver
 from django.views.decorators.http import require_GET
 
 from mnote.citations.models import Citation
-from mnote.citations.sidecar import load_chunk_store
+from mnote.citations.signals import locator_anchor
+from mnote.citations.sidecar import doc_index
 from mnote.json_errors import error_response
 from mnote.kinds import kind_of
 from mnote.library.ingest import opened_sha256
@@ -129,23 +131,22 @@ def _text_map(version: str, rendered) -> TextMap | None:
     return text_map
 
 
-def _chunk_text(chunk_id: str) -> str:
-    """The cited chunk's own text, when LightRAG's chunk store is readable."""
-    if not chunk_id:
+def _chunk_text(source: Source | None, chunk_id: str) -> str:
+    """The cited chunk's own text (one of this source's chunks), when LightRAG's chunk store is readable."""
+    if not chunk_id or source is None:
         return ""
-    store = load_chunk_store(settings.MNOTE_LIGHTRAG.working_dir) or {}
-    stored = store.get(chunk_id)
+    stored = doc_index(source).chunk(chunk_id, with_text=True)
     return clean_display_text(stored.content) if stored else ""
 
 
-def anchor_locator(text_map: TextMap, locator: dict, *, tail: str = "") -> dict | None:
+def anchor_locator(text_map: TextMap, locator: dict, *, tail: str = "", source: Source | None = None) -> dict | None:
     """Where a locator's passage is in the rendered text: the evidence text,
     inside the cited chunk's place when the server knows the chunk. With a
     ``tail``, the passage runs from the evidence's place to the tail's."""
     evidence = str(locator.get("evidenceText") or locator.get("displayQuote") or "")[:MAX_LOCATOR_CHARS]
     headings = [h for h in locator.get("headingPath") or [] if isinstance(h, str)]
     heading = headings[-1] if headings else ""
-    chunk = _chunk_text(str(locator.get("chunkId") or ""))
+    chunk = _chunk_text(source, str(locator.get("chunkId") or ""))
     place = find_passage(text_map, chunk, whole=True) if chunk else None
     if place is None:
         anchor = find_passage(text_map, evidence, heading=heading)
@@ -166,7 +167,8 @@ def anchor_locator(text_map: TextMap, locator: dict, *, tail: str = "") -> dict 
     return anchor.as_json() if anchor else None
 
 
-def cached_anchor(source: Source, locator: dict) -> dict | None:
+@receiver(locator_anchor)
+def cached_anchor(sender=None, *, source: Source, locator: dict, **kwargs) -> dict | None:
     """Where a locator's passage is in the preview of this version of the
     file, when that preview has been rendered already (a search never renders
     a file). The anchor names the version; a preview of other content ignores it."""
@@ -180,7 +182,7 @@ def cached_anchor(source: Source, locator: dict) -> dict | None:
         # A search reads at most a few MB per file it cites; a bigger preview is anchored when opened.
         rendered = peek(render_cache_key(kind, ctx, get_language() or ""), source.sha256, max_bytes=4 * 1024 * 1024)
         text_map = _text_map(version, rendered) if rendered else None
-    return anchor_locator(text_map, locator) if text_map else None
+    return anchor_locator(text_map, locator, source=source) if text_map else None
 
 
 def _page_of_passage(source: Source, kind, path: Path, sha256: str, evidence: str) -> int | None:
@@ -244,7 +246,7 @@ def document(request, source_id: int):
                 if locator:
                     # Resolved here, so the first highlight needs no second request.
                     text_map = _text_map(context["text_version"], rendered)
-                    anchor = anchor_locator(text_map, locator) if text_map else None
+                    anchor = anchor_locator(text_map, locator, source=source) if text_map else None
                     locator = context["locator"] = {**locator, "anchor": anchor} if anchor else locator
     except (*_REJECTIONS, RenderRefused) as e:
         context["problem"] = str(e)
@@ -290,7 +292,7 @@ def anchor(request, source_id: int):
         raise Http404("This file is no longer in the library.") from None
     locator = {"evidenceText": form.cleaned_data["evidence"], "chunkId": form.cleaned_data["chunk_id"], "searchQuery": form.cleaned_data["query"],
                "headingPath": [form.cleaned_data["heading"]] if form.cleaned_data["heading"] else []}
-    found = anchor_locator(text_map, locator, tail=form.cleaned_data["tail"]) if text_map else None
+    found = anchor_locator(text_map, locator, tail=form.cleaned_data["tail"], source=source) if text_map else None
     return JsonResponse({"anchor": found, "version": text_map.version if text_map else ""})
 
 

@@ -13,8 +13,8 @@ from django.utils.translation import gettext_noop
 from mnote.citations.mapper import MappedResult, map_query_data
 from mnote.citations.sidecar import load_chunk_store
 from mnote.library.models import IndexedRoot, Source
-from mnote.library.provider import lightrag_client, recent_health
 from mnote.lightrag import QUERY_MODES, lightrag_mode
+from mnote.lightrag.provider import lightrag_client, recent_health
 from mnote.search.badges import AnsweredSentence, BadgePlacer, extractive_answer, render_badged_text
 from mnote.text import is_unreadable, query_terms
 

@@ -8,7 +8,10 @@ LIMIT = 8
 def remember(request, kind: str, query: str, scope: list[str] | None = None) -> None:
     """``kind`` is "search" or "ask"; the same question asked again moves to the top."""
     entry = {"kind": kind, "q": query[:300], "scope": ", ".join(scope or [])[:300]}
-    kept = [e for e in request.session.get(KEY, []) if (e.get("kind"), e.get("q"), e.get("scope")) != tuple(entry.values())]
+    known = request.session.get(KEY, [])
+    kept = [e for e in known if (e.get("kind"), e.get("q"), e.get("scope")) != tuple(entry.values())]
+    if known[:1] == [entry]:
+        return  # already the newest: the session (a row) is not written again
     request.session[KEY] = [entry, *kept][:LIMIT]
 
 

@@ -11,6 +11,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from mnote.search.badges import AnsweredSentence
 from mnote.text import mark_terms
+from mnote.citations.permalinks import persist
 from mnote.search.answers import (
     WITHHELD_NOTE,
     UnknownScope,
@@ -22,7 +23,7 @@ from mnote.search.answers import (
     not_in_lightrag,
 )
 from mnote.library.models import Source
-from mnote.library.provider import lightrag_client, recent_health
+from mnote.lightrag.provider import lightrag_client, recent_health
 from mnote.lightrag import LightRAGBusy, LightRAGError, LightRAGRejected, LightRAGUnavailable
 from mnote.search.forms import AskForm, SearchForm
 from mnote.search.models import Conversation, Turn
@@ -167,6 +168,8 @@ def _stored_turn(turn: Turn, visible_ids: set[int]) -> dict:
 def _save_turn(user, conversation: Conversation | None, question: str, answer) -> Conversation:
     if conversation is None:
         conversation = Conversation.objects.create(user=user, title=question[:200])
+    # A saved answer must last: its citations become permalink rows now.
+    persist(answer.mapped.citations)
     citations = []
     for c in answer.mapped.citations:
         item = c.as_json()

@@ -70,8 +70,10 @@ def _fold(text: str) -> tuple[str, tuple[int, ...]]:
     return "".join(folded), tuple(origin)
 
 
-def _primary_terms(query: str) -> list[str]:
-    """The words the user typed: Latin-script words and whole CJK runs."""
+@lru_cache(maxsize=256)
+def _primary_terms(query: str) -> tuple[str, ...]:
+    """The words the user typed: Latin-script words and whole CJK runs
+    (cached: the mapper asks for the same query's terms a hundred times)."""
     folded, _ = _fold(query or "")
     terms: list[str] = []
     for token in _WORD_TOKEN.findall(folded):
@@ -82,7 +84,7 @@ def _primary_terms(query: str) -> list[str]:
             pos = run.end()
         terms.append(token[pos:])
     kept = [t for t in terms if t and (_is_cjk(t[0]) or (len(t) >= 2 and t not in _STOPWORDS))]
-    return list(dict.fromkeys(kept))
+    return tuple(dict.fromkeys(kept))
 
 
 def _bigrams(run: str) -> list[str]:

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from mnote.library.ingest import wait_until_settled
 from mnote.library.sync import sync_root
 from mnote.library.models import IndexedRoot
-from mnote.library.provider import lightrag_client
+from mnote.lightrag.provider import lightrag_client
 from mnote.lightrag import LightRAGError
 
 DEMO_FILES = Path(__file__).resolve().parent.parent.parent / "library"

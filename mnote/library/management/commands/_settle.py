@@ -5,7 +5,7 @@ from django.db.models import Count
 
 from mnote.library.ingest import wait_until_settled
 from mnote.library.models import Job, Source
-from mnote.library.provider import lightrag_client
+from mnote.lightrag.provider import lightrag_client
 
 
 def settle(stdout, seconds: float) -> bool:

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from mnote.library.models import Source
-from mnote.library.provider import lightrag_client
+from mnote.lightrag.provider import lightrag_client
 from mnote.library.actions import library_status
 
 

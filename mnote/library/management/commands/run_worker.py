@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand
 from mnote.library.ingest import run_due_jobs, work_once
 from mnote.library.jobs import Leadership, worker_id
 from mnote.library.models import IndexedRoot, Job, Source
-from mnote.library.provider import lightrag_client
+from mnote.lightrag.provider import lightrag_client
 from mnote.library.reconcile import reconcile
 from mnote.library.watcher import RootWatcher, follow_watcher, sync_roots_logging_errors
 from mnote.lightrag import LightRAGError

@@ -1,6 +1,9 @@
 """The LightRAG client as the web app uses it: configured from settings, and
 turned into a report a page can always render, whatever state LightRAG is in."""
 
+import logging
+import os
+import threading
 import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
@@ -15,28 +18,69 @@ from mnote.lightrag.config import ImproperlyConfiguredLightRAG, read_dotenv
 _LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 
 
+log = logging.getLogger(__name__)
+_shared: dict[tuple, LightRAGClient] = {}
+_lock = threading.Lock()
+
+
 def lightrag_client() -> LightRAGClient:
+    """This process's client for the configured LightRAG: one per process,
+    its connections kept alive between requests (a new client cost a TLS
+    context and a TCP connection per search). ``with lightrag_client() as c``
+    does not close it."""
     # Tests put an httpx.MockTransport here; production leaves it unset.
     transport = getattr(settings, "MNOTE_LIGHTRAG_TRANSPORT", None)
-    return make_client(settings.MNOTE_LIGHTRAG, transport=transport)
+    config = settings.MNOTE_LIGHTRAG
+    if transport is not None:
+        return make_client(config, transport=transport)
+    # Per process id: a client made before a fork must not share its sockets.
+    key = (os.getpid(), config.base_url, config.api_key)
+    with _lock:
+        client = _shared.get(key)
+        if client is None:
+            client = _shared[key] = make_client(config, shared=True)
+    return client
 
 
 _recent: dict[str, tuple[float, Health]] = {}
+_refreshing: set[str] = set()
 # Rerank and LLM availability change with a server restart, not per search.
 HEALTH_MAX_AGE_S = 15.0
+# Older than this (refreshes keep failing), a request asks again itself.
+HEALTH_MAX_STALE_S = 300.0
 
 
 def recent_health(client: LightRAGClient) -> Health:
     """LightRAG's health, asked at most every HEALTH_MAX_AGE_S per server:
-    searches need it for diagnostics, not to the second."""
+    searches need it for diagnostics, not to the second. Once known, an old
+    answer is returned at once and a thread asks again (never on the request
+    path); only a process's first search waits for it."""
     key = settings.MNOTE_LIGHTRAG.base_url
     now = time.monotonic()
     cached = _recent.get(key)
     if cached and now - cached[0] < HEALTH_MAX_AGE_S:
         return cached[1]
+    in_background = getattr(settings, "MNOTE_LIGHTRAG_TRANSPORT", None) is None  # tests: deterministic
+    if cached and in_background and now - cached[0] < HEALTH_MAX_STALE_S:
+        with _lock:
+            start = key not in _refreshing
+            _refreshing.add(key)
+        if start:
+            threading.Thread(target=_refresh_health, args=(key,), name="lightrag-health", daemon=True).start()
+        return cached[1]
     health = client.health()
-    _recent[key] = (now, health)
+    _recent[key] = (time.monotonic(), health)
     return health
+
+
+def _refresh_health(key: str) -> None:
+    try:
+        _recent[key] = (time.monotonic(), lightrag_client().health())
+    except LightRAGError as e:
+        log.info("LightRAG's health not refreshed: %s", e)
+    finally:
+        with _lock:
+            _refreshing.discard(key)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,72 @@
+"""One compact index per document version, read by every web process from
+disk instead of parsing the sidecar and LightRAG's chunk store again."""
+
+import json
+import shutil
+
+import pytest
+
+from mnote.citations import sidecar as sidecar_module
+from mnote.citations.context import chunk_context
+from mnote.citations.mapper import map_query_data
+from mnote.citations.sidecar import doc_index, forget_doc_indexes
+from mnote.library.models import IndexedRoot, Source
+from tests.conftest import recorded
+from tests.test_api import GAMMA_DOC, MAPPER_FIXTURES, QUERY, install_sidecar
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def gamma(db, lightrag_dirs):
+    inputs, storage = lightrag_dirs
+    install_sidecar(inputs, "gamma.docx", "server_gamma.blocks.jsonl")
+    shutil.copy(MAPPER_FIXTURES / "sdk_kv_store_text_chunks.json", storage / "kv_store_text_chunks.json")
+    root = IndexedRoot.objects.create(name="Manuals", path="manuals")
+    return Source.objects.create(root=root, relative_path="gamma.docx", absolute_path="/l/manuals/gamma.docx",
+                                 sha256="a" * 64, lightrag_name="gamma.docx", lightrag_doc_id=GAMMA_DOC,
+                                 status=Source.Status.INDEXED)
+
+
+def refuse(*args, **kwargs):
+    raise AssertionError("parsed again: the index on disk was not used")
+
+
+def test_another_process_reads_the_index_without_parsing_lightrags_files(gamma, monkeypatch):
+    first = doc_index(gamma)
+    assert first.sidecar is not None and first.chunk_ids and first.store_seen
+    forget_doc_indexes()  # a fresh web process: nothing in memory
+    monkeypatch.setattr(sidecar_module, "_read_sidecar", refuse)
+    monkeypatch.setattr(sidecar_module, "_read_chunk_store", refuse)
+    again = doc_index(gamma)
+    assert [b.content for b in again.sidecar.blocks] == [b.content for b in first.sidecar.blocks]
+    assert again.sidecar.normalised_contents == first.sidecar.normalised_contents
+    assert again.chunks_in_order(with_text=True) == first.chunks_in_order(with_text=True)
+    _, body = recorded("query_data_naive.json")
+    [citation] = map_query_data(body, query=QUERY, sources=Source.objects.all()).citations
+    assert citation.diagnostics["blockMatch"].startswith("chunk_store_refs")
+
+
+def test_a_rewritten_sidecar_is_read_again(gamma, lightrag_dirs):
+    inputs, _ = lightrag_dirs
+    before = doc_index(gamma)
+    path = sidecar_module.sidecar_path(inputs, "gamma.docx")
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if r.get("type") == "meta"] + [r for r in rows if r.get("type") == "content"][:2]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    forget_doc_indexes()
+    assert len(doc_index(gamma).sidecar.blocks) == 2 < len(before.sidecar.blocks)
+
+
+def test_without_a_json_chunk_store_it_maps_by_text_and_the_panel_uses_blocks(gamma, lightrag_dirs):
+    _, storage = lightrag_dirs
+    (storage / "kv_store_text_chunks.json").unlink()  # LightRAG on another storage back-end
+    index = doc_index(gamma)
+    assert index.chunk_ids == [] and not index.store_seen and index.sidecar is not None
+    _, body = recorded("query_data_naive.json")
+    [citation] = map_query_data(body, query=QUERY, sources=Source.objects.all()).citations
+    assert citation.block_id and citation.diagnostics["blockMatch"].startswith("text_")
+    assert chunk_context(gamma, 0).unit == "sidecar_blocks"
+    # The store appears later (storage moved to JSON): the index is built again with it.
+    shutil.copy(MAPPER_FIXTURES / "sdk_kv_store_text_chunks.json", storage / "kv_store_text_chunks.json")
+    assert doc_index(gamma).chunk_ids and chunk_context(gamma, 0).unit == "lightrag_chunks"

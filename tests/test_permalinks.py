@@ -1,0 +1,138 @@
+"""A search writes no rows; a card's link becomes a permalink row when it is
+first opened (or its answer saved), for whoever may see the source, and
+never for a link the app did not sign. LightRAG is faked at the transport."""
+
+import json
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from mnote.citations.models import Citation
+from tests.test_api import QUERY, add_gamma, post
+
+pytestmark = pytest.mark.django_db
+
+WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+
+
+def writes(queries) -> list[str]:
+    return [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith(WRITES)]
+
+
+@pytest.fixture
+def gamma(db, lightrag_dirs):
+    from mnote.library.models import IndexedRoot
+
+    return add_gamma(IndexedRoot.objects.create(name="Manuals", path="manuals"), lightrag_dirs)
+
+
+@pytest.fixture
+def lightrag_answers(fake_lightrag):
+    fake_lightrag.on("GET", "/health", "health.json")
+    fake_lightrag.on("POST", "/query/data", "query_data_naive.json")
+    return fake_lightrag
+
+
+def card_link(client) -> str:
+    page = client.get("/search/", {"q": QUERY, "mode": "library"}, HTTP_HX_REQUEST="true")
+    [card] = page.context["cards"]
+    return card["citation"].citation_url
+
+
+def test_a_search_writes_no_rows(member_client, lightrag_answers, gamma):
+    card_link(member_client)  # the session's first write (recent questions) is not the search's
+    with CaptureQueriesContext(connection) as page_queries:
+        page = member_client.get("/search/", {"q": QUERY, "mode": "library"}, HTTP_HX_REQUEST="true")
+    with CaptureQueriesContext(connection) as api_queries:
+        api = post(member_client, "/api/search", {"query": QUERY})
+    assert page.status_code == api.status_code == 200
+    assert len(page.context["cards"]) == len(api.json()["results"]) == 1
+    assert writes(page_queries.captured_queries) == [] and writes(api_queries.captured_queries) == []
+    assert Citation.objects.count() == 0
+
+
+def test_opening_a_card_link_makes_its_permalink_once(member_client, lightrag_answers, gamma):
+    link = card_link(member_client)
+    assert link.startswith("/c/r/")
+    first = member_client.get(link)
+    assert first.status_code == 302 and first["Location"].startswith("/c/")
+    [row] = Citation.objects.all()
+    assert first["Location"] == row.get_absolute_url()
+    assert member_client.get(link)["Location"] == row.get_absolute_url()
+    assert Citation.objects.count() == 1
+    # The row says what the card said.
+    card = member_client.get("/search/", {"q": QUERY, "mode": "library"}, HTTP_HX_REQUEST="true").context["cards"][0]["citation"]
+    assert (row.display_quote, row.block_id, row.locator) == (card.display_quote, card.block_id, card.locator)
+    page = member_client.get(row.get_absolute_url())
+    assert page.status_code == 200 and card.display_quote[:40] in page.content.decode()
+
+
+def test_a_forged_or_hidden_link_opens_nothing(member_client, admin_user, lightrag_answers, gamma):
+    link = card_link(member_client)
+    tampered = link[:-3] + ("AAA" if not link.endswith("AAA") else "BBB")
+    assert member_client.get(tampered).status_code == 404
+    gamma.root.visible_to_all = False
+    gamma.root.save()
+    hidden = member_client.get(link)
+    assert hidden.status_code == 404 and "cannot be opened" in hidden.content.decode()
+    assert Citation.objects.count() == 0
+    admin = Client()
+    admin.force_login(admin_user)
+    assert admin.get(link).status_code == 302
+
+
+def test_a_link_to_a_file_changed_before_its_first_open_says_so(member_client, lightrag_answers, gamma):
+    link = card_link(member_client)
+    gamma.sha256 = "b" * 64
+    gamma.save()
+    page = member_client.get(link)
+    assert page.status_code == 200 and "has changed since this link was made" in page.content.decode()
+    assert Citation.objects.count() == 0
+
+
+def test_a_link_opened_before_the_file_changed_keeps_what_was_cited(member_client, lightrag_answers, gamma):
+    link = card_link(member_client)
+    row_url = member_client.get(link)["Location"]
+    # What a sync does to an edited file: new hash, stale, LightRAG's document deleted.
+    gamma.sha256, gamma.stale, gamma.lightrag_doc_id = "b" * 64, True, ""
+    gamma.save()
+    assert member_client.get(link)["Location"] == row_url
+    assert "The source has changed" in member_client.get(row_url).content.decode()
+
+
+def test_without_lightrags_chunk_store_the_link_still_opens_the_same_quote(member_client, lightrag_answers, gamma, lightrag_dirs):
+    _, storage = lightrag_dirs
+    (storage / "kv_store_text_chunks.json").unlink()  # another storage back-end
+    link = card_link(member_client)
+    card = member_client.get("/search/", {"q": QUERY, "mode": "library"}, HTTP_HX_REQUEST="true").context["cards"][0]["citation"]
+    assert member_client.get(link).status_code == 302
+    [row] = Citation.objects.all()
+    assert row.display_quote == card.display_quote and row.block_id == card.block_id
+
+
+def test_the_api_opens_a_search_link_as_a_permalink(member_client, lightrag_answers, gamma):
+    [result] = post(member_client, "/api/search", {"query": QUERY}).json()["results"]
+    opened = post(member_client, "/api/open-reference", {"citationUrl": result["citationUrl"]})
+    assert opened.status_code == 200, opened.content
+    [row] = Citation.objects.all()
+    assert opened.json()["token"] == row.token and opened.json()["citationUrl"] == f"/c/{row.token}"
+    assert opened.json()["displayQuote"] == result["displayQuote"]
+
+
+def test_saving_an_answer_makes_its_permalinks(member_client, fake_lightrag, gamma):
+    from tests.conftest import recorded
+
+    _, health = recorded("health.json")
+    health = {**health, "configuration": {**health["configuration"], "llm_binding": None, "llm_model": None}}
+    fake_lightrag.on("GET", "/health", (200, health))
+    fake_lightrag.on("POST", "/query/data", "query_data_naive.json")
+    response = member_client.post("/ask/", {"q": QUERY})
+    assert response.status_code == 302
+    [row] = Citation.objects.all()
+    from mnote.search.models import Turn
+
+    [saved] = Turn.objects.get().citations
+    assert saved["citationUrl"] == row.get_absolute_url()
+    assert json.dumps(saved["locator"]) == json.dumps(row.locator)
