@@ -61,7 +61,7 @@ def _child_render(path: str, image_base: str) -> bytes:
 
     # Part names may hold spaces, "#", "?" or any script.
     rendered = render_docx(path, image_url=lambda part: image_base + quote(part.lstrip("/"), safe="/"))
-    from mnote.preview.anchoring import build_text_map
+    from mnote.preview.text_map import build_text_map
 
     # The text map is built here too: parsing the preview's HTML again costs
     # the web worker as much memory as rendering it.
