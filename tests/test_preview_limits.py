@@ -49,15 +49,23 @@ def source_for(root, path) -> Source:
     return Source.objects.create(root=root, relative_path=path.name, absolute_path=str(path), status="indexed")
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and the children it has waited for (the
+    sandboxed reader): "at once" means little work, which wall time on a
+    busy machine cannot tell apart from waiting for a core."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def test_a_huge_part_that_compresses_badly_is_refused_at_once(root, library_dir, member_client, monkeypatch):
     # 45 MB of XML compressed only ~2×: under the old per-part, total and ratio limits.
     noise = os.urandom(22 * MB).hex().encode()
     path = write_docx(library_dir / "docs" / "bloated.docx", b"<w:p><w:r><w:t>" + noise + b"</w:t></w:r></w:p>", level=1)
     assert zipfile.ZipFile(path).getinfo("word/document.xml").file_size > 44 * MB
     source = source_for(root, path)
-    started = time.monotonic()
+    started = cpu_seconds()
     page = member_client.get(f"/preview/{source.pk}/").content.decode()
-    assert time.monotonic() - started < 5.0  # was 10.9 s, then "too long"
+    assert cpu_seconds() - started < 5.0  # was 10.9 s, then "too long"
     assert "too large to preview" in page and "the limit is 20 MB" in page
 
 
@@ -66,9 +74,9 @@ def test_too_many_paragraphs_are_refused_before_parsing_and_the_refusal_is_remem
 ):
     path = write_docx(library_dir / "docs" / "long.docx", paragraphs(120_000))  # ~6 MB of XML
     source = source_for(root, path)
-    started = time.monotonic()
+    started = cpu_seconds()
     page = member_client.get(f"/preview/{source.pk}/").content.decode()
-    assert time.monotonic() - started < 5.0  # was 10.9 s, then "too long"
+    assert cpu_seconds() - started < 5.0  # was 10.9 s, then "too long"
     assert "120,000 paragraphs and table cells; the limit is 100,000" in page
 
     # The same version again: the cached refusal, no reader started.
@@ -85,7 +93,10 @@ def rss_bytes() -> int:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_eight_parallel_renders_stay_under_a_memory_ceiling(root, library_dir, live_server, member, client):
+def test_eight_parallel_renders_stay_under_a_memory_ceiling(root, library_dir, live_server, member, client, monkeypatch):
+    # What is measured is memory: on a busy machine eight renders queue for the reader slots
+    # longer than the product's 20 s, so the wait is not what this test limits.
+    monkeypatch.setattr(docx_child, "TIMEOUT_S", 120)
     # Eight different documents (no render is shared), each ~1 MB of XML.
     sources = [source_for(root, write_docx(library_dir / "docs" / f"report-{i}.docx", paragraphs(15_000, f"v{i}")))
                for i in range(8)]  # fmt: skip
