@@ -615,3 +615,12 @@ def test_it_calls_empty_and_field_error_quotes_unreadable_and_keeps_real_ones():
         "Approval needs two signatures from the budget holder (see Error! Reference source not found.) "
         "before any order above the limit is placed with a supplier."
     )
+
+
+def test_a_markdown_table_reads_like_the_html_ones_without_its_separator_row():
+    raw = "## 进度\n| 截止日期 | 状态 |\n|------|:----:|\n| 2026-03 | 完成 |\n| 2026-05 | 进行中 |\n下一段"
+    display = clean_display_text(raw)
+    assert display == "进度 截止日期 | 状态; 2026-03 | 完成; 2026-05 | 进行中 下一段"
+    assert "---" not in display and clean_display_text(display) == display
+    # A horizontal rule and a list are not tables.
+    assert clean_display_text("a\n---\n- b\n- c") == "a --- - b - c"

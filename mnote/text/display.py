@@ -19,6 +19,10 @@ from mnote.text.terms import _contains, _first_span, _fold, _primary_terms, _win
 # --- raw chunk → display text ------------------------------------------------
 
 _HEADING_MARK = re.compile(r"(?m)^[ \t]*#{1,6}(?:[ \t]+|$)")
+# A Markdown table: rows "| a | b |" (outer pipes optional when there are inner
+# ones) and a separator row "|---|:---:|" under the header.
+_MD_TABLE_ROW = re.compile(r"^[ \t]*\|(.*)\|[ \t]*$")
+_MD_TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
 # A chunk that begins inside a tag: `ion>`, `at="latex">`, `png" src="" />`.
 _LEADING_TAG_TAIL = re.compile(r"""\A(?:[\w:-]*(?:="[^"<>]*")?|[^"<>\n]*")(?:\s+[\w:-]+="[^"<>]*")*(?:\s*/>|>)""")
 _ORPHAN_CLOSE = re.compile(r"</(equation|table)\s*>", re.I)
@@ -170,6 +174,31 @@ _SYMBOL_FONT_BULLETS = str.maketrans(
 
 # Blocks and chunks come back query after query; their cleaned text does not change.
 @lru_cache(maxsize=4096)
+def _markdown_tables(text: str) -> str:
+    """Markdown tables read like the HTML ones: ``cell | cell; cell | cell``,
+    the separator row gone (it showed as "|------|------|" in quotes)."""
+    if "|" not in text or "\n" not in text:
+        return text
+    out: list[str] = []
+    in_table = False
+    for line in text.split("\n"):
+        if "-" in line and _MD_TABLE_RULE.match(line) and ("|" in line):
+            in_table = True
+            continue
+        row = _MD_TABLE_ROW.match(line)
+        if row:
+            cells = " | ".join(cell.strip() for cell in row.group(1).split("|"))
+            if in_table and out:
+                out[-1] += f"; {cells}"
+            else:
+                out.append(cells)
+            in_table = True
+            continue
+        in_table = False
+        out.append(line)
+    return "\n".join(out)
+
+
 def clean_display_text(raw: str) -> str:
     """The display quote from raw chunk or block text.
 
@@ -183,7 +212,7 @@ def clean_display_text(raw: str) -> str:
     """
     if not raw:
         return ""
-    text = _LEADING_TAG_TAIL.sub("", _HEADING_MARK.sub("", raw), count=1)
+    text = _LEADING_TAG_TAIL.sub("", _markdown_tables(_HEADING_MARK.sub("", raw)), count=1)
     pieces: list[str] = []
     # A chunk that starts inside an equation or a table: what comes before the
     # orphan closing tag is that element's body.
