@@ -3,17 +3,20 @@ the data folder that holds them (registry rows name every file of every
 root, restricted ones included)."""
 
 import os
+import threading
 from pathlib import Path
 
 
-def write_private_file(path: Path, text: str) -> None:
-    """Write a secret readable by its owner only, from the first byte on
-    (a chmod after writing leaves a moment where anyone may read it)."""
+def write_private_file(path: Path, content: str | bytes) -> None:
+    """Write a file readable by its owner only, from the first byte on (a
+    chmod after writing leaves a moment where anyone may read it), whole or
+    not at all: a temporary file of this process and thread, then renamed, so
+    two writers of one cache file never mix their bytes."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
+    with os.fdopen(fd, "wb" if isinstance(content, bytes) else "w") as f:
+        f.write(content)
     os.replace(tmp, path)
 
 

@@ -11,14 +11,13 @@ import hashlib
 import json
 import logging
 import marshal
-import os
-import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
+from mnote.private_files import write_private_file
 from mnote.text import is_real_heading
 
 log = logging.getLogger(__name__)
@@ -309,15 +308,6 @@ def _sidecar_exists(input_dir: Path, lightrag_name: str) -> bool:
     return bool(lightrag_name) and sidecar_path(input_dir, lightrag_name).exists()
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
-
-
 def _write_index(path: Path, validity: tuple, index: DocIndex) -> None:
     sidecar = index.sidecar
     blocks = None
@@ -332,8 +322,8 @@ def _write_index(path: Path, validity: tuple, index: DocIndex) -> None:
     }
     try:
         # The texts first: an index on disk always has its texts beside it.
-        _write_private(path.with_suffix(".texts"), marshal.dumps(index._chunk_texts()))
-        _write_private(path, marshal.dumps(payload))
+        write_private_file(path.with_suffix(".texts"), marshal.dumps(index._chunk_texts()))
+        write_private_file(path, marshal.dumps(payload))
     except (OSError, ValueError) as e:
         log.warning("cannot write the document index %s: %s", path, e)
 
