@@ -15,7 +15,7 @@ import lxml.html
 import pytest
 
 from mnote.kinds import KINDS, SUPPORTED_EXTENSIONS, kind_of
-from mnote.preview.docx.safe_package import PreviewRejected
+from mnote.preview.docx.limits import PreviewRejected
 from mnote.preview.renderers import PreviewContext, asset_loader_for, renderer_for
 from tests import preview_files as files
 
@@ -360,7 +360,7 @@ MEASURE = textwrap.dedent(
     django.setup()
     from pathlib import Path
     from mnote.kinds import kind_of
-    from mnote.preview.docx.safe_package import PreviewRejected
+    from mnote.preview.docx.limits import PreviewRejected
     from mnote.preview.renderers import PreviewContext, renderer_for
     path = Path(sys.argv[1])
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
