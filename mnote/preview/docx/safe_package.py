@@ -15,7 +15,6 @@ what is wrong with the file in plain words.
 
 from __future__ import annotations
 
-import os
 import posixpath
 import re
 import struct
@@ -23,7 +22,6 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 from urllib.parse import unquote
 
 from lxml import etree
