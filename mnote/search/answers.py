@@ -350,30 +350,11 @@ def answer_stream(
             yield AnswerEvent("done", answer)
 
 
-def answer_question(
-    user,
-    query: str,
-    *,
-    mode: str = "mix",
-    top_k: int | None = None,
-    chunk_top_k: int | None = None,
-    scope: list[str] | None = None,
-    enable_rerank: bool | None = None,
-    history: list[dict[str, str]] | None = None,
-) -> Answer:
+def answer_question(user, query: str, **options) -> Answer:
     """An answer whose sentences carry badges of this query's citations only,
-    read to its end (:func:`answer_stream`, for pages without JavaScript and
-    the JSON API)."""
+    read to its end (:func:`answer_stream`, whose options it takes, for pages
+    without JavaScript and the JSON API)."""
     answer = None
-    for event in answer_stream(
-        user,
-        query,
-        mode=mode,
-        top_k=top_k,
-        chunk_top_k=chunk_top_k,
-        scope=scope,
-        enable_rerank=enable_rerank,
-        history=history,
-    ):
+    for event in answer_stream(user, query, **options):
         answer = event.answer
     return answer

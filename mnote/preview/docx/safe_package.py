@@ -102,13 +102,19 @@ def resolve_target(source_part: str, target: str) -> str | None:
     """A relationship target as a part name; None if it climbs out of the package."""
     if any(ch in target for ch in "%#\\"):
         target = unquote(target.split("#", 1)[0]).replace("\\", "/")
-    if "\x00" in target:
+    return part_name(source_part, target)
+
+
+def part_name(base_part: str, path: str) -> str | None:
+    """A path (already unquoted) relative to a part, as a part name; None if
+    it climbs out of the package (DOCX, EPUB and the other ZIP packages alike)."""
+    if "\x00" in path:
         return None
-    folder = posixpath.dirname(source_part)
-    if not target.startswith("/") and "/." not in "/" + target and "//" not in target:
+    folder = posixpath.dirname(base_part)
+    if path and not path.startswith("/") and "/." not in "/" + path and "//" not in path:
         # The common case, "media/image1.png": nothing to normalise.
-        return f"{folder}/{target}" if folder else target
-    path = target[1:] if target.startswith("/") else posixpath.join(folder, target)
+        return f"{folder}/{path}" if folder else path
+    path = path[1:] if path.startswith("/") else posixpath.join(folder, path)
     parts: list[str] = []
     for segment in path.split("/"):
         if segment in ("", "."):
