@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# Fixed metadata dates for the same reason.
+# A fixed creation date, so regenerating a document yields identical bytes.
 DEFAULT_CREATED = "2026-01-05T09:00:00Z"
 
 
