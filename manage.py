@@ -7,6 +7,12 @@ def main():
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mnote.settings")
     from django.core.management import execute_from_command_line
 
+    from mnote.data_dir import prepare_data_dir
+
+    # Every command starts here (make run's migrate and run_stack among them):
+    # the data folder, key and database file exist before the settings load.
+    prepare_data_dir()
+
     execute_from_command_line(sys.argv)
 
 

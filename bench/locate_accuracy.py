@@ -809,8 +809,10 @@ def run_e2e(args) -> dict:
                 query_errors.append(str(e)[:120])
                 continue
             for c in mapped.citations:
-                if Path(c.file_name).suffix.lower() in (".docx", ".md", ".txt"):
-                    citations.append((c, clean_display_text(c.raw_quote)))
+                # The whole chunk the citation was cut from, as LightRAG stores it.
+                stored = store.get(c.chunk_id)
+                if stored and Path(c.file_name).suffix.lower() in (".docx", ".md", ".txt"):
+                    citations.append((c, clean_display_text(stored.content)))
         from django.db import connections
 
         connections.close_all()

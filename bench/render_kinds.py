@@ -208,7 +208,7 @@ def timed(function, path: Path, repeat: int) -> tuple[float, object]:
 
 def run(corpus: Path, tmp: Path, repeat: int, per_kind: int) -> dict:
     from mnote.kinds import kind_of
-    from mnote.preview.docx.safe_package import PreviewRejected
+    from mnote.preview.docx.limits import PreviewRejected
     from mnote.preview.renderers import PreviewContext, renderer_for
 
     report: dict = {}

@@ -263,9 +263,11 @@ def run(args, data_dir: Path, library: Path, started: float) -> int:
     import django
 
     django.setup()
+    from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
+    from mnote.citations.sidecar import load_chunk_store
     from mnote.text import clean_display_text, is_unreadable
     from mnote.search.answers import full_library_search
     from mnote.library.ingest import wait_until_settled
@@ -291,6 +293,7 @@ def run(args, data_dir: Path, library: Path, started: float) -> int:
     queries = [q for q in build_queries(library, args.per_file) if q["file"] in indexed]
     print(f"{len(indexed)} files indexed (settled: {settled}, {index_seconds} s); {len(queries)} queries", flush=True)
 
+    store = load_chunk_store(settings.MNOTE_LIGHTRAG.working_dir) or {}
     rows = []
     candidates = []
     with lightrag_client() as client:
@@ -303,7 +306,8 @@ def run(args, data_dir: Path, library: Path, started: float) -> int:
             candidates.append({**q, "chunks": pool})
             page = full_library_search(user, q["query"])
             page_order = [c.source_path for c in page.citations]
-            page_quotes = [c.raw_quote for c in page.citations]
+            # The whole chunk each card was cut from, as LightRAG stores it.
+            page_quotes = [store[c.chunk_id].content if c.chunk_id in store else "" for c in page.citations]
             rows.append(
                 {
                     **q,

@@ -4,38 +4,26 @@ environment through the typed helpers in ``mnote.env`` (see README,
 
 import os
 import secrets
-from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 from django.utils.translation import gettext_lazy as _
 
+from mnote.data_dir import BASE_DIR, data_dir, sqlite_path, stored_secret_key
 from mnote.env import env_bool, env_int, env_list, env_path, env_str
 from mnote.lightrag.config import ImproperlyConfiguredLightRAG, load_config
-from mnote.private_files import make_private_dir, make_private_file, write_private_file
 
-BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = env_path("MNOTE_DATA_DIR", BASE_DIR / "data")
+# Importing the settings writes nothing: manage.py and mnote.wsgi create the
+# data folder, the key file and the SQLite file at start (mnote/data_dir.py).
+DATA_DIR = data_dir()
 
 DEBUG = env_bool("MNOTE_DEBUG", False)
 
-
-def _secret_key() -> str:
-    key = env_str("MNOTE_SECRET_KEY")
-    if key:
-        return key
-    # A local install keeps one generated key so sessions survive restarts;
-    # production sets MNOTE_SECRET_KEY.
-    key_file = DATA_DIR / "secret_key"
-    if key_file.exists():
-        return key_file.read_text().strip()
-    key = secrets.token_urlsafe(50)
-    write_private_file(key_file, key)
-    return key
-
-
-SECRET_KEY = _secret_key()
+# A process that did not start through manage.py or mnote.wsgi (a test
+# session, a script calling django.setup()) and finds no key yet signs with
+# one of its own, for its lifetime only.
+SECRET_KEY = env_str("MNOTE_SECRET_KEY") or stored_secret_key(DATA_DIR) or secrets.token_urlsafe(50)
 ALLOWED_HOSTS = env_list("MNOTE_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("MNOTE_CSRF_TRUSTED_ORIGINS", [])
 
@@ -98,13 +86,10 @@ if _database_url:
     except ValueError as e:
         raise ImproperlyConfigured(f"DATABASE_URL is not usable: {e}") from e
 else:
-    # Created here, owner-only, rather than by SQLite with the umask's 0644.
-    make_private_dir(DATA_DIR)
-    make_private_file(DATA_DIR / "mnote.sqlite3")
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": DATA_DIR / "mnote.sqlite3",
+            "NAME": sqlite_path(DATA_DIR),
             # The sync worker and the web app write at the same time.
             "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
         }

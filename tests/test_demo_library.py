@@ -46,6 +46,14 @@ def test_it_regenerates_the_checked_in_library_byte_for_byte(tmp_path):
         assert checked_in[name] == content, f"{name} differs from its generator; {REGENERATE}"
 
 
+def test_its_text_documents_are_utf8_with_unix_newlines():
+    # They are their own source: an editor must not turn them into another encoding or CRLF.
+    for name in (name for name in LIBRARY if not name.endswith(".docx")):
+        content = (LIBRARY_DIR / name).read_bytes()
+        assert b"\r" not in content and content.endswith(b"\n"), name
+        content.decode("utf-8")
+
+
 def test_it_regenerates_identical_bytes_on_every_run(tmp_path):
     build(tmp_path / "first")
     build(tmp_path / "second")

@@ -2,12 +2,8 @@
 attributes the locator relies on, and hostile files."""
 
 import io
-import json
 import os
 import struct
-import subprocess
-import sys
-import textwrap
 import time
 import zipfile
 import zlib
@@ -19,6 +15,7 @@ import pytest
 
 from mnote.demo.docx_writer import Document, Heading, Paragraph, write_docx
 from mnote.preview.docx_render import DocxRejected, Limits, load_docx_image, render_docx
+from tests.measured_render import measured
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 DEMO = REPO_DIR / "mnote" / "demo" / "library"
@@ -660,24 +657,6 @@ def test_it_rejects_a_spreadsheet_renamed_to_docx(tmp_path):
 
 # --- hostile files: clear message, seconds, bounded memory -------------------
 
-MEASURE = textwrap.dedent(
-    """
-    import json, resource, sys, time
-    from mnote.preview.docx_render import DocxRejected, render_docx
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    started = time.monotonic()
-    try:
-        render_docx(sys.argv[1])
-        outcome = {"rejected": False}
-    except DocxRejected as e:
-        outcome = {"rejected": True, "message": e.message}
-    outcome["seconds"] = time.monotonic() - started
-    outcome["rss_growth_mb"] = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
-    print(json.dumps(outcome))
-    """
-)
-
-
 def hostile_document(tmp_path: Path, document: bytes) -> Path:
     return make_docx(tmp_path / "hostile.docx", document=document.decode("utf-8", "surrogatepass"))
 
@@ -830,16 +809,7 @@ def test_it_rejects_a_hostile_file_quickly_with_bounded_memory(tmp_path, build, 
     path = build(tmp_path)
 
     # A fresh process, so peak RSS measures this file alone.
-    result = subprocess.run(
-        [sys.executable, "-c", MEASURE, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=REPO_DIR,
-        env={**os.environ, "PYTHONPATH": str(REPO_DIR)},
-    )
-    assert result.returncode == 0, result.stderr
-    outcome = json.loads(result.stdout)
+    outcome = measured(path, how="docx")
 
     assert outcome["rejected"], outcome
     assert outcome["message"].startswith(("This file is not a valid Word document", "This document is too large"))

@@ -13,7 +13,7 @@ import lxml.html
 import pytest
 
 from mnote.kinds import kind_of
-from mnote.preview.docx.safe_package import PreviewRejected
+from mnote.preview.docx.limits import PreviewRejected
 from mnote.preview.renderers import PreviewContext, renderer_for
 
 REPO_DIR = Path(__file__).resolve().parent.parent

@@ -149,7 +149,7 @@ def test_a_member_who_renders_too_much_gets_a_429(root, library_dir, member_clie
 
 def test_a_too_slow_refusal_is_remembered_for_a_while_only(settings, tmp_path, monkeypatch):
     from mnote.preview import render_cache
-    from mnote.preview.docx.safe_package import DocxRejected, DocxTooSlow
+    from mnote.preview.docx.limits import DocxRejected, DocxTooSlow
 
     settings.DATA_DIR = tmp_path
     calls = []

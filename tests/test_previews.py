@@ -2,12 +2,8 @@
 people make them with, rendered into blocks the locator can land on; the
 one table of kinds; hostile files refused or neutralised quickly."""
 
-import json
 import os
 import re
-import subprocess
-import sys
-import textwrap
 import zipfile
 from pathlib import Path
 
@@ -15,9 +11,10 @@ import lxml.html
 import pytest
 
 from mnote.kinds import KINDS, SUPPORTED_EXTENSIONS, kind_of
-from mnote.preview.docx.safe_package import PreviewRejected
+from mnote.preview.docx.limits import PreviewRejected
 from mnote.preview.renderers import PreviewContext, asset_loader_for, renderer_for
 from tests import preview_files as files
+from tests.measured_render import measured
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 ASSET = "/asset/"
@@ -350,41 +347,6 @@ def hostile(kind: str, attack: str, tmp_path: Path) -> Path:
         data = re.sub(rb'Target="[^"]+"', b'Target="../../../../etc/passwd"', data, count=1)
         return rewrite(path, replace={rels: data})
     raise AssertionError(attack)
-
-
-MEASURE = textwrap.dedent(
-    """
-    import json, resource, sys, time
-    import django, os
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mnote.settings")
-    django.setup()
-    from pathlib import Path
-    from mnote.kinds import kind_of
-    from mnote.preview.docx.safe_package import PreviewRejected
-    from mnote.preview.renderers import PreviewContext, renderer_for
-    path = Path(sys.argv[1])
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    started = time.monotonic()
-    try:
-        with open(path, "rb") as fp:
-            result = renderer_for(kind_of(path.name))(fp, PreviewContext(asset_url=lambda p: "/asset/" + p, path=path))
-        outcome = {"rejected": False, "html": result["html"]}
-    except PreviewRejected as e:
-        outcome = {"rejected": True, "message": e.message}
-    outcome["seconds"] = time.monotonic() - started
-    outcome["rss_growth_mb"] = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
-    print(json.dumps(outcome))
-    """
-)
-
-
-def measured(path: Path) -> dict:
-    result = subprocess.run(
-        [sys.executable, "-c", MEASURE, str(path)], capture_output=True, text=True, timeout=60, cwd=REPO_DIR,
-        env={**os.environ, "PYTHONPATH": str(REPO_DIR)},
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize(

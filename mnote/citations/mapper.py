@@ -48,7 +48,6 @@ class CitationView:
     chunk_id: str
     block_id: str | None
     heading_path: list[str]
-    raw_quote: str
     display_quote: str
     evidence_text: str
     search_query: str
@@ -335,7 +334,6 @@ def _cite(
         chunk_id=chunk_id,
         block_id=block.block_id if block else None,
         heading_path=heading_path,
-        raw_quote=raw,
         display_quote=short_display,
         evidence_text=evidence,
         search_query=query,

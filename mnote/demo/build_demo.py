@@ -1,10 +1,12 @@
-"""Content of the demo library and a CLI that writes it.
+"""The demo library's Word documents, and a CLI that writes the library.
 
     python -m mnote.demo.build_demo OUTPUT_DIR
 
-The checked-in copy lives in ``mnote/demo/library/``; regenerate it with
-``python -m mnote.demo.build_demo mnote/demo/library`` after editing content
-here (tests/test_demo_library.py fails if the two drift apart).
+The checked-in copy lives in ``mnote/demo/library/``. Its Markdown and text
+files are their own source, edited in place; its Word documents are written
+from the content below, so regenerate them with
+``python -m mnote.demo.build_demo mnote/demo/library`` after editing it
+(tests/test_demo_library.py fails if the two drift apart).
 
 Some content is load-bearing for tests elsewhere, so keep it when editing:
 the Chinese safety handbook mentions N-甲基吡咯烷酮 in an early section and has
@@ -397,307 +399,17 @@ def safety_handbook() -> Document:
 
 
 # --------------------------------------------------------------------------
-# Markdown and plain-text documents
-# --------------------------------------------------------------------------
-
-ONBOARDING_NOTES = """\
-# MNote Library: onboarding notes
-
-Welcome to the team. MNote Library is our shared document library: you upload
-manuals, handbooks, meeting notes and plain-text lists, and a LightRAG
-knowledge-base server indexes them so that anyone can ask questions in English
-or Chinese and get answers with citations back to the original files.
-
-## Your first day
-
-1. Ask the team lead for an account and join the `#mnote-library` channel.
-2. Run the app locally (see below) and browse the demo library.
-3. Try the example questions at the end of these notes and open every citation.
-4. Read the safety handbook if you will ever visit the lab, even as a guest.
-
-## Running the app locally
-
-```bash
-make run                                            # web app with the demo library loaded
-python -m mnote.demo.build_demo mnote/demo/library  # regenerate the demo documents
-```
-
-The demo documents are generated from Python so that they are identical on every
-machine. Do not edit the files in `mnote/demo/library/` by hand; change
-`mnote/demo/build_demo.py` and regenerate instead.
-
-## How to search
-
-- Type a question in plain language, for example *How often is the primary
-  mirror re-aluminised?* Whole sentences usually work better than single words.
-- Exact terms still matter: searching for a chemical name or a filter name finds
-  the passages that use it, in either language.
-- Use the language filter to restrict results to English or Chinese documents.
-- If an answer looks thin, rephrase with the vocabulary of the document
-  (a "flat-field" rather than a "calibration picture").
-
-The server supports several retrieval modes. The default is fine for most
-questions; the others are useful when you know what you are looking for.
-
-| Mode   | What it retrieves                                  | Good for                          |
-|--------|----------------------------------------------------|-----------------------------------|
-| naive  | Text chunks by vector similarity only              | Quick look-ups of a known passage |
-| local  | Entities from the knowledge graph and their chunks | Questions about one thing         |
-| global | Relationships between entities                     | Overview and comparison questions |
-| hybrid | Local and global combined                          | Most questions                    |
-| mix    | Knowledge graph plus vector chunks, then reranked  | Long, multi-part questions        |
-
-## What citations mean
-
-Every statement in an answer should carry a numbered citation such as [1].
-A citation points to a **chunk**, a passage of a few hundred words from one
-source document. Clicking it opens a preview of the original file, scrolled to
-the cited passage and with the passage highlighted.
-
-- A citation shows where the evidence came from; it does not prove that the
-  answer summarised it correctly. Read the highlighted passage before you rely
-  on it, especially for safety rules and numbers.
-- Several citations to the same file are normal when an answer combines
-  sections, for example a table and the paragraph that explains it.
-- If the highlighted passage does not match the citation (for instance because
-  the file was replaced by a newer version), tell the library maintainers: the
-  index needs a refresh.
-- An answer without citations means the model found nothing relevant in the
-  library. Treat it as a guess.
-
-## Demo library
-
-| File                              | Language | Format    |
-|-----------------------------------|----------|-----------|
-| en/gamma-telescope-manual.docx    | English  | Word      |
-| en/onboarding-notes.md            | English  | Markdown  |
-| en/glossary.txt                   | English  | Text      |
-| zh/实验室安全手册.docx             | Chinese  | Word      |
-| zh/会议纪要-2026-10.md             | Chinese  | Markdown  |
-| zh/设备清单.txt                    | Chinese  | Text      |
-
-## Example questions
-
-- What is the primary mirror of the GAMMA telescope made of?
-- Which filters use dome flats, and why?
-- 吡咯烷应该如何储存？
-- TES 保护基在酸性条件下稳定吗？
-"""
-
-MEETING_NOTES = """\
-# 项目例会纪要（2026年10月）
-
-- **时间**：2026年10月15日 14:00–15:30
-- **地点**：B楼 2 层小会议室，同时开放线上会议
-- **参会人**：王磊（项目负责人）、李娜、陈晨、赵敏、刘洋
-- **记录人**：赵敏
-
-## 一、上次行动项回顾
-
-上次例会的五项行动项中四项已完成。文档上传页面的进度条已上线；引用预览支持 Markdown 文件；
-英文术语表已并入演示文档库。剩余一项“大文件分块上传”因依赖存储方案，顺延到下月。
-
-## 二、议题讨论
-
-### 1. 中文检索的分词问题
-
-李娜反馈：在演示库中查询“吡咯烷”时，排在第一位的引用指向《实验室安全手册》中介绍
-N-甲基吡咯烷酮的段落，而不是专门讲吡咯烷操作的章节。原因是检索把“吡咯烷”当作子串匹配，
-长词中的命中也被计入。讨论后认为，子串命中仍应保留（用户可能确实在找相关溶剂），
-但完整词命中的段落应当排在前面，预览高亮也应优先定位到完整词。
-
-### 2. 引用预览的定位精度
-
-陈晨演示了 Word 文档的引用预览：目前按段落定位，表格单元格和脚注中的内容还不能准确滚动到位。
-建议在转换时保留每个段落的 paraId，作为预览锚点。刘洋提醒：公式和合并单元格在转换后可能丢失，
-需要在演示文档中各放一个样例，便于回归测试。
-
-### 3. 演示文档库
-
-决定由程序生成演示文档，而不是手工编辑 Word 文件，以保证每次生成的字节完全一致，
-便于在测试中比对。文档库中英文各三份，涵盖 Word、Markdown 和纯文本三种格式。
-
-## 三、会议决议
-
-1. 中文检索对完整词命中加权，子串命中降权但不过滤。
-2. Word 文档转换时保留段落 paraId，预览按 paraId 定位。
-3. 演示文档库纳入版本控制，由 `make run` 自动加载。
-
-## 四、行动项
-
-| 序号 | 事项                             | 负责人 | 截止日期   | 状态   |
-|------|----------------------------------|--------|------------|--------|
-| 1    | 完整词命中加权并补充测试         | 李娜   | 2026-10-29 | 进行中 |
-| 2    | 预览按 paraId 定位               | 陈晨   | 2026-11-05 | 未开始 |
-| 3    | 生成演示文档库并编写校验测试     | 刘洋   | 2026-10-22 | 进行中 |
-| 4    | 大文件分块上传方案评估           | 王磊   | 2026-11-12 | 未开始 |
-| 5    | 更新新成员入职说明               | 赵敏   | 2026-10-22 | 已完成 |
-
-## 五、其他事项
-
-- 刘洋提出，演示文档中的安全手册内容虽为示例，但应尽量符合常识，避免误导新成员；
-  涉及闪点、沸点等数据时以公开的化学品安全技术说明书为准。
-- 赵敏提醒，新成员入职说明中“引用的含义”一节需要配截图，等预览定位改版后统一补充。
-- 王磊通报：知识库服务器的索引在每周日凌晨重建，期间检索结果可能不完整，请避免在该时段演示。
-- 会议同意把“吡咯烷”和“N-甲基吡咯烷酮”这一对词加入中文检索的回归测试用例，
-  今后类似的“短词是长词子串”情况（如“吡啶”与“二甲基吡啶”）也按同样规则处理。
-
-## 六、下次会议
-
-下次例会定于 2026年11月12日 14:00，地点不变。请各负责人在会前一天更新行动项状态。
-"""
-
-GLOSSARY = """\
-MNote Library glossary
-======================
-
-Terms that appear in the demo library and in the app itself, in alphabetical order.
-
-Active optics
-    A control system that adjusts the shape of a telescope mirror with actuators,
-    correcting slow deformations caused by gravity and temperature.
-
-ADU (analogue-to-digital unit)
-    The unit in which a CCD camera reports pixel values; one ADU corresponds to
-    a fixed number of electrons set by the camera gain.
-
-Bias frame
-    A zero-second exposure that records the electronic offset of the detector.
-
-Chunk
-    A passage of a few hundred words cut from a source document. The knowledge
-    base indexes chunks, and every citation points to one.
-
-Citation
-    A numbered reference in an answer that links to the chunk it was based on.
-    Clicking it opens a preview of the original file at that passage.
-
-Dark frame
-    An exposure taken with the shutter closed to measure the thermal signal of
-    the detector.
-
-Embedding
-    A vector of numbers representing the meaning of a text, used to find chunks
-    similar to a question.
-
-Flat-field
-    An exposure of a uniformly illuminated source (twilight sky or a lamp-lit
-    screen) used to correct pixel-to-pixel sensitivity differences and dust.
-
-Fume hood
-    A ventilated enclosure that draws vapours away from the person working at
-    it. Face velocity should be 0.4 to 0.6 m/s.
-
-Knowledge graph
-    The network of entities and relationships that LightRAG extracts from the
-    documents, used alongside vector search.
-
-LightRAG
-    The retrieval-augmented generation server behind the library. It indexes
-    documents and answers questions with references to their chunks.
-
-NMP (N-methyl-2-pyrrolidone)
-    A high-boiling polar aprotic solvent. It is absorbed through the skin and
-    is classified as toxic to reproduction.
-
-paraId
-    An eight-digit hexadecimal identifier that Word 2010 and later give to each
-    paragraph. The preview uses it to scroll to a cited passage.
-
-Pyrrolidine
-    A flammable cyclic secondary amine with a flash point of about 3 degrees C.
-    It is strongly basic and corrosive. Not to be confused with NMP.
-
-Query mode
-    How the server retrieves evidence: naive, local, global, hybrid or mix.
-
-Rerank
-    A second pass that reorders retrieved chunks with a more precise model
-    before the answer is written, so the best evidence is cited first.
-
-SDS (safety data sheet)
-    The supplier's document describing the hazards, handling and first aid for
-    a chemical.
-
-SNR (signal-to-noise ratio)
-    The ratio of the measured signal to its uncertainty; in the photon-noise
-    limit SNR = S / sqrt(S + B).
-
-TES (triethylsilyl)
-    A silyl protecting group for alcohols, more stable than TMS and less stable
-    than TBS; removed by dilute acid or fluoride.
-
-Zerodur
-    A glass-ceramic with almost zero thermal expansion, used for large
-    telescope mirrors such as the 4.2 m primary of the GAMMA telescope.
-"""
-
-EQUIPMENT_LIST = """\
-有机合成实验室设备清单
-======================
-
-更新日期：2026年10月20日    管理员：刘洋    位置：B楼3层 301–305 室
-
-说明：校准周期为“不适用”的设备只需日常点检。设备故障请在设备报修系统登记，
-并在设备上悬挂“停用”标识，修复前不得使用。
-
-一、301 室（合成实验室）
-
-编号      名称                  型号/规格                 数量  校准周期  负责人
-EQ-001    通风橱                1.8 m 变风量型            6     6个月     刘洋
-EQ-002    磁力搅拌加热器        带温控探头，最高 340 °C   12    12个月    陈晨
-EQ-003    旋转蒸发仪            5 L，配隔膜真空泵         3     不适用    陈晨
-EQ-004    双排管（Schlenk线）   氮气/真空双路             2     不适用    赵敏
-EQ-005    低温反应浴            −80 °C 至 20 °C           1     12个月    赵敏
-
-二、302 室（仪器室）
-
-编号      名称                  型号/规格                 数量  校准周期  负责人
-EQ-101    分析天平              0.1 mg，220 g             2     12个月    李娜
-EQ-102    精密天平              0.01 g，2 kg              2     12个月    李娜
-EQ-103    熔点仪                数字式，最高 400 °C       1     12个月    李娜
-EQ-104    紫外分析仪            254 nm / 365 nm 双波长    1     不适用    王磊
-EQ-105    卡尔·费休水分测定仪   库仑法                    1     6个月     王磊
-
-三、303 室（储存室）
-
-编号      名称                  型号/规格                 数量  校准周期  负责人
-EQ-201    防爆试剂柜            90 加仑，双门             2     不适用    刘洋
-EQ-202    酸柜                  耐腐蚀，带防漏托盘        1     不适用    刘洋
-EQ-203    碱柜                  耐腐蚀，带防漏托盘        1     不适用    刘洋
-EQ-204    防爆冰箱              4 °C / −20 °C 双温区      2     不适用    赵敏
-EQ-205    气瓶柜                带泄漏报警，双瓶位        2     12个月    王磊
-
-四、公共安全设施
-
-编号      名称                  型号/规格                 数量  检查周期  负责人
-SF-001    洗眼器                双头，台面安装            4     每周      安全员
-SF-002    紧急喷淋装置          立式，带洗眼              2     每周      安全员
-SF-003    二氧化碳灭火器        5 kg                      6     每月      安全员
-SF-004    干粉灭火器            4 kg，ABC 型              6     每月      安全员
-SF-005    灭火毯与干沙桶        —                         各3   每月      安全员
-SF-006    急救箱                含烧伤敷料                2     每月      安全员
-
-五、使用须知
-
-1. 天平、熔点仪和水分测定仪使用前须在设备使用登记本上签名，记录开始和结束时间。
-2. 校准到期前两周由负责人联系计量单位；校准标签过期的设备不得用于出具数据。
-3. 旋转蒸发仪接收瓶中的溶剂每日清空，按废液类别倒入对应废液桶。
-4. 防爆冰箱内只可存放密封并贴有标签的样品，禁止存放食品。
-5. 气瓶必须用链条固定，使用完毕关闭总阀；空瓶挂“空瓶”标识并与满瓶分开存放。
-"""
-
-
-# --------------------------------------------------------------------------
 # Writing the library
 # --------------------------------------------------------------------------
 
 
-def _text_writer(content: str) -> Callable[[Path], Path]:
+def _text_file(relative: str) -> Callable[[Path], Path]:
+    """A Markdown or text document: the checked-in file is its own source."""
+
     def write(path: Path) -> Path:
+        content = (LIBRARY_DIR / relative).read_bytes()  # read first: ``build(LIBRARY_DIR)`` writes it back
         path.parent.mkdir(parents=True, exist_ok=True)
-        # Explicit bytes so the platform's newline convention cannot leak in.
-        path.write_bytes(content.encode("utf-8"))
+        path.write_bytes(content)
         return path
 
     return write
@@ -709,11 +421,11 @@ def _docx_writer(make: Callable[[], Document]) -> Callable[[Path], Path]:
 
 LIBRARY: dict[str, Callable[[Path], Path]] = {
     "en/gamma-telescope-manual.docx": _docx_writer(telescope_manual),
-    "en/onboarding-notes.md": _text_writer(ONBOARDING_NOTES),
-    "en/glossary.txt": _text_writer(GLOSSARY),
+    "en/onboarding-notes.md": _text_file("en/onboarding-notes.md"),
+    "en/glossary.txt": _text_file("en/glossary.txt"),
     "zh/实验室安全手册.docx": _docx_writer(safety_handbook),
-    "zh/会议纪要-2026-10.md": _text_writer(MEETING_NOTES),
-    "zh/设备清单.txt": _text_writer(EQUIPMENT_LIST),
+    "zh/会议纪要-2026-10.md": _text_file("zh/会议纪要-2026-10.md"),
+    "zh/设备清单.txt": _text_file("zh/设备清单.txt"),
 }
 
 

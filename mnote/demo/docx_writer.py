@@ -26,9 +26,48 @@ import io
 import zipfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
+
+from .docx_model import (
+    Block,
+    BulletList,
+    Cell,
+    Document,
+    Equation,
+    Footnote,
+    Heading,
+    Inline,
+    InlineContent,
+    Link,
+    Math,
+    MathExpr,
+    MathNode,
+    NumberedList,
+    Paragraph,
+    PlainRun,
+    Table,
+    Text,
+    delim,
+    frac,
+    plain,
+    sqrt,
+    sub,
+    subsup,
+    sup,
+)
+from .docx_parts import (
+    PKG_REL,
+    REL,
+    app_xml,
+    content_types_xml,
+    core_xml,
+    ns,
+    package_rels,
+    settings_xml,
+    styles_xml,
+    xml_part,
+)
 
 __all__ = [
     "BulletList",
@@ -54,184 +93,12 @@ __all__ = [
     "write_docx",
 ]
 
-NS = {
-    "w": "http://schemas.openxmlformats.org/wordprocessingml/2006/main",
-    "r": "http://schemas.openxmlformats.org/officeDocument/2006/relationships",
-    "m": "http://schemas.openxmlformats.org/officeDocument/2006/math",
-    "mc": "http://schemas.openxmlformats.org/markup-compatibility/2006",
-    "w14": "http://schemas.microsoft.com/office/word/2010/wordml",
-}
-REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
-PKG_REL = "http://schemas.openxmlformats.org/package/2006/relationships"
-CT_WML = "application/vnd.openxmlformats-officedocument.wordprocessingml"
-
 # A4 with 1-inch margins, in twentieths of a point.
 PAGE_WIDTH, PAGE_HEIGHT, MARGIN = 11906, 16838, 1440
 TEXT_WIDTH = PAGE_WIDTH - 2 * MARGIN
 
 # Zip entries get a fixed timestamp so regenerating yields identical bytes.
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
-# Fixed metadata dates for the same reason.
-DEFAULT_CREATED = "2026-01-05T09:00:00Z"
-
-
-# --------------------------------------------------------------------------
-# Document model
-# --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Text:
-    text: str
-    bold: bool = False
-    italic: bool = False
-    code: bool = False
-
-
-@dataclass(frozen=True)
-class Link:
-    text: str
-    url: str
-
-
-@dataclass(frozen=True)
-class Footnote:
-    """A footnote reference placed inline; ``text`` becomes the note body."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class Math:
-    """Inline OMML math inside a paragraph."""
-
-    expr: MathExpr
-
-
-Inline = str | Text | Link | Footnote | Math
-InlineContent = Inline | Sequence[Inline]
-
-
-@dataclass(frozen=True)
-class Heading:
-    text: str
-    level: int = 1
-
-
-@dataclass(frozen=True, init=False)
-class Paragraph:
-    content: tuple[Inline, ...]
-    style: str | None = None
-
-    def __init__(self, *content: Inline, style: str | None = None):
-        object.__setattr__(self, "content", tuple(content))
-        object.__setattr__(self, "style", style)
-
-
-@dataclass(frozen=True)
-class BulletList:
-    items: Sequence[InlineContent]
-
-
-@dataclass(frozen=True)
-class NumberedList:
-    items: Sequence[InlineContent]
-
-
-@dataclass(frozen=True)
-class Cell:
-    """A table cell.
-
-    ``span`` > 1 merges horizontally (gridSpan). ``merge`` is "restart" on the
-    top cell of a vertical merge and "continue" on the cells it swallows; the
-    swallowed cells keep no content of their own.
-    """
-
-    content: InlineContent = ""
-    span: int = 1
-    merge: str | None = None
-    bold: bool = False
-
-
-@dataclass(frozen=True)
-class Table:
-    header: Sequence[Cell | str]
-    rows: Sequence[Sequence[Cell | str]]
-    widths: Sequence[int] | None = None  # relative column weights
-    caption: str | None = None
-
-
-@dataclass(frozen=True)
-class Equation:
-    """A display equation in its own paragraph."""
-
-    expr: MathExpr
-
-
-Block = Heading | Paragraph | BulletList | NumberedList | Table | Equation
-
-
-@dataclass
-class Document:
-    title: str
-    blocks: list[Block]
-    language: str = "en-US"
-    author: str = "MNote demo library"
-    subject: str = ""
-    keywords: str = ""
-    description: str = ""
-    created: str = DEFAULT_CREATED
-
-
-# --------------------------------------------------------------------------
-# OMML math expressions
-# --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _MathNode:
-    kind: str
-    parts: tuple[MathExpr, ...]
-
-
-@dataclass(frozen=True)
-class _PlainRun:
-    text: str
-
-
-# A string is an (italic) math run, a tuple is a row of expressions.
-MathExpr = str | _PlainRun | _MathNode | tuple
-
-
-def frac(numerator: MathExpr, denominator: MathExpr) -> _MathNode:
-    return _MathNode("f", (numerator, denominator))
-
-
-def sub(base: MathExpr, subscript: MathExpr) -> _MathNode:
-    return _MathNode("sSub", (base, subscript))
-
-
-def sup(base: MathExpr, superscript: MathExpr) -> _MathNode:
-    return _MathNode("sSup", (base, superscript))
-
-
-def subsup(base: MathExpr, subscript: MathExpr, superscript: MathExpr) -> _MathNode:
-    return _MathNode("sSubSup", (base, subscript, superscript))
-
-
-def sqrt(radicand: MathExpr) -> _MathNode:
-    return _MathNode("rad", (radicand,))
-
-
-def delim(inner: MathExpr) -> _MathNode:
-    """Parentheses that grow with their content."""
-    return _MathNode("d", (inner,))
-
-
-def plain(text: str) -> _PlainRun:
-    """Upright text in math, for multi-letter names such as "SNR" or "exp"."""
-    return _PlainRun(text)
-
 
 _MATH_RPR = '<w:rPr><w:rFonts w:ascii="Cambria Math" w:hAnsi="Cambria Math"/></w:rPr>'
 
@@ -239,14 +106,14 @@ _MATH_RPR = '<w:rPr><w:rFonts w:ascii="Cambria Math" w:hAnsi="Cambria Math"/></w
 def _math_xml(expr: MathExpr) -> str:
     if isinstance(expr, str):
         return f'<m:r>{_MATH_RPR}<m:t xml:space="preserve">{escape(expr)}</m:t></m:r>'
-    if isinstance(expr, _PlainRun):
+    if isinstance(expr, PlainRun):
         return (
             f'<m:r><m:rPr><m:sty m:val="p"/></m:rPr>{_MATH_RPR}'
             f'<m:t xml:space="preserve">{escape(expr.text)}</m:t></m:r>'
         )
     if isinstance(expr, tuple):
         return "".join(_math_xml(part) for part in expr)
-    if not isinstance(expr, _MathNode):
+    if not isinstance(expr, MathNode):
         raise TypeError(f"not a math expression: {expr!r}")
 
     def wrap(tag: str, part: MathExpr) -> str:
@@ -281,7 +148,7 @@ def _math_text(expr: MathExpr) -> str:
     """Linear text of an expression; only used to derive stable paragraph ids."""
     if isinstance(expr, str):
         return expr
-    if isinstance(expr, _PlainRun):
+    if isinstance(expr, PlainRun):
         return expr.text
     if isinstance(expr, tuple):
         return "".join(_math_text(p) for p in expr)
@@ -506,8 +373,8 @@ class _Renderer:
             'w:header="708" w:footer="708" w:gutter="0"/>'
             '<w:cols w:space="708"/><w:docGrid w:linePitch="360"/></w:sectPr>'
         )
-        return _xml(
-            f'<w:document {_ns("w", "r", "m", "mc", "w14")} mc:Ignorable="w14">'
+        return xml_part(
+            f'<w:document {ns("w", "r", "m", "mc", "w14")} mc:Ignorable="w14">'
             f"<w:body>{body}{sect}</w:body></w:document>"
         )
 
@@ -520,8 +387,8 @@ class _Renderer:
             '<w:pPr><w:spacing w:after="0" w:line="240" w:lineRule="auto"/></w:pPr>'
             "<w:r><w:continuationSeparator/></w:r></w:p></w:footnote>"
         )
-        return _xml(
-            f'<w:footnotes {_ns("w", "r", "m", "mc", "w14")} mc:Ignorable="w14">'
+        return xml_part(
+            f'<w:footnotes {ns("w", "r", "m", "mc", "w14")} mc:Ignorable="w14">'
             f"{separators}{''.join(self.footnotes)}</w:footnotes>"
         )
 
@@ -554,7 +421,7 @@ class _Renderer:
             '<w:lvlOverride w:ilvl="0"><w:startOverride w:val="1"/></w:lvlOverride></w:num>'
             for n in range(1, self.numbered_lists + 1)
         )
-        return _xml(f"<w:numbering {_ns('w')}>{bullet}{decimal}{nums}</w:numbering>")
+        return xml_part(f"<w:numbering {ns('w')}>{bullet}{decimal}{nums}</w:numbering>")
 
     def document_rels(self) -> str:
         fixed = [
@@ -569,174 +436,7 @@ class _Renderer:
             'TargetMode="External"/>'
             for url, rid in self.hyperlinks.items()
         ]
-        return _xml(f'<Relationships xmlns="{PKG_REL}">{"".join(rels)}</Relationships>')
-
-
-# --------------------------------------------------------------------------
-# Static parts
-# --------------------------------------------------------------------------
-
-
-def _ns(*prefixes: str) -> str:
-    return " ".join(f'xmlns:{p}="{NS[p]}"' for p in prefixes)
-
-
-def _xml(body: str) -> str:
-    return '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n' + body
-
-
-def _styles_xml(language: str) -> str:
-    def heading(level: int, size: int, before: int) -> str:
-        return (
-            f'<w:style w:type="paragraph" w:styleId="Heading{level}">'
-            f'<w:name w:val="heading {level}"/><w:basedOn w:val="Normal"/><w:next w:val="Normal"/>'
-            f'<w:link w:val="Heading{level}Char"/><w:uiPriority w:val="9"/>'
-            + ("<w:unhideWhenUsed/>" if level > 1 else "")
-            + "<w:qFormat/>"
-            f'<w:pPr><w:keepNext/><w:keepLines/><w:spacing w:before="{before}" w:after="120"/>'
-            f'<w:outlineLvl w:val="{level - 1}"/></w:pPr>'
-            f'<w:rPr><w:b/><w:bCs/><w:color w:val="1F3864"/><w:sz w:val="{size}"/><w:szCs w:val="{size}"/></w:rPr>'
-            "</w:style>"
-            f'<w:style w:type="character" w:customStyle="1" w:styleId="Heading{level}Char">'
-            f'<w:name w:val="Heading {level} Char"/><w:basedOn w:val="DefaultParagraphFont"/>'
-            f'<w:link w:val="Heading{level}"/><w:uiPriority w:val="9"/>'
-            f'<w:rPr><w:b/><w:bCs/><w:color w:val="1F3864"/><w:sz w:val="{size}"/><w:szCs w:val="{size}"/></w:rPr>'
-            "</w:style>"
-        )
-
-    border = 'w:val="single" w:sz="4" w:space="0" w:color="808080"'
-    return _xml(
-        f'<w:styles {_ns("w", "mc", "w14")} mc:Ignorable="w14">'
-        "<w:docDefaults><w:rPrDefault><w:rPr>"
-        '<w:rFonts w:ascii="Calibri" w:eastAsia="SimSun" w:hAnsi="Calibri" w:cs="Times New Roman"/>'
-        '<w:sz w:val="22"/><w:szCs w:val="22"/>'
-        f'<w:lang w:val="{language}" w:eastAsia="zh-CN" w:bidi="ar-SA"/>'
-        "</w:rPr></w:rPrDefault><w:pPrDefault><w:pPr>"
-        '<w:spacing w:after="160" w:line="259" w:lineRule="auto"/>'
-        "</w:pPr></w:pPrDefault></w:docDefaults>"
-        '<w:style w:type="paragraph" w:default="1" w:styleId="Normal"><w:name w:val="Normal"/><w:qFormat/></w:style>'
-        '<w:style w:type="character" w:default="1" w:styleId="DefaultParagraphFont">'
-        '<w:name w:val="Default Paragraph Font"/><w:uiPriority w:val="1"/><w:semiHidden/><w:unhideWhenUsed/></w:style>'
-        '<w:style w:type="table" w:default="1" w:styleId="TableNormal"><w:name w:val="Normal Table"/>'
-        '<w:uiPriority w:val="99"/><w:semiHidden/><w:unhideWhenUsed/><w:tblPr><w:tblInd w:w="0" w:type="dxa"/>'
-        '<w:tblCellMar><w:top w:w="0" w:type="dxa"/><w:left w:w="108" w:type="dxa"/>'
-        '<w:bottom w:w="0" w:type="dxa"/><w:right w:w="108" w:type="dxa"/></w:tblCellMar></w:tblPr></w:style>'
-        '<w:style w:type="numbering" w:default="1" w:styleId="NoList"><w:name w:val="No List"/>'
-        '<w:uiPriority w:val="99"/><w:semiHidden/><w:unhideWhenUsed/></w:style>'
-        + heading(1, 32, 360)
-        + heading(2, 26, 240)
-        + heading(3, 24, 200)
-        + '<w:style w:type="paragraph" w:styleId="Title"><w:name w:val="Title"/><w:basedOn w:val="Normal"/>'
-        '<w:next w:val="Normal"/><w:uiPriority w:val="10"/><w:qFormat/>'
-        '<w:pPr><w:spacing w:after="240"/><w:contextualSpacing/></w:pPr>'
-        '<w:rPr><w:kern w:val="28"/><w:sz w:val="48"/><w:szCs w:val="48"/></w:rPr></w:style>'
-        '<w:style w:type="paragraph" w:styleId="ListParagraph"><w:name w:val="List Paragraph"/>'
-        '<w:basedOn w:val="Normal"/><w:uiPriority w:val="34"/><w:qFormat/>'
-        '<w:pPr><w:spacing w:after="60"/><w:ind w:left="720"/><w:contextualSpacing/></w:pPr></w:style>'
-        '<w:style w:type="paragraph" w:styleId="Caption"><w:name w:val="caption"/><w:basedOn w:val="Normal"/>'
-        '<w:next w:val="Normal"/><w:uiPriority w:val="35"/><w:unhideWhenUsed/><w:qFormat/>'
-        '<w:pPr><w:spacing w:after="120"/></w:pPr>'
-        '<w:rPr><w:i/><w:iCs/><w:color w:val="44546A"/><w:sz w:val="18"/><w:szCs w:val="18"/></w:rPr></w:style>'
-        '<w:style w:type="character" w:styleId="Hyperlink"><w:name w:val="Hyperlink"/>'
-        '<w:basedOn w:val="DefaultParagraphFont"/><w:uiPriority w:val="99"/><w:unhideWhenUsed/>'
-        '<w:rPr><w:color w:val="0563C1"/><w:u w:val="single"/></w:rPr></w:style>'
-        '<w:style w:type="paragraph" w:styleId="FootnoteText"><w:name w:val="footnote text"/>'
-        '<w:basedOn w:val="Normal"/><w:link w:val="FootnoteTextChar"/><w:uiPriority w:val="99"/>'
-        '<w:semiHidden/><w:unhideWhenUsed/><w:pPr><w:spacing w:after="0" w:line="240" w:lineRule="auto"/></w:pPr>'
-        '<w:rPr><w:sz w:val="20"/><w:szCs w:val="20"/></w:rPr></w:style>'
-        '<w:style w:type="character" w:customStyle="1" w:styleId="FootnoteTextChar">'
-        '<w:name w:val="Footnote Text Char"/><w:basedOn w:val="DefaultParagraphFont"/>'
-        '<w:link w:val="FootnoteText"/><w:uiPriority w:val="99"/><w:semiHidden/>'
-        '<w:rPr><w:sz w:val="20"/><w:szCs w:val="20"/></w:rPr></w:style>'
-        '<w:style w:type="character" w:styleId="FootnoteReference"><w:name w:val="footnote reference"/>'
-        '<w:basedOn w:val="DefaultParagraphFont"/><w:uiPriority w:val="99"/><w:semiHidden/><w:unhideWhenUsed/>'
-        '<w:rPr><w:vertAlign w:val="superscript"/></w:rPr></w:style>'
-        '<w:style w:type="table" w:styleId="TableGrid"><w:name w:val="Table Grid"/>'
-        '<w:basedOn w:val="TableNormal"/><w:uiPriority w:val="39"/>'
-        '<w:pPr><w:spacing w:after="0" w:line="240" w:lineRule="auto"/></w:pPr>'
-        f"<w:tblPr><w:tblBorders><w:top {border}/><w:left {border}/><w:bottom {border}/>"
-        f"<w:right {border}/><w:insideH {border}/><w:insideV {border}/></w:tblBorders></w:tblPr></w:style>"
-        "</w:styles>"
-    )
-
-
-def _settings_xml(language: str) -> str:
-    return _xml(
-        f'<w:settings {_ns("w", "m", "mc", "w14")} mc:Ignorable="w14">'
-        '<w:zoom w:percent="100"/><w:defaultTabStop w:val="720"/>'
-        '<w:characterSpacingControl w:val="doNotCompress"/>'
-        '<w:footnotePr><w:footnote w:id="-1"/><w:footnote w:id="0"/></w:footnotePr>'
-        # compatibilityMode 14 is what makes Word treat the file as Word 2010
-        # rather than opening it in compatibility mode.
-        '<w:compat><w:compatSetting w:name="compatibilityMode" '
-        'w:uri="http://schemas.microsoft.com/office/word" w:val="14"/></w:compat>'
-        '<m:mathPr><m:mathFont m:val="Cambria Math"/><m:brkBin m:val="before"/>'
-        '<m:brkBinSub m:val="--"/><m:smallFrac m:val="0"/><m:dispDef/><m:lMargin m:val="0"/>'
-        '<m:rMargin m:val="0"/><m:defJc m:val="centerGroup"/><m:wrapIndent m:val="1440"/>'
-        '<m:intLim m:val="subSup"/><m:naryLim m:val="undOvr"/></m:mathPr>'
-        f'<w:themeFontLang w:val="{language}" w:eastAsia="zh-CN"/>'
-        '<w:decimalSymbol w:val="."/><w:listSeparator w:val=","/>'
-        "</w:settings>"
-    )
-
-
-def _core_xml(doc: Document) -> str:
-    def elem(tag: str, value: str) -> str:
-        return f"<{tag}>{escape(value)}</{tag}>" if value else ""
-
-    return _xml(
-        '<cp:coreProperties xmlns:cp="http://schemas.openxmlformats.org/package/2006/metadata/core-properties" '
-        'xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:dcterms="http://purl.org/dc/terms/" '
-        'xmlns:dcmitype="http://purl.org/dc/dcmitype/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">'
-        + elem("dc:title", doc.title)
-        + elem("dc:subject", doc.subject)
-        + elem("dc:creator", doc.author)
-        + elem("cp:keywords", doc.keywords)
-        + elem("dc:description", doc.description)
-        + elem("cp:lastModifiedBy", doc.author)
-        + elem("dc:language", doc.language)
-        + f'<dcterms:created xsi:type="dcterms:W3CDTF">{doc.created}</dcterms:created>'
-        + f'<dcterms:modified xsi:type="dcterms:W3CDTF">{doc.created}</dcterms:modified>'
-        + "</cp:coreProperties>"
-    )
-
-
-def _app_xml() -> str:
-    return _xml(
-        '<Properties xmlns="http://schemas.openxmlformats.org/officeDocument/2006/extended-properties" '
-        'xmlns:vt="http://schemas.openxmlformats.org/officeDocument/2006/docPropsVTypes">'
-        "<Application>MNote docx_writer</Application><DocSecurity>0</DocSecurity>"
-        "<AppVersion>14.0000</AppVersion></Properties>"
-    )
-
-
-def _content_types_xml() -> str:
-    overrides = [
-        ("/word/document.xml", f"{CT_WML}.document.main+xml"),
-        ("/word/styles.xml", f"{CT_WML}.styles+xml"),
-        ("/word/settings.xml", f"{CT_WML}.settings+xml"),
-        ("/word/numbering.xml", f"{CT_WML}.numbering+xml"),
-        ("/word/footnotes.xml", f"{CT_WML}.footnotes+xml"),
-        ("/docProps/core.xml", "application/vnd.openxmlformats-package.core-properties+xml"),
-        ("/docProps/app.xml", "application/vnd.openxmlformats-officedocument.extended-properties+xml"),
-    ]
-    return _xml(
-        '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
-        '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
-        '<Default Extension="xml" ContentType="application/xml"/>'
-        + "".join(f'<Override PartName="{p}" ContentType="{ct}"/>' for p, ct in overrides)
-        + "</Types>"
-    )
-
-
-def _package_rels() -> str:
-    return _xml(
-        f'<Relationships xmlns="{PKG_REL}">'
-        f'<Relationship Id="rId1" Type="{REL}/officeDocument" Target="word/document.xml"/>'
-        f'<Relationship Id="rId2" Type="{PKG_REL}/metadata/core-properties" Target="docProps/core.xml"/>'
-        f'<Relationship Id="rId3" Type="{REL}/extended-properties" Target="docProps/app.xml"/>'
-        "</Relationships>"
-    )
+        return xml_part(f'<Relationships xmlns="{PKG_REL}">{"".join(rels)}</Relationships>')
 
 
 # --------------------------------------------------------------------------
@@ -750,14 +450,14 @@ def build_docx(doc: Document) -> bytes:
     # hyperlinks and numbered lists for the other parts.
     document = renderer.document_xml()
     parts = [
-        ("[Content_Types].xml", _content_types_xml()),
-        ("_rels/.rels", _package_rels()),
-        ("docProps/core.xml", _core_xml(doc)),
-        ("docProps/app.xml", _app_xml()),
+        ("[Content_Types].xml", content_types_xml()),
+        ("_rels/.rels", package_rels()),
+        ("docProps/core.xml", core_xml(doc)),
+        ("docProps/app.xml", app_xml()),
         ("word/document.xml", document),
         ("word/_rels/document.xml.rels", renderer.document_rels()),
-        ("word/styles.xml", _styles_xml(doc.language)),
-        ("word/settings.xml", _settings_xml(doc.language)),
+        ("word/styles.xml", styles_xml(doc.language)),
+        ("word/settings.xml", settings_xml(doc.language)),
         ("word/numbering.xml", renderer.numbering_xml()),
         ("word/footnotes.xml", renderer.footnotes_xml()),
     ]

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.db.models import Count, Q
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from mnote.library.ingest import owe_delete, queue_for_ingest, submit_delete
 from mnote.library.models import IndexedRoot, Job, Source
@@ -60,6 +61,15 @@ def prune_registry() -> int:
     deleted = per_model.get(Source._meta.label, 0)
     Job.objects.filter(state__in=[Job.State.DONE, Job.State.FAILED], source__isnull=True).delete()
     return deleted
+
+
+def pruned_message(count: int) -> str:
+    """What the page and the admin say after :func:`prune_registry`."""
+    return ngettext(
+        "Cleared %(n)d stale record (removed, failed or stale); rows whose delete is still submitted stay.",
+        "Cleared %(n)d stale records (removed, failed or stale); rows whose delete is still submitted stay.",
+        count,
+    ) % {"n": count}
 
 
 @dataclass(frozen=True)

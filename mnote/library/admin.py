@@ -6,7 +6,7 @@ from mnote.accounts.roles import is_admin
 from mnote.library.forms import IndexedRootForm
 from mnote.library.ingest import retry_failed
 from mnote.library.models import IndexedRoot, Job, Source, WorkerLease
-from mnote.library.actions import delete_index, prune_registry, reindex_source, remove_root
+from mnote.library.actions import delete_index, prune_registry, pruned_message, reindex_source, remove_root
 from mnote.library.sync_report import sync_and_report
 
 
@@ -159,17 +159,7 @@ class SourceAdmin(AdminsManageLibrary, admin.ModelAdmin):
     @admin.action(description=gettext_lazy("Clear stale records (whole registry, not just the selection)"))
     def clear_stale_records(self, request, queryset):
         # prune_registry decides what is prunable; the selection only starts the action.
-        count = prune_registry()
-        self.message_user(
-            request,
-            ngettext(
-                "Cleared %(n)d stale record (removed, failed or stale); rows whose delete is still submitted stay.",
-                "Cleared %(n)d stale records (removed, failed or stale); rows whose delete is still submitted stay.",
-                count,
-            )
-            % {"n": count},
-            messages.SUCCESS,
-        )
+        self.message_user(request, pruned_message(prune_registry()), messages.SUCCESS)
 
 
 @admin.register(Job)

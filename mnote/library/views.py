@@ -28,7 +28,14 @@ from mnote.library.source_filters import (
     reindex_refusal,
     source_filter,
 )
-from mnote.library.actions import delete_index, library_status, prune_registry, reindex_source, remove_root
+from mnote.library.actions import (
+    delete_index,
+    library_status,
+    prune_registry,
+    pruned_message,
+    reindex_source,
+    remove_root,
+)
 from mnote.library.sync_report import sync_and_report
 from mnote.library.tree import folder_level, roots_level
 from mnote.search.recent import recent as recent_queries
@@ -289,16 +296,7 @@ def delete_index_view(request, source_id):
 @require_POST
 @admin_only
 def clear_stale(request):
-    count = prune_registry()
-    messages.success(
-        request,
-        ngettext(
-            "Cleared %(n)d stale record (removed, failed or stale); rows whose delete is still submitted stay.",
-            "Cleared %(n)d stale records (removed, failed or stale); rows whose delete is still submitted stay.",
-            count,
-        )
-        % {"n": count},
-    )
+    messages.success(request, pruned_message(prune_registry()))
     return _back_to_table(request)
 
 

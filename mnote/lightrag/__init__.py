@@ -1,16 +1,6 @@
 """MNote's only way to talk to LightRAG: configuration, one client, typed errors."""
 
-from .client import (
-    QUERY_MODES,
-    Document,
-    DocumentsPage,
-    DeleteResult,
-    Health,
-    LightRAGClient,
-    ScanResult,
-    lightrag_mode,
-    make_client,
-)
+from .client import QUERY_MODES, LightRAGClient, lightrag_mode, make_client
 from .config import (
     NO_LLM_MODEL,
     ImproperlyConfiguredLightRAG,
@@ -24,6 +14,7 @@ from .errors import (
     LightRAGUnauthorized,
     LightRAGUnavailable,
 )
+from .responses import DeleteResult, Document, DocumentsPage, Health, ScanResult
 
 __all__ = [
     "NO_LLM_MODEL",

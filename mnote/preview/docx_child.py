@@ -15,7 +15,7 @@ from urllib.parse import quote
 if __name__ == "__main__":  # the child process: find the mnote package
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from mnote.preview import sandbox  # noqa: E402
-from mnote.preview.docx.safe_package import DEFAULT_LIMITS, DocxRejected, DocxTooSlow  # noqa: E402
+from mnote.preview.docx.limits import DEFAULT_LIMITS, DocxRejected, DocxTooSlow  # noqa: E402
 
 log = logging.getLogger(__name__)
 

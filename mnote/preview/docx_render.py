@@ -12,7 +12,7 @@ chunks — list labels as text, equations as the same linear text citations
 show — so the browser can match evidence text against it.
 
 Hostile and malformed files raise ``DocxRejected`` with a message for users;
-see ``docx/safe_package.py`` for the limits. ``render_docx`` is pure: the
+see ``docx/limits.py`` for the limits. ``render_docx`` is pure: the
 caller caches by the file's sha256.
 """
 
@@ -28,7 +28,8 @@ import lxml.html
 from .docx.body_html import BodyRenderer
 from .docx.namespaces import DC, W
 from .docx.numbering import Numbering
-from .docx.safe_package import DEFAULT_LIMITS, Deadline, DocxPackage, DocxRejected, Limits, invalid
+from .docx.limits import DEFAULT_LIMITS, Deadline, DocxRejected, Limits, invalid
+from .docx.safe_package import DocxPackage
 from .docx.styles import Styles
 from .renderers import Image, PreviewContext, browser_image, checked_image
 

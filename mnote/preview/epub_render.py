@@ -10,7 +10,6 @@ opened through the guarded ZIP package (bounded reads, a time budget).
 
 from __future__ import annotations
 
-import posixpath
 import re
 from urllib.parse import unquote, urlsplit
 
@@ -18,7 +17,8 @@ from django.utils.translation import gettext as _
 from lxml import etree
 from lxml import html as lxml_html
 
-from .docx.safe_package import DEFAULT_LIMITS, Deadline, PreviewRejected, ZipPackage
+from .docx.limits import DEFAULT_LIMITS, Deadline, PreviewRejected
+from .docx.safe_package import ZipPackage, part_name
 from .html_sanitize import decode, number_blocks, parse, sanitise
 from .renderers import browser_image, package_image
 
@@ -46,25 +46,6 @@ class EpubPackage(ZipPackage):
         return self.parse_xml(_EXTERNAL_DOCTYPE.sub(b"", data, count=1), part)
 
 
-def _resolve(base_part: str, path: str) -> str | None:
-    """A path (already unquoted) relative to a part, as a part name; None if
-    it climbs out of the book."""
-    if "\x00" in path:
-        return None
-    joined = path[1:] if path.startswith("/") else posixpath.join(posixpath.dirname(base_part), path)
-    parts: list[str] = []
-    for segment in joined.split("/"):
-        if segment in ("", "."):
-            continue
-        if segment == "..":
-            if not parts:
-                return None
-            parts.pop()
-        else:
-            parts.append(segment)
-    return "/".join(parts) or None
-
-
 def _href_part(base_part: str, href: str) -> tuple[str | None, str]:
     """(part name, fragment) of a relative link inside the book."""
     split = urlsplit(href)
@@ -72,7 +53,7 @@ def _href_part(base_part: str, href: str) -> tuple[str | None, str]:
         return None, ""
     if not split.path:
         return base_part, split.fragment
-    return _resolve(base_part, unquote(split.path)), split.fragment
+    return part_name(base_part, unquote(split.path)), split.fragment
 
 
 class _Book:
@@ -109,7 +90,7 @@ def _rootfile(package: EpubPackage) -> str:
         raise package.invalid("it has no META-INF/container.xml (is it really an EPUB?)")
     rootfile = container.find(f".//{{{CONTAINER}}}rootfile")
     path = rootfile.get("full-path") if rootfile is not None else None
-    part = _resolve("", path) if path else None
+    part = part_name("", path) if path else None
     if not part:
         raise package.invalid("its container names no package document")
     return part

@@ -7,7 +7,7 @@ from django.utils.translation import gettext as _
 from lxml import etree
 from lxml import html as lxml_html
 
-from .docx.safe_package import PreviewRejected
+from .docx.limits import PreviewRejected
 from .renderers import IMAGE_TYPES, checked_image
 
 MAX_IMAGE_BYTES = 50 * 1024 * 1024

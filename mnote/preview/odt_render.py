@@ -10,7 +10,8 @@ from django.utils.translation import gettext as _
 from lxml import etree
 from lxml import html as lxml_html
 
-from .docx.safe_package import DEFAULT_LIMITS, Deadline, PreviewRejected, ZipPackage
+from .docx.limits import DEFAULT_LIMITS, Deadline, PreviewRejected
+from .docx.safe_package import ZipPackage
 from .renderers import browser_image, package_image
 
 TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"

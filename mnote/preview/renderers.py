@@ -21,7 +21,8 @@ from typing import BinaryIO, NamedTuple
 
 from mnote.kinds import Kind
 
-from .docx.safe_package import PreviewRejected, ZipPackage
+from .docx.limits import PreviewRejected
+from .docx.safe_package import ZipPackage
 
 
 class Image(NamedTuple):

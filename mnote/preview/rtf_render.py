@@ -11,7 +11,7 @@ from django.utils.translation import gettext as _
 from lxml import etree
 from lxml import html as lxml_html
 
-from .docx.safe_package import Deadline, PreviewRejected
+from .docx.limits import Deadline, PreviewRejected
 
 MAX_RTF_BYTES = 20 * 1024 * 1024
 MAX_DEPTH = 200

@@ -21,7 +21,8 @@ from django.utils.translation import gettext as _
 from lxml import etree
 from lxml import html as lxml_html
 
-from .docx.safe_package import DEFAULT_LIMITS, Deadline, PreviewRejected, ZipPackage
+from .docx.limits import DEFAULT_LIMITS, Deadline, PreviewRejected
+from .docx.safe_package import ZipPackage
 from .text_render import read_text
 
 PAGE_ROWS = 500

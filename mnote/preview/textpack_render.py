@@ -9,7 +9,8 @@ from urllib.parse import unquote, urlsplit
 
 from lxml import html as lxml_html
 
-from .docx.safe_package import DEFAULT_LIMITS, PreviewRejected, ZipPackage
+from .docx.limits import DEFAULT_LIMITS, PreviewRejected
+from .docx.safe_package import ZipPackage
 from .renderers import browser_image, package_image
 from .text_render import _markdown, _number_blocks
 

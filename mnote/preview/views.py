@@ -23,7 +23,7 @@ from mnote.library.ingest import opened_sha256
 from mnote.library.models import Source
 from mnote.library.source_files import SourceUnavailable, open_source_file
 from mnote.preview.anchoring import TextMap, build_text_map, find_passage
-from mnote.preview.docx.safe_package import PreviewRejected
+from mnote.preview.docx.limits import PreviewRejected
 from mnote.preview.forms import MAX_LOCATOR_CHARS, AnchorForm, PdfFindForm, PdfPageForm, PreviewForm
 from mnote.preview.pdf import PdfRejected, find_text, render_page_png
 from mnote.preview.render_cache import RENDERER_VERSION, RenderRefused, cached, peek

@@ -94,6 +94,17 @@ def _drop_unreadable(mapped: MappedResult) -> None:
     mapped.citations[:] = readable
 
 
+def _mapping(user, query: str, scope: list[str] | None, enable_rerank: bool | None, health) -> dict:
+    """What the mapper needs besides LightRAG's result, alike for a search and an answer."""
+    return {
+        "query": query,
+        "sources": Source.objects.visible_to(user),
+        "scope": scope,
+        "rerank_requested": enable_rerank,
+        "rerank_available": health.rerank_enabled,
+    }
+
+
 def full_library_search(
     user,
     query: str,
@@ -126,14 +137,7 @@ def full_library_search(
             result = client.query_data(query, mode=mode, top_k=top_k, chunk_top_k=width, enable_rerank=enable_rerank)
             if reranked_pool and not scope:
                 result = _first_chunks(result, CARDS_SHOWN)
-            mapped = map_query_data(
-                result,
-                query=query,
-                sources=Source.objects.visible_to(user),
-                scope=scope,
-                rerank_requested=enable_rerank,
-                rerank_available=health.rerank_enabled,
-            )
+            mapped = map_query_data(result, **_mapping(user, query, scope, enable_rerank, health))
             _drop_unreadable(mapped)
             asked = width or DEFAULT_CHUNK_TOP_K
             returned = len((result.get("data") or {}).get("chunks") or [])
@@ -311,13 +315,7 @@ def answer_stream(
             references = stream.read_references()
             withheld = _outside_view(user, references)
             data = _as_query_data(references)
-            mapping = {
-                "query": query,
-                "sources": Source.objects.visible_to(user),
-                "scope": scope,
-                "rerank_requested": enable_rerank,
-                "rerank_available": health.rerank_enabled,
-            }
+            mapping = _mapping(user, query, scope, enable_rerank, health)
             if len(references) > 1:
                 # The first file's cards while the rest are mapped: the same
                 # ids and permalinks as in the full result (ids follow LightRAG's order).
@@ -352,30 +350,11 @@ def answer_stream(
             yield AnswerEvent("done", answer)
 
 
-def answer_question(
-    user,
-    query: str,
-    *,
-    mode: str = "mix",
-    top_k: int | None = None,
-    chunk_top_k: int | None = None,
-    scope: list[str] | None = None,
-    enable_rerank: bool | None = None,
-    history: list[dict[str, str]] | None = None,
-) -> Answer:
+def answer_question(user, query: str, **options) -> Answer:
     """An answer whose sentences carry badges of this query's citations only,
-    read to its end (:func:`answer_stream`, for pages without JavaScript and
-    the JSON API)."""
+    read to its end (:func:`answer_stream`, whose options it takes, for pages
+    without JavaScript and the JSON API)."""
     answer = None
-    for event in answer_stream(
-        user,
-        query,
-        mode=mode,
-        top_k=top_k,
-        chunk_top_k=chunk_top_k,
-        scope=scope,
-        enable_rerank=enable_rerank,
-        history=history,
-    ):
+    for event in answer_stream(user, query, **options):
         answer = event.answer
     return answer

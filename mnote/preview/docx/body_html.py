@@ -43,7 +43,8 @@ from .namespaces import (
 )
 from .numbering import Numbering, lower_roman
 from .omml import omml_to_text
-from .safe_package import Deadline, DocxPackage, DocxRejected, Limits, Relationship, invalid
+from .limits import Deadline, DocxRejected, Limits, invalid
+from .safe_package import DocxPackage, Relationship
 from .styles import PLAIN, RunFormat, Styles, is_on
 from .symbols import symbol_char, symbol_text
 

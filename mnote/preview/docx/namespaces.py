@@ -4,6 +4,8 @@ Strict OOXML files use other URIs for the same vocabulary; ``STRICT_TO_TRANSITIO
 maps them so the rest of the renderer only knows one set of names.
 """
 
+import re
+
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 R = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 M = "http://schemas.openxmlformats.org/officeDocument/2006/math"
@@ -63,3 +65,37 @@ R_EMBED = f"{{{R}}}embed"
 R_LINK = f"{{{R}}}link"
 W14_PARA_ID = f"{{{W14}}}paraId"
 M_VAL = m("val")
+
+
+# Strict namespaces are renamed where they are declared, before parsing: the
+# rest of the renderer knows only the transitional names.
+_STRICT_XMLNS = re.compile(rb"""(xmlns(?::[\w.-]+)?\s*=\s*["'])(http://purl\.oclc\.org/ooxml/[^"']+)(["'])""")
+_STRICT_BYTES = {k.encode(): v.encode() for k, v in STRICT_TO_TRANSITIONAL.items()}
+
+
+def _transitional_xmlns(match: re.Match) -> bytes:
+    return match.group(1) + _STRICT_BYTES.get(match.group(2), match.group(2)) + match.group(3)
+
+
+def strict_xmlns_to_transitional(data: bytes) -> bytes:
+    """Rename Strict namespaces where they are declared, in the bytes (UTF-8 parts)."""
+    return _STRICT_XMLNS.sub(_transitional_xmlns, data)
+
+
+def strict_tree_to_transitional(root) -> None:
+    """Rename Strict tags and attributes in a parsed tree (UTF-16 parts, whose bytes the regex cannot read)."""
+    mapping = STRICT_TO_TRANSITIONAL
+    for el in root.iter():
+        tag = el.tag
+        if not isinstance(tag, str):
+            continue
+        if tag[0] == "{":
+            ns, _, local = tag[1:].partition("}")
+            if ns in mapping:
+                el.tag = f"{{{mapping[ns]}}}{local}"
+        for key in list(el.attrib):
+            if key[0] == "{":
+                ns, _, local = key[1:].partition("}")
+                if ns in mapping:
+                    value = el.attrib.pop(key)
+                    el.set(f"{{{mapping[ns]}}}{local}", value)

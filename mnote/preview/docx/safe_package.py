@@ -9,91 +9,29 @@ parsed without DTDs, entities, network access or lxml's "huge tree" mode
 part names inside the package; a target that climbs out of it rejects the
 file, and ``TargetMode="External"`` targets are never opened.
 
-Everything a user may see goes through ``DocxRejected``: its message says
+Everything a user may see goes through ``PreviewRejected`` (``limits.py``): its message says
 what is wrong with the file in plain words.
 """
 
 from __future__ import annotations
 
-import os
 import posixpath
 import re
 import struct
-import time
 import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 from urllib.parse import unquote
 
 from lxml import etree
 
-from .namespaces import PKG_REL, STRICT_TO_TRANSITIONAL
+from .limits import DEFAULT_LIMITS, MB, Limits, PreviewRejected, invalid, mb_text
+from .namespaces import PKG_REL, strict_tree_to_transitional, strict_xmlns_to_transitional
 
-MB = 1024 * 1024
-
-
-class PreviewRejected(Exception):
-    """The file cannot be previewed; ``message`` is written for users."""
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
-
-
-# The name the DOCX renderer and its callers know it by.
-DocxRejected = PreviewRejected
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_entries: int = 5_000
-    max_total_bytes: int = 200 * MB  # declared and actually decompressed, all members
-    max_member_bytes: int = 50 * MB  # any one member, declared and actual
-    max_ratio: int = 100  # uncompressed : compressed, per member ...
-    ratio_floor_bytes: int = 1 * MB  # ... once it is larger than this
-    time_budget_s: float = 10.0  # wall time for one render
-    max_render_depth: int = 60  # nested tables / text boxes / notes
-    # An XML part is parsed whole, at ~10-15× its size in memory, and every
-    # paragraph costs render time: a 45 MB part that compresses only 2.3×
-    # passes the limits above yet takes seconds and hundreds of MB. These two
-    # budgets refuse it before a byte is parsed.
-    max_xml_part_bytes: int = 20 * MB  # any one XML part, declared and actual
-    max_blocks: int = 100_000  # paragraphs + table cells in one part
-
-
-DEFAULT_LIMITS = Limits()
-
-_INVALID = "This file is not a valid Word document: "
 _CHUNK = 1 * MB
 # A central-directory record is 46 bytes plus name, extra field and comment.
 _MAX_DIRECTORY_RECORD = 46 + 3 * 1024
-
-
-def invalid(reason: str) -> DocxRejected:
-    return DocxRejected(_INVALID + reason)
-
-
-def _mb(n: int) -> str:
-    return f"{n / MB:,.0f} MB" if n >= MB else f"{n / 1024:,.0f} KB"
-
-
-class DocxTooSlow(DocxRejected):
-    """Over the time budget: maybe the file, maybe a busy machine, so the
-    refusal is remembered for a while rather than for the file's version."""
-
-    remember_s = 600
-
-
-class Deadline:
-    def __init__(self, seconds: float):
-        self.seconds = seconds
-        self._end = time.monotonic() + seconds
-
-    def check(self) -> None:
-        if time.monotonic() > self._end:
-            raise DocxTooSlow(f"This document takes too long to preview (more than {self.seconds:g} s).")
 
 
 @dataclass(frozen=True)
@@ -164,13 +102,19 @@ def resolve_target(source_part: str, target: str) -> str | None:
     """A relationship target as a part name; None if it climbs out of the package."""
     if any(ch in target for ch in "%#\\"):
         target = unquote(target.split("#", 1)[0]).replace("\\", "/")
-    if "\x00" in target:
+    return part_name(source_part, target)
+
+
+def part_name(base_part: str, path: str) -> str | None:
+    """A path (already unquoted) relative to a part, as a part name; None if
+    it climbs out of the package (DOCX, EPUB and the other ZIP packages alike)."""
+    if "\x00" in path:
         return None
-    folder = posixpath.dirname(source_part)
-    if not target.startswith("/") and "/." not in "/" + target and "//" not in target:
+    folder = posixpath.dirname(base_part)
+    if path and not path.startswith("/") and "/." not in "/" + path and "//" not in path:
         # The common case, "media/image1.png": nothing to normalise.
-        return f"{folder}/{target}" if folder else target
-    path = target[1:] if target.startswith("/") else posixpath.join(folder, target)
+        return f"{folder}/{path}" if folder else path
+    path = path[1:] if path.startswith("/") else posixpath.join(folder, path)
     parts: list[str] = []
     for segment in path.split("/"):
         if segment in ("", "."):
@@ -314,8 +258,8 @@ class ZipPackage:
                 raise self.invalid("it is encrypted; save it again without a password")
             if info.file_size > limits.max_member_bytes:
                 raise PreviewRejected(
-                    f"This document is too large to preview ({name[:80]} is {_mb(info.file_size)} "
-                    f"uncompressed; the limit is {_mb(limits.max_member_bytes)} per part)."
+                    f"This document is too large to preview ({name[:80]} is {mb_text(info.file_size)} "
+                    f"uncompressed; the limit is {mb_text(limits.max_member_bytes)} per part)."
                 )
             if info.file_size > limits.ratio_floor_bytes and info.file_size > limits.max_ratio * max(
                 info.compress_size, 1
@@ -331,14 +275,14 @@ class ZipPackage:
                 and not name.lower().startswith(self.streamed_parts)
             ):
                 raise PreviewRejected(
-                    f"This document is too large to preview ({name[:80]} is {_mb(info.file_size)} of XML; "
-                    f"the limit is {_mb(limits.max_xml_part_bytes)})."
+                    f"This document is too large to preview ({name[:80]} is {mb_text(info.file_size)} of XML; "
+                    f"the limit is {mb_text(limits.max_xml_part_bytes)})."
                 )
             total += info.file_size
         if total > limits.max_total_bytes:
             raise PreviewRejected(
-                f"This document is too large to preview ({_mb(total)} uncompressed; "
-                f"the limit is {_mb(limits.max_total_bytes)})."
+                f"This document is too large to preview ({mb_text(total)} uncompressed; "
+                f"the limit is {mb_text(limits.max_total_bytes)})."
             )
 
     # -- members -------------------------------------------------------------
@@ -366,7 +310,7 @@ class ZipPackage:
                     if self._read_total > self.limits.max_total_bytes:
                         raise PreviewRejected(
                             "This document is too large to preview (more than "
-                            f"{_mb(self.limits.max_total_bytes)} uncompressed)."
+                            f"{mb_text(self.limits.max_total_bytes)} uncompressed)."
                         )
                     chunks.append(chunk)
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, struct.error) as e:
@@ -426,7 +370,7 @@ class ZipPackage:
             raise self.invalid(f"{part[:80]} contains a document type declaration (DTD), which {self.writer} never writes")
         strict = b"purl.oclc.org/ooxml" in data
         if strict and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
-            data = _STRICT_XMLNS.sub(_transitional_xmlns, data)
+            data = strict_xmlns_to_transitional(data)
             strict = False
         try:
             root = etree.fromstring(data, self._parser)
@@ -437,7 +381,7 @@ class ZipPackage:
         if root.getroottree().docinfo.doctype:
             raise self.invalid(f"{part[:80]} contains a document type declaration (DTD), which {self.writer} never writes")
         if strict or any("purl.oclc.org/ooxml" in uri for uri in root.nsmap.values()):
-            _strict_to_transitional(root)  # UTF-16 Strict parts, rarer still: renamed after parsing
+            strict_tree_to_transitional(root)  # UTF-16 Strict parts, rarer still: renamed after parsing
         return root
 
     # -- relationships -------------------------------------------------------
@@ -495,16 +439,6 @@ def _has_doctype(data: bytes) -> bool:
     return any(mark in data for mark in _DOCTYPE_MARKS)
 
 
-# Strict namespaces are renamed where they are declared, before parsing: the
-# rest of the renderer knows only the transitional names.
-_STRICT_XMLNS = re.compile(rb"""(xmlns(?::[\w.-]+)?\s*=\s*["'])(http://purl\.oclc\.org/ooxml/[^"']+)(["'])""")
-_STRICT_BYTES = {k.encode(): v.encode() for k, v in STRICT_TO_TRANSITIONAL.items()}
-
-
-def _transitional_xmlns(match: re.Match) -> bytes:
-    return match.group(1) + _STRICT_BYTES.get(match.group(2), match.group(2)) + match.group(3)
-
-
 class BoundedStream:
     """A member of the package read as a stream, counted against the
     package's byte budget as it goes."""
@@ -530,7 +464,7 @@ class BoundedStream:
         if self._size > self._limit:
             raise package.invalid(f"{self._part[:80]} is larger than its archive says")
         if package._read_total > package.limits.max_total_bytes:
-            raise PreviewRejected(f"This document is too large to preview (more than {_mb(package.limits.max_total_bytes)} uncompressed).")
+            raise PreviewRejected(f"This document is too large to preview (more than {mb_text(package.limits.max_total_bytes)} uncompressed).")
         return chunk
 
     def read(self, n: int = -1) -> bytes:
@@ -547,21 +481,3 @@ class DocxPackage(ZipPackage):
     label = "Word document"
     suffix = ".docx"
     writer = "Word"
-
-
-def _strict_to_transitional(root: etree._Element) -> None:
-    mapping = STRICT_TO_TRANSITIONAL
-    for el in root.iter():
-        tag = el.tag
-        if not isinstance(tag, str):
-            continue
-        if tag[0] == "{":
-            ns, _, local = tag[1:].partition("}")
-            if ns in mapping:
-                el.tag = f"{{{mapping[ns]}}}{local}"
-        for key in list(el.attrib):
-            if key[0] == "{":
-                ns, _, local = key[1:].partition("}")
-                if ns in mapping:
-                    value = el.attrib.pop(key)
-                    el.set(f"{{{mapping[ns]}}}{local}", value)

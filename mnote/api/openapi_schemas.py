@@ -1,0 +1,471 @@
+"""The JSON API's schemas (components.schemas of /api/openapi.json): what
+each request takes and each answer holds, with the limits the forms check.
+``openapi.py`` puts them together with the paths."""
+
+from mnote.api.forms import MAX_ID, QUERY_PATTERN
+from mnote.kinds import RESOURCE_KINDS
+from mnote.library.forms import LIBRARY_PATH_PATTERN, MAX_SCOPE_PATHS
+from mnote.library.models import Source
+from mnote.search.answers import MODES
+
+_REF = "#/components/schemas/"
+
+
+def ref(name: str) -> dict:
+    return {"$ref": _REF + name}
+
+
+def nullable(schema_type: str, **extra) -> dict:
+    return {"type": [schema_type, "null"], **extra}
+
+
+STRINGS = {"type": "array", "items": {"type": "string"}}
+
+SCHEMAS = {
+    "Error": {
+        "type": "object",
+        "required": ["error"],
+        "properties": {
+            "error": {
+                "type": "object",
+                "required": ["code", "message"],
+                "properties": {
+                    "code": {"type": "string", "examples": ["invalid_request", "lightrag_unavailable", "not_found"]},
+                    "message": {"type": "string"},
+                    "fields": {
+                        "type": "object",
+                        "description": "Per-field validation errors (invalid_request only).",
+                        "additionalProperties": {"type": "array"},
+                    },
+                    "sourceStatus": {
+                        "type": "string",
+                        "description": "The source's registry status (source_not_citable only).",
+                    },
+                },
+            }
+        },
+    },
+    "SearchRequest": {
+        "type": "object",
+        "required": ["query"],
+        "additionalProperties": False,
+        "properties": {
+            "query": {
+                "type": "string",
+                "minLength": 2,
+                "maxLength": 1000,
+                "pattern": QUERY_PATTERN,
+                "description": "At least 3 characters after trimming, a Chinese, Japanese or Korean character "
+                "counting as 2 (LightRAG's own minimum).",
+            },
+            "mode": {
+                "type": "string",
+                "enum": list(MODES),
+                "default": "mix",
+                "description": "hybrid is sent to LightRAG as mix.",
+            },
+            "topK": {"type": "integer", "minimum": 1, "maximum": 200},
+            "chunkTopK": {"type": "integer", "minimum": 1, "maximum": 100},
+            "sourcePaths": {
+                "type": "array",
+                "maxItems": MAX_SCOPE_PATHS,
+                "items": {"type": "string", "pattern": LIBRARY_PATH_PATTERN},
+                "description": "Library paths of files or folders (e.g. papers/2024); results are limited to them.",
+            },
+            "enableRerank": {
+                "type": "boolean",
+                "description": "Passed to LightRAG's own reranker; absent means LightRAG's default.",
+            },
+        },
+    },
+    "Locator": {
+        "type": "object",
+        "description": "Where the cited passage is. page and bbox only from a real bbox; never guessed.",
+        "required": ["precision", "degraded", "resourceKind", "sourceId", "sourcePath", "headingPath"],
+        "properties": {
+            "precision": {"type": "string", "enum": ["bbox", "paragraph", "file"]},
+            "degraded": {"type": "boolean"},
+            "resourceKind": {"type": "string", "enum": list(RESOURCE_KINDS)},
+            "sourceId": {"type": "integer"},
+            "sourcePath": {"type": "string"},
+            "page": {"type": "integer"},
+            "bbox": {
+                "type": "array",
+                "items": {"type": "number"},
+                "minItems": 4,
+                "maxItems": 4,
+                "description": "[x0, y0, x1, y1] as fractions of the page, top-left origin.",
+            },
+            "blockId": {"type": "string"},
+            "paraIds": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2},
+            "headingPath": STRINGS,
+            "evidenceText": {"type": "string"},
+            "searchQuery": {"type": "string"},
+            "displayQuote": {"type": "string"},
+            "chunkId": {"type": "string"},
+            "chunkIndex": {"type": "integer"},
+        },
+    },
+    "Citation": {
+        "type": "object",
+        "description": "A mapped citation. Raw LightRAG chunk text is never included.",
+        "properties": {
+            "citationId": {"type": "string", "pattern": "^(IMG-)?[0-9a-z]{4}$"},
+            "provider": {"type": "string", "const": "lightrag"},
+            "sourceId": {"type": "integer"},
+            "sourcePath": {"type": "string"},
+            "fileName": {"type": "string"},
+            "lightragDocId": {"type": "string"},
+            "lightragFilePath": {"type": "string"},
+            "chunkId": {"type": "string"},
+            "blockId": nullable("string"),
+            "headingPath": STRINGS,
+            "displayQuote": {"type": "string"},
+            "locatorEvidenceText": {"type": "string"},
+            "searchQuery": {"type": "string"},
+            "locatorPrecision": {"type": "string", "enum": ["bbox", "paragraph", "file"]},
+            "locatorDegraded": {"type": "boolean"},
+            "locator": ref("Locator"),
+            "citationUrl": {"type": "string", "description": "Link to the cited place, /c/r/<reference>: it becomes a permalink /c/<token> when first opened."},
+            "citationMarkdown": {"type": "string"},
+            "relevance": {
+                "type": "object",
+                "properties": {
+                    "score": {"type": "number"},
+                    "kind": {
+                        "type": "string",
+                        "description": "mnote_lexical: MNote's own lexical score, not a rerank.",
+                    },
+                    "providerRank": {"type": "integer"},
+                },
+            },
+            "diagnostics": {"type": "object"},
+        },
+    },
+    "SearchResults": {
+        "title": "mnote.knowledge_rag.search_results.v1",
+        "type": "object",
+        "required": ["schema", "query", "mode", "results", "notInLightRAG", "diagnostics"],
+        "properties": {
+            "schema": {"const": "mnote.knowledge_rag.search_results.v1"},
+            "query": {"type": "string"},
+            "mode": {"type": "string", "description": "As requested; diagnostics.mode is what LightRAG was sent."},
+            "results": {"type": "array", "items": ref("Citation")},
+            "notInLightRAG": {
+                "type": "array",
+                "description": "Files whose path matches the query but that LightRAG cannot cite, and why.",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "sourceId": {"type": "integer"},
+                        "sourcePath": {"type": "string"},
+                        "status": {"type": "string"},
+                        "reason": {"type": "string"},
+                    },
+                },
+            },
+            "diagnostics": {
+                "type": "object",
+                "properties": {
+                    "references": {"type": "integer"},
+                    "chunks": {"type": "integer"},
+                    "referencesBuiltFromChunks": {"type": "boolean"},
+                    "providerRerankRequested": nullable("boolean"),
+                    "providerRerankAvailable": nullable("boolean"),
+                    "providerStatus": nullable("string"),
+                    "llmAvailable": {"type": "boolean"},
+                    "mode": {"type": "string"},
+                    "dropped": {
+                        "type": "object",
+                        "description": "References not cited, counted by reason (stale, unmapped, outside the "
+                        "search scope). "
+                        "A member gets references to files they may not see and unmapped ones together, as "
+                        "\"not citable\", so the count never tells that hidden documents matched.",
+                        "additionalProperties": {"type": "integer"},
+                    },
+                },
+            },
+        },
+    },
+    "CompactCitation": {
+        "type": "object",
+        "required": ["citationId", "sourcePath", "fileName", "locatorPrecision", "headingPath", "displayQuote",
+                     "citationUrl", "citationMarkdown"],
+        "properties": {
+            "citationId": {"type": "string"},
+            "sourcePath": {"type": "string"},
+            "fileName": {"type": "string"},
+            "locatorPrecision": {"type": "string", "enum": ["bbox", "paragraph", "file"]},
+            "page": {"type": "integer", "description": "Only for a bbox locator."},
+            "headingPath": STRINGS,
+            "displayQuote": {"type": "string"},
+            "citationUrl": {"type": "string"},
+            "citationMarkdown": {"type": "string"},
+        },
+    },
+    "AgentQueryResult": {
+        "title": "mnote.knowledge_rag.agent_query_result.v1",
+        "type": "object",
+        "required": ["schema", "query", "mode", "answer", "citations", "contextUsed"],
+        "properties": {
+            "schema": {"const": "mnote.knowledge_rag.agent_query_result.v1"},
+            "query": {"type": "string"},
+            "mode": {"type": "string"},
+            "answer": {
+                "type": "object",
+                "required": ["kind", "text", "sentences", "notes"],
+                "properties": {
+                    "kind": {"type": "string", "enum": ["llm", "extractive"]},
+                    "text": {"type": "string", "description": "The answer with [citationId] badges after sentences."},
+                    "sentences": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "text": {"type": "string"},
+                                "citationIds": {"type": "array", "maxItems": 3, "items": {"type": "string"}},
+                            },
+                        },
+                    },
+                    "notes": STRINGS,
+                },
+            },
+            "citations": {"type": "array", "items": ref("CompactCitation")},
+            "contextUsed": {"type": "integer", "description": "How many citations the answer drew on."},
+        },
+    },
+    "Status": {
+        "title": "mnote.library.status.v1",
+        "type": "object",
+        "required": ["schema", "lightrag", "registry"],
+        "properties": {
+            "schema": {"const": "mnote.library.status.v1"},
+            "lightrag": {
+                "type": "object",
+                "properties": {
+                    "healthy": {"type": "boolean"},
+                    "error": nullable("string"),
+                    "coreVersion": nullable("string"),
+                    "apiVersion": nullable("string"),
+                    "llm": {
+                        "type": "object",
+                        "properties": {
+                            "available": {"type": "boolean"},
+                            "binding": nullable("string"),
+                            "model": nullable("string"),
+                        },
+                    },
+                    "embedding": {
+                        "type": "object",
+                        "properties": {"binding": nullable("string"), "model": nullable("string")},
+                    },
+                    "rerank": {
+                        "type": "object",
+                        "properties": {
+                            "enabled": {"type": "boolean"},
+                            "binding": nullable("string"),
+                            "model": nullable("string"),
+                        },
+                    },
+                    "queue": {
+                        "type": "object",
+                        "properties": {
+                            "pipelineBusy": nullable("boolean"),
+                            "rerankQueueAvailable": nullable("boolean"),
+                        },
+                    },
+                    "webuiUrl": {"type": "string", "description": "Admins only."},
+                },
+            },
+            "registry": {
+                "type": "object",
+                "description": "Sources per status: those the user may see (all, for admins).",
+                "properties": {
+                    "total": {"type": "integer"},
+                    "counts": {
+                        "type": "object",
+                        "properties": {value: {"type": "integer"} for value, _ in Source.Status.choices},
+                    },
+                },
+            },
+            "lightragDocuments": {
+                "type": "object",
+                "description": "Admins only: LightRAG's documents and how many no registry row maps to.",
+                "properties": {
+                    "total": nullable("integer"),
+                    "counts": {"type": ["object", "null"], "additionalProperties": {"type": "integer"}},
+                    "unmapped": nullable("integer"),
+                    "error": nullable("string"),
+                },
+            },
+        },
+    },
+    "OpenReferenceRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "description": "Exactly one of citationUrl and token.",
+        "properties": {
+            "citationUrl": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 2048,
+                "pattern": "\\S",
+                "description": "/c/<token>, or a search result's /c/r/<reference> (its permalink is made now), relative or absolute.",
+            },
+            "token": {"type": "string", "minLength": 1, "maxLength": 24, "pattern": "\\S"},
+        },
+        "oneOf": [{"required": ["citationUrl"]}, {"required": ["token"]}],
+    },
+    "OpenReferenceResult": {
+        "type": "object",
+        "required": ["token", "sourceId", "sourcePath", "state", "locator", "previewUrl", "citationUrl"],
+        "properties": {
+            "token": {"type": "string"},
+            "sourceId": nullable("integer"),
+            "sourcePath": {"type": "string"},
+            "state": {
+                "type": "string",
+                "enum": ["current", "changed", "gone"],
+                "description": "changed: the file's content moved on since the citation was made; gone: deleted.",
+            },
+            "precision": {"type": "string", "enum": ["bbox", "paragraph", "file"]},
+            "locator": ref("Locator"),
+            "headingPath": STRINGS,
+            "displayQuote": {"type": "string"},
+            "previewUrl": nullable(
+                "string", description="/preview/<sourceId>/?c=<token>; null once the source is pruned."
+            ),
+            "citationUrl": {"type": "string"},
+        },
+    },
+    "ContextChunk": {
+        "type": "object",
+        "required": ["chunkIndex", "text", "headingPath", "isTarget", "blockIds"],
+        "properties": {
+            "chunkIndex": {
+                "type": "integer",
+                "description": "LightRAG's chunk order index, or the block index (unit sidecar_blocks).",
+            },
+            "text": {"type": "string", "description": "Clean display text."},
+            "headingPath": STRINGS,
+            "page": {"type": "integer", "description": "Only when known from a bbox."},
+            "isTarget": {"type": "boolean"},
+            "blockIds": STRINGS,
+        },
+    },
+    "ChunkContext": {
+        "type": "object",
+        "required": ["sourceId", "sourcePath", "chunkIndex", "context", "unit", "chunks"],
+        "properties": {
+            "sourceId": {"type": "integer"},
+            "sourcePath": {"type": "string"},
+            "chunkIndex": {"type": "integer"},
+            "context": {"type": "integer"},
+            "unit": {
+                "type": "string",
+                "enum": ["lightrag_chunks", "sidecar_blocks"],
+                "description": "lightrag_chunks when LightRAG's chunk store is readable, else the sidecar's blocks.",
+            },
+            "chunks": {"type": "array", "items": ref("ContextChunk")},
+        },
+    },
+    "IngestRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "description": "Exactly one of sourceId and rootId; force only with sourceId.",
+        "properties": {
+            "sourceId": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
+            "rootId": {"type": "integer", "minimum": 1, "maximum": MAX_ID},
+            "force": {"type": "boolean", "default": False},
+        },
+        "oneOf": [
+            {"required": ["sourceId"], "not": {"required": ["rootId"]}},
+            {"required": ["rootId"], "not": {"required": ["sourceId"]}, "properties": {"force": {"const": False}}},
+        ],
+    },
+    "IngestResult": {
+        "oneOf": [
+            {
+                "type": "object",
+                "title": "source",
+                "required": ["sourceId", "sourcePath", "result", "status"],
+                "properties": {
+                    "sourceId": {"type": "integer"},
+                    "sourcePath": {"type": "string"},
+                    "result": {"type": "string", "enum": ["queued", "already_registered"]},
+                    "status": {"type": "string"},
+                },
+            },
+            {
+                "type": "object",
+                "title": "root",
+                "required": ["rootId", "root", "summary", "message"],
+                "properties": {
+                    "rootId": {"type": "integer"},
+                    "root": {"type": "string"},
+                    "summary": {
+                        "type": "object",
+                        "properties": {
+                            **{k: {"type": "integer"} for k in ("new", "changed", "missing", "unchanged", "excluded",
+                                                                "queued", "capped", "held")},
+                            "refused": STRINGS,
+                            "error": nullable("string"),
+                        },
+                    },
+                    "message": {"type": "string"},
+                },
+            },
+        ]
+    },
+    "DeleteSourceRequest": {
+        "type": "object",
+        "required": ["sourceId"],
+        "additionalProperties": False,
+        "properties": {"sourceId": {"type": "integer", "minimum": 1, "maximum": MAX_ID}},
+    },
+    "DeleteSourceResult": {
+        "type": "object",
+        "properties": {"sourceId": {"type": "integer"}, "sourcePath": {"type": "string"}, "status": {"type": "string"}},
+    },
+    "PruneResult": {"type": "object", "properties": {"pruned": {"type": "integer"}}},
+    "RetryFailedRequest": {
+        "type": "object",
+        "additionalProperties": False,
+        "description": "With rootId: that root's failed files; without: every failed file of the library.",
+        "properties": {"rootId": {"type": "integer", "minimum": 1, "maximum": MAX_ID}},
+    },
+    "RetryFailedResult": {
+        "type": "object",
+        "required": ["rootId", "root", "retried", "message"],
+        "properties": {
+            "rootId": nullable("integer"),
+            "root": nullable("string"),
+            "retried": {"type": "integer", "description": "Failed files sent back to LightRAG."},
+            "message": {"type": "string"},
+        },
+    },
+}
+
+SCHEMAS["QueryRequest"] = {
+    **SCHEMAS["SearchRequest"],
+    "properties": {
+        **SCHEMAS["SearchRequest"]["properties"],
+        "stream": {
+            "type": "boolean",
+            "description": "Answer as NDJSON while it is written: a context line with the citations, "
+            "sentences lines as each sentence completes (with its citation ids), then a done line "
+            "holding the whole agent_query_result.v1 (or an error line).",
+        },
+        "conversationHistory": {
+            "type": "array",
+            "maxItems": 20,
+            "description": "Earlier turns, passed to LightRAG's LLM (not used for retrieval).",
+            "items": {
+                "type": "object",
+                "required": ["role", "content"],
+                "additionalProperties": False,
+                "properties": {"role": {"type": "string", "enum": ["user", "assistant"]}, "content": {"type": "string", "maxLength": 8000}},
+            },
+        },
+    },
+}
