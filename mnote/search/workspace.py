@@ -2,6 +2,7 @@
 inside the roots — MNote's own light index, no LightRAG, no OCR — so it
 keeps working when LightRAG is down."""
 
+import io
 import json
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -9,9 +10,10 @@ from pathlib import PurePosixPath
 from django.db.models import Exists, OuterRef, Q
 
 from mnote.text import evidence_window, mark_terms, query_terms
-from mnote.kinds import kind_of
+from mnote.kinds import WORKSPACE_TEXT_SUFFIXES, kind_of
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.source_files import SourceUnavailable, open_source_file
+from mnote.library.sync_rows import insert_rows
 from mnote.preview.text_render import TextRejected, read_text
 from mnote.search.models import WorkspaceText
 
@@ -27,8 +29,14 @@ def refresh_workspace_index(root: IndexedRoot) -> int:
     sync of 10,000 unchanged files costs that query and nothing per file.
     """
     indexed = WorkspaceText.objects.filter(source_id=OuterRef("pk"))
+    # Only the kinds the index keeps: a root's PDFs and Word files never get
+    # a row here, and must not be loaded again by every sync.
+    text_kinds = Q()
+    for suffix in WORKSPACE_TEXT_SUFFIXES:
+        text_kinds |= Q(relative_path__iendswith=suffix) | Q(relative_path="", absolute_path__iendswith=suffix)
     rows = (
-        root.sources.exclude(status__in=_GONE)
+        root.sources.filter(text_kinds)
+        .exclude(status__in=_GONE)
         .filter(deleted_at__isnull=True)
         .exclude(sha256="")
         .exclude(Exists(indexed.filter(sha256=OuterRef("sha256"))))
@@ -59,8 +67,27 @@ def refresh_workspace_index(root: IndexedRoot) -> int:
     return len(fresh) + len(changed)
 
 
-def refresh_after_sync(sender, *, root: IndexedRoot, **kwargs) -> None:
-    """Receiver of ``library.signals.root_files_changed``."""
+def store_texts(texts) -> int:
+    """Index bodies a sync has already read: (source id, sha256, bytes) each,
+    decoded as a preview decodes them, written with one INSERT (a row that is
+    there already takes the new body)."""
+    rows = []
+    for source_id, sha256, data in texts:
+        try:
+            text, _ = read_text(io.BytesIO(data))
+        except TextRejected:
+            continue
+        # PostgreSQL's text holds no NUL; read_text only looks for one at the start.
+        rows.append((source_id, sha256, text[:MAX_INDEXED_CHARS].replace("\0", "")))
+    insert_rows(WorkspaceText, ["source_id", "sha256", "body"], rows, upsert_on="source", update=("sha256", "body"))
+    return len(rows)
+
+
+def refresh_after_sync(sender, *, root: IndexedRoot, texts=(), **kwargs) -> None:
+    """Receiver of ``library.signals.root_files_changed``: the bodies the sync
+    read, then whatever else the index lacks (bigger files, files the sync did
+    not read, a refresh cut short earlier)."""
+    store_texts(texts)
     refresh_workspace_index(root)
 
 
