@@ -278,3 +278,77 @@ def test_a_sync_that_finds_its_new_files_registered_meanwhile_adds_no_second_row
     assert (summary.new, summary.unchanged, summary.queued) == (0, 2, 0)
     assert papers.sources.count() == 3  # two files and the excluded draft, once each
     assert len(list(input_dir.iterdir())) == 2
+
+
+def test_new_rows_written_in_one_insert_read_back_as_the_orm_would_have_written_them(papers, library_dir, input_dir):
+    from django.utils import timezone
+
+    before = timezone.now()
+    sync_root(papers)
+    source = papers.sources.get(relative_path="2024/report.txt")
+    path = library_dir / "papers" / "2024" / "report.txt"
+    stat = path.stat()
+    assert source.absolute_path == str(path) and source.sha256 == file_sha256(path)
+    assert (source.size, source.mtime_ns, source.mtime) == (stat.st_size, stat.st_mtime_ns, stat.st_mtime)
+    assert source.lightrag_name == source.unique_lightrag_name() and source.lightrag_name in {p.name for p in input_dir.iterdir()}
+    assert (source.stale, source.generation, source.attempts, source.lightrag_doc_id, source.deleted_at) == (False, 0, 0, "", None)
+    assert before <= source.created_at <= timezone.now() and source.updated_at == source.created_at
+    draft = papers.sources.get(relative_path="private/draft.md")
+    assert (draft.status, draft.excluded_by, draft.sha256) == ("excluded", "**/private/**", "")
+    # The rows are ordinary rows: the ORM saves them as any other.
+    source.progress = "parsing"
+    source.save()
+    assert Source.objects.get(pk=source.pk).progress == "parsing"
+
+
+def test_a_resync_of_unchanged_files_writes_nothing(papers, library_dir):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for i in range(30):
+        (library_dir / "papers" / "2024" / f"note-{i:02d}.md").write_text(f"note {i}")
+    sync_root(papers)
+    with CaptureQueriesContext(connection) as queries:
+        summary = sync_root(papers)
+    assert (summary.new, summary.changed, summary.missing, summary.unchanged) == (0, 0, 0, 32)
+    writes = [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))]
+    assert writes == []
+
+
+def test_workspace_search_finds_the_words_of_new_and_changed_files(papers, library_dir, member):
+    from mnote.search.workspace import workspace_search
+
+    sync_root(papers)
+    assert [h.source.relative_path for h in workspace_search(member, "quarterly")] == ["2024/report.txt"]
+    (library_dir / "papers" / "2024" / "minutes.md").write_text("# Minutes\nThe telescope dome was resurfaced.")
+    path = library_dir / "papers" / "intro.md"
+    path.write_text("# Intro\nWelcome to the observatory archive.")
+    os.utime(path, (time.time() + 5, time.time() + 5))
+    sync_root(papers)
+    assert [h.source.relative_path for h in workspace_search(member, "resurfaced")] == ["2024/minutes.md"]
+    assert [h.source.relative_path for h in workspace_search(member, "observatory")] == ["intro.md"]
+    assert workspace_search(member, "welcome") and workspace_search(member, "Welcome.")[0].snippet.count("observatory") == 1
+    # An excluded file's words are never indexed.
+    assert workspace_search(member, "library") == []
+
+
+def test_workspace_search_finds_a_text_file_too_big_for_the_sync_to_keep(papers, library_dir, member, monkeypatch):
+    """A bigger file is hashed in blocks by the sync and read by the index itself afterwards."""
+    from mnote.library import sync_rows
+    from mnote.search.workspace import workspace_search
+
+    monkeypatch.setattr(sync_rows, "ONE_READ_BYTES", 64)
+    (library_dir / "papers" / "long.txt").write_text("Filler line.\n" * 40 + "The spectrograph needs a new grating.\n")
+    sync_root(papers)
+    source = papers.sources.get(relative_path="long.txt")
+    assert source.sha256 == file_sha256(library_dir / "papers" / "long.txt")
+    assert [h.source.relative_path for h in workspace_search(member, "spectrograph grating")] == ["long.txt"]
+
+
+def test_a_text_file_that_is_not_text_is_registered_but_not_indexed_for_workspace_search(papers, library_dir, member):
+    from mnote.search.workspace import workspace_search
+
+    (library_dir / "papers" / "blob.txt").write_bytes(b"\x00\x01binary quasar\x00" * 10)
+    summary = sync_root(papers)
+    assert summary.new == 3 and statuses(papers)["blob.txt"] == "queued"
+    assert workspace_search(member, "quasar") == []
