@@ -352,3 +352,16 @@ def test_a_text_file_that_is_not_text_is_registered_but_not_indexed_for_workspac
     summary = sync_root(papers)
     assert summary.new == 3 and statuses(papers)["blob.txt"] == "queued"
     assert workspace_search(member, "quasar") == []
+
+
+
+def test_files_with_nothing_for_the_workspace_index_are_not_opened_again_by_each_sync(papers, library_dir, monkeypatch):
+    from mnote.search import workspace
+
+    (library_dir / "papers" / "blob.txt").write_bytes(b"\x00\x01binary\x00" * 10)
+    (library_dir / "papers" / "scan.pdf").write_bytes(b"%PDF-1.4 not really")
+    (library_dir / "papers" / "big.md").write_text("# Big\n" + "text " * 100)
+    monkeypatch.setattr("mnote.library.sync_rows.ONE_READ_BYTES", 64)  # big.md: read by the index, not the sync
+    assert sync_root(papers).new == 5
+    monkeypatch.setattr(workspace, "open_source_file", lambda source: pytest.fail(f"opened {source} again"))
+    assert sync_root(papers).unchanged == 5
