@@ -365,3 +365,25 @@ def test_files_with_nothing_for_the_workspace_index_are_not_opened_again_by_each
     assert sync_root(papers).new == 5
     monkeypatch.setattr(workspace, "open_source_file", lambda source: pytest.fail(f"opened {source} again"))
     assert sync_root(papers).unchanged == 5
+
+
+def test_a_file_swapped_for_a_link_out_of_the_root_after_the_walk_is_not_read(papers, library_dir, tmp_path, member, monkeypatch):
+    from mnote.library import sync
+    from mnote.search.workspace import workspace_search
+
+    secret = tmp_path / "secret.md"
+    secret.write_text("The vault combination is plutonium.")
+    real_expand = sync.expand_root
+
+    def expand_then_swap(*args, **kwargs):
+        found = real_expand(*args, **kwargs)
+        intro = library_dir / "papers" / "intro.md"
+        intro.unlink()
+        os.symlink(secret, intro)
+        return found
+
+    monkeypatch.setattr(sync, "expand_root", expand_then_swap)
+    summary = sync_root(papers)
+    assert summary.new == 1  # report.txt; intro.md was gone as the walk saw it
+    assert "intro.md" not in statuses(papers)
+    assert workspace_search(member, "plutonium") == []

@@ -263,7 +263,7 @@ def _read(look: _Look, pairs) -> None:
         if need_hash and key not in look.hashes:
             text = look.kept < KEPT_TEXT_BYTES and wants_text(candidate.relative_path, candidate.path)
             try:
-                look.hashes[key], data = sync_rows.read_file(candidate.path, candidate.stat.st_size, text=text)
+                look.hashes[key], data = sync_rows.read_file(candidate.path, candidate.stat, text=text)
             except OSError:
                 look.hashes[key] = None  # vanished while we walked; the next sync sees it gone
             else:

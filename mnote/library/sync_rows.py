@@ -34,16 +34,24 @@ def wants_text(relative_path: str, path: str) -> bool:
     return dot > 0 and name[dot:].lower() in WORKSPACE_TEXT_SUFFIXES and name[:dot].strip(".") != ""
 
 
-def read_file(path: str, size: int, *, text: bool) -> tuple[str, bytes | None]:
+def read_file(path: str, walked: os.stat_result, *, text: bool) -> tuple[str, bytes | None]:
     """The file's sha256 and, when ``text`` and the file is small, the bytes
-    that were hashed (None for a bigger file). ``size``: from the walk's stat."""
-    with open(path, "rb", buffering=0) as f:
+    that were hashed (None for a bigger file). ``walked``: the file's stat
+    from the walk, which checked that it is inside its root; a file swapped
+    since (another inode, a symlink in its place) is not read: OSError, as
+    for a file gone."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with open(fd, "rb", buffering=0) as f:
+        opened = os.fstat(fd)
+        if (opened.st_ino, opened.st_dev) != (walked.st_ino, walked.st_dev):
+            raise OSError(f"{path} changed since the walk")
+        size = opened.st_size
         if size > ONE_READ_BYTES:
             return hashlib.file_digest(f, "sha256").hexdigest(), None
         # One byte more than the stat said, not a fixed large buffer: a read
         # allocates what it asks for, and 10,000 small files are the usual case.
         data = f.read(size + 1)
-        if len(data) > size:  # grew since the walk: hash it all, no text
+        if len(data) > size:  # grew since the stat: hash it all, no text
             digest = hashlib.sha256(data)
             while block := f.read(_HASH_BLOCK):
                 digest.update(block)
