@@ -42,7 +42,7 @@ def test_it_registers_and_queues_exactly_the_root_files(papers, input_dir):
 
 def test_it_recognises_unchanged_files_without_hashing_them(papers, monkeypatch):
     sync_root(papers)
-    monkeypatch.setattr("mnote.library.ingest.file_sha256", lambda path: pytest.fail(f"re-hashed {path}"))
+    monkeypatch.setattr("mnote.library.sync_rows.read_file", lambda path, *a, **k: pytest.fail(f"re-hashed {path}"))
     summary = sync_root(papers)
     assert (summary.new, summary.changed, summary.unchanged, summary.queued) == (0, 0, 2, 0)
 
@@ -184,7 +184,7 @@ def reads(monkeypatch):
     the sync's own (nested in the test's) was open at the time."""
     from django.db import connection
 
-    from mnote.library import ingest, sync
+    from mnote.library import sync, sync_rows
     from mnote.search import workspace
 
     seen = []
@@ -196,7 +196,7 @@ def reads(monkeypatch):
 
         return wrapper
 
-    monkeypatch.setattr(ingest, "file_sha256", spy("hash", ingest.file_sha256))
+    monkeypatch.setattr(sync_rows, "read_file", spy("hash", sync_rows.read_file))
     monkeypatch.setattr(sync, "held_back_reason", spy("text size", sync.held_back_reason))
     monkeypatch.setattr(workspace, "open_source_file", spy("workspace", workspace.open_source_file))
     return seen
@@ -204,12 +204,14 @@ def reads(monkeypatch):
 
 def test_it_reads_no_file_while_the_root_is_locked(papers, library_dir, reads):
     sync_root(papers)
+    reads.clear()
     path = library_dir / "papers" / "intro.md"
     path.write_text("# Intro\nWelcome, edited.")
     os.utime(path, (time.time() + 5, time.time() + 5))
     (library_dir / "papers" / "2024" / "new.txt").write_text("A new file.")
     sync_root(papers)
-    assert {name for name, _ in reads} == {"hash", "text size", "workspace"}
+    # One read per new or changed file: the workspace index takes the body the hash was read from.
+    assert sorted(name for name, _ in reads) == ["hash", "hash", "text size", "text size"]
     assert [name for name, locked in reads if locked] == []
 
 
@@ -248,7 +250,7 @@ def test_it_sees_a_file_replaced_with_the_same_size_and_time(papers, library_dir
 def test_rows_fingerprinted_before_the_inode_was_kept_are_not_read_again(papers, monkeypatch):
     sync_root(papers)
     Source.objects.update(mtime_ns=None, inode=None)
-    monkeypatch.setattr("mnote.library.ingest.file_sha256", lambda path: pytest.fail(f"re-hashed {path}"))
+    monkeypatch.setattr("mnote.library.sync_rows.read_file", lambda path, *a, **k: pytest.fail(f"re-hashed {path}"))
     summary = sync_root(papers)
     assert (summary.changed, summary.unchanged, summary.queued) == (0, 2, 0)
     assert not Source.objects.filter(status="queued", inode__isnull=True).exists()
@@ -276,3 +278,112 @@ def test_a_sync_that_finds_its_new_files_registered_meanwhile_adds_no_second_row
     assert (summary.new, summary.unchanged, summary.queued) == (0, 2, 0)
     assert papers.sources.count() == 3  # two files and the excluded draft, once each
     assert len(list(input_dir.iterdir())) == 2
+
+
+def test_new_rows_written_in_one_insert_read_back_as_the_orm_would_have_written_them(papers, library_dir, input_dir):
+    from django.utils import timezone
+
+    before = timezone.now()
+    sync_root(papers)
+    source = papers.sources.get(relative_path="2024/report.txt")
+    path = library_dir / "papers" / "2024" / "report.txt"
+    stat = path.stat()
+    assert source.absolute_path == str(path) and source.sha256 == file_sha256(path)
+    assert (source.size, source.mtime_ns, source.mtime) == (stat.st_size, stat.st_mtime_ns, stat.st_mtime)
+    assert source.lightrag_name == source.unique_lightrag_name() and source.lightrag_name in {p.name for p in input_dir.iterdir()}
+    assert (source.stale, source.generation, source.attempts, source.lightrag_doc_id, source.deleted_at) == (False, 0, 0, "", None)
+    assert before <= source.created_at <= timezone.now() and source.updated_at == source.created_at
+    draft = papers.sources.get(relative_path="private/draft.md")
+    assert (draft.status, draft.excluded_by, draft.sha256) == ("excluded", "**/private/**", "")
+    # The rows are ordinary rows: the ORM saves them as any other.
+    source.progress = "parsing"
+    source.save()
+    assert Source.objects.get(pk=source.pk).progress == "parsing"
+
+
+def test_a_resync_of_unchanged_files_writes_nothing(papers, library_dir):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for i in range(30):
+        (library_dir / "papers" / "2024" / f"note-{i:02d}.md").write_text(f"note {i}")
+    sync_root(papers)
+    with CaptureQueriesContext(connection) as queries:
+        summary = sync_root(papers)
+    assert (summary.new, summary.changed, summary.missing, summary.unchanged) == (0, 0, 0, 32)
+    writes = [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))]
+    assert writes == []
+
+
+def test_workspace_search_finds_the_words_of_new_and_changed_files(papers, library_dir, member):
+    from mnote.search.workspace import workspace_search
+
+    sync_root(papers)
+    assert [h.source.relative_path for h in workspace_search(member, "quarterly")] == ["2024/report.txt"]
+    (library_dir / "papers" / "2024" / "minutes.md").write_text("# Minutes\nThe telescope dome was resurfaced.")
+    path = library_dir / "papers" / "intro.md"
+    path.write_text("# Intro\nWelcome to the observatory archive.")
+    os.utime(path, (time.time() + 5, time.time() + 5))
+    sync_root(papers)
+    assert [h.source.relative_path for h in workspace_search(member, "resurfaced")] == ["2024/minutes.md"]
+    assert [h.source.relative_path for h in workspace_search(member, "observatory")] == ["intro.md"]
+    assert workspace_search(member, "welcome") and workspace_search(member, "Welcome.")[0].snippet.count("observatory") == 1
+    # An excluded file's words are never indexed.
+    assert workspace_search(member, "library") == []
+
+
+def test_workspace_search_finds_a_text_file_too_big_for_the_sync_to_keep(papers, library_dir, member, monkeypatch):
+    """A bigger file is hashed in blocks by the sync and read by the index itself afterwards."""
+    from mnote.library import sync_rows
+    from mnote.search.workspace import workspace_search
+
+    monkeypatch.setattr(sync_rows, "ONE_READ_BYTES", 64)
+    (library_dir / "papers" / "long.txt").write_text("Filler line.\n" * 40 + "The spectrograph needs a new grating.\n")
+    sync_root(papers)
+    source = papers.sources.get(relative_path="long.txt")
+    assert source.sha256 == file_sha256(library_dir / "papers" / "long.txt")
+    assert [h.source.relative_path for h in workspace_search(member, "spectrograph grating")] == ["long.txt"]
+
+
+def test_a_text_file_that_is_not_text_is_registered_but_not_indexed_for_workspace_search(papers, library_dir, member):
+    from mnote.search.workspace import workspace_search
+
+    (library_dir / "papers" / "blob.txt").write_bytes(b"\x00\x01binary quasar\x00" * 10)
+    summary = sync_root(papers)
+    assert summary.new == 3 and statuses(papers)["blob.txt"] == "queued"
+    assert workspace_search(member, "quasar") == []
+
+
+
+def test_files_with_nothing_for_the_workspace_index_are_not_opened_again_by_each_sync(papers, library_dir, monkeypatch):
+    from mnote.search import workspace
+
+    (library_dir / "papers" / "blob.txt").write_bytes(b"\x00\x01binary\x00" * 10)
+    (library_dir / "papers" / "scan.pdf").write_bytes(b"%PDF-1.4 not really")
+    (library_dir / "papers" / "big.md").write_text("# Big\n" + "text " * 100)
+    monkeypatch.setattr("mnote.library.sync_rows.ONE_READ_BYTES", 64)  # big.md: read by the index, not the sync
+    assert sync_root(papers).new == 5
+    monkeypatch.setattr(workspace, "open_source_file", lambda source: pytest.fail(f"opened {source} again"))
+    assert sync_root(papers).unchanged == 5
+
+
+def test_a_file_swapped_for_a_link_out_of_the_root_after_the_walk_is_not_read(papers, library_dir, tmp_path, member, monkeypatch):
+    from mnote.library import sync
+    from mnote.search.workspace import workspace_search
+
+    secret = tmp_path / "secret.md"
+    secret.write_text("The vault combination is plutonium.")
+    real_expand = sync.expand_root
+
+    def expand_then_swap(*args, **kwargs):
+        found = real_expand(*args, **kwargs)
+        intro = library_dir / "papers" / "intro.md"
+        intro.unlink()
+        os.symlink(secret, intro)
+        return found
+
+    monkeypatch.setattr(sync, "expand_root", expand_then_swap)
+    summary = sync_root(papers)
+    assert summary.new == 1  # report.txt; intro.md was gone as the walk saw it
+    assert "intro.md" not in statuses(papers)
+    assert workspace_search(member, "plutonium") == []

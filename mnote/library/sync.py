@@ -10,11 +10,11 @@ from collections import namedtuple
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from mnote.library import ingest
+from mnote.library import sync_rows
 from mnote.library.expansion import PathRefused, expand_root, included
 from mnote.library.ingest import (
     mark_queued,
@@ -28,6 +28,7 @@ from mnote.library.ingest import (
 )
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.signals import root_files_changed
+from mnote.library.sync_rows import KEPT_TEXT_BYTES, NewFile, ids_by_path, insert_new, root_marks, root_rows, wants_text
 from mnote.library.text_size import held_back_reason
 
 log = logging.getLogger(__name__)
@@ -105,6 +106,7 @@ def sync_root(root: IndexedRoot, *, batch_limit: int | None = None) -> SyncSumma
     limit = batch_limit or settings.MNOTE_BATCH_LIMIT
     summary = SyncSummary(root=root.name)
     look = wanted = None
+    texts = []
     for attempt in range(_ATTEMPTS):
         last = attempt == _ATTEMPTS - 1
         if not last:
@@ -122,11 +124,12 @@ def sync_root(root: IndexedRoot, *, batch_limit: int | None = None) -> SyncSumma
                 if not last:
                     continue  # enabled or edited since the look: look again
                 look = _look(root)  # still changing after several looks: look under the lock
-            wanted = _apply(root, look, limit, summary, read_now=last)
+            wanted = _apply(root, look, limit, summary, read_now=last, texts=texts)
             if not wanted:
                 break
-    # Outside the lock: receivers read file bodies.
-    root_files_changed.send(sender=IndexedRoot, root=root)
+    # Outside the lock: receivers read file bodies. ``texts``: the bodies
+    # this sync read anyway, so the workspace index need not read them again.
+    root_files_changed.send(sender=IndexedRoot, root=root, texts=texts)
     return summary
 
 
@@ -160,6 +163,8 @@ class _Look:
     settled: set = field(default_factory=set)  # relative paths of files whose row needs nothing
     hashes: dict = field(default_factory=dict)  # _key -> sha256, None when the file could not be read
     held: dict = field(default_factory=dict)  # _key -> held_back_reason
+    texts: dict = field(default_factory=dict)  # _key -> the bytes hashed, for the workspace index
+    kept: int = 0  # bytes in ``texts``
 
 
 def _walk_settings(root: IndexedRoot) -> tuple:
@@ -220,31 +225,34 @@ def _look(root: IndexedRoot) -> _Look:
     except PathRefused as e:
         # The root itself is gone or unreachable: its files are missing.
         look.error = str(e)
-    look.rows = {row.relative_path: row for row in map(_Row._make, _root_rows(root))}
-    unsettled = []
+    # Six short columns of every row first: enough to know unchanged files.
+    marks = root_marks(root, gone=_GONE, to_send=_TO_SEND, disabled=ROOT_DISABLED)
+    unsettled, clean = [], sync_rows.CLEAN
     for candidate in look.candidates:
-        row = look.rows.get(candidate.relative_path)
-        if row is not None and _settled(row, candidate):
-            look.settled.add(candidate.relative_path)
-        else:
-            unsettled.append((candidate, row))
-    _read(look, unsettled)
+        path = candidate.relative_path
+        mark = marks.get(path)
+        if mark is not None:
+            stat = candidate.stat
+            if candidate.excluded_by:
+                if mark[0] == sync_rows.EXCLUDED:
+                    look.settled.add(path)
+                    continue
+            elif (
+                mark[0] == clean and mark[1] == candidate.path
+                and mark[2] == stat.st_size and mark[3] == stat.st_mtime_ns
+                and (mark[4] == stat.st_ino or mark[4] == stored_inode(stat))
+            ):
+                look.settled.add(path)
+                continue
+        unsettled.append(candidate)
+    # Whole rows only when a known file changed or a row lost its file.
+    seen = {c.relative_path for c in look.candidates}
+    if any(c.relative_path in marks for c in unsettled) or any(
+        mark[0] != sync_rows.GONE and path not in seen for path, mark in marks.items()
+    ):
+        look.rows = {row.relative_path: row for row in map(_Row._make, root_rows(root, _ROW_FIELDS))}
+    _read(look, [(c, look.rows.get(c.relative_path)) for c in unsettled])
     return look
-
-
-def _root_rows(root: IndexedRoot) -> list[tuple]:
-    """The root's rows as plain tuples of ``_ROW_FIELDS``, in one query.
-
-    The cursor directly, not ``values_list``: Django's per-value converters
-    cost more than the walk for 10,000 rows, and these fields need none for
-    a comparison (a datetime is only tested for None, a boolean for truth).
-    """
-    columns = ", ".join(connection.ops.quote_name(Source._meta.get_field(name).column) for name in _ROW_FIELDS)
-    root_column = connection.ops.quote_name(Source._meta.get_field("root").column)
-    table = connection.ops.quote_name(Source._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {columns} FROM {table} WHERE {root_column} = %s", [root.pk])
-        return cursor.fetchall()
 
 
 def _read(look: _Look, pairs) -> None:
@@ -253,12 +261,17 @@ def _read(look: _Look, pairs) -> None:
         need_hash, need_held = _needs(row, candidate)
         key = _key(candidate)
         if need_hash and key not in look.hashes:
+            text = look.kept < KEPT_TEXT_BYTES and wants_text(candidate.relative_path, candidate.path)
             try:
-                look.hashes[key] = ingest.file_sha256(candidate.path)
+                look.hashes[key], data = sync_rows.read_file(candidate.path, candidate.stat, text=text)
             except OSError:
                 look.hashes[key] = None  # vanished while we walked; the next sync sees it gone
+            else:
+                if data is not None:
+                    look.texts[key] = data
+                    look.kept += len(data)
         if need_held and key not in look.held:
-            look.held[key] = held_back_reason(candidate.absolute_path, candidate.stat.st_size)
+            look.held[key] = held_back_reason(candidate.path, candidate.stat.st_size)
 
 
 def _as_now(look: _Look, source, candidate) -> tuple[object, bool]:
@@ -288,9 +301,10 @@ def _load(queryset, name: str, values) -> dict:
     return found
 
 
-def _apply(root: IndexedRoot, look: _Look, limit: int, summary: SyncSummary, *, read_now: bool) -> list:
+def _apply(root: IndexedRoot, look: _Look, limit: int, summary: SyncSummary, *, read_now: bool, texts: list) -> list:
     """Under the root's lock: write what the look found. Returns the files
-    still to be read (nothing written then) unless ``read_now``."""
+    still to be read (nothing written then) unless ``read_now``. Adds to
+    ``texts`` (source id, sha256, bytes) the bodies read of rows written."""
     rows = look.rows
     # Settled at the look: whatever another writer did to those rows since,
     # this sync has nothing to write there.
@@ -328,9 +342,10 @@ def _apply(root: IndexedRoot, look: _Look, limit: int, summary: SyncSummary, *, 
     summary.excluded += excluded
     summary.unchanged += len(settled) - excluded
 
-    new: list[Source] = []
+    new: list[NewFile] = []
     to_queue: list[Source] = []
     dirty: list[Source] = []
+    read: dict = {}  # relative path -> (sha256, bytes) of the rows written with a body read
     for candidate, source in work:
         key = _key(candidate)
         if candidate.excluded_by:
@@ -343,6 +358,8 @@ def _apply(root: IndexedRoot, look: _Look, limit: int, summary: SyncSummary, *, 
             continue
         if look.hashes.get(key, "") is None:
             continue  # vanished while we walked; the next sync sees it gone
+        if key in look.texts:
+            read[candidate.relative_path] = (look.hashes[key], look.texts[key])
         if source is None:
             held = look.held[key]
             if held:
@@ -376,13 +393,18 @@ def _apply(root: IndexedRoot, look: _Look, limit: int, summary: SyncSummary, *, 
         if source.status in _TO_SEND:
             to_queue.append(source)
 
-    # New rows are created already queued: one INSERT each, no UPDATE after.
+    # New rows are created already queued: one INSERT for all, no UPDATE after.
     fresh = [s for s in new if s.status == Source.Status.NOT_INDEXED]
     queue_known = to_queue[:limit]
     queue_fresh = fresh[: max(limit - len(queue_known), 0)]
     for source in queue_fresh:
         mark_queued(source)
-    Source.objects.bulk_create(new, batch_size=_CHUNK)
+    insert_new(new)
+    ids = ids_by_path(root, [f.relative_path for f in new if f.relative_path in read])
+    for source in [*new, *dirty]:
+        sha256, data = read.get(source.relative_path, ("", None))
+        if data is not None and source.sha256 == sha256:
+            texts.append((ids[source.relative_path] if isinstance(source, NewFile) else source.pk, sha256, data))
     for row in gone:
         source = current.get(row.relative_path)
         if source is None or source.status in _GONE:
@@ -418,14 +440,10 @@ def _take_out(root: IndexedRoot, summary: SyncSummary) -> None:
     summary.disabled = len(taken)
 
 
-def _new_source(root: IndexedRoot, candidate, sha256: str = "", *, status=Source.Status.NOT_INDEXED, excluded_by: str = "") -> Source:
-    source = Source(
-        root=root,
-        relative_path=candidate.relative_path,
-        absolute_path=candidate.path,
-        status=status,
-        excluded_by=excluded_by or candidate.excluded_by,
-    )
+def _new_source(
+    root: IndexedRoot, candidate, sha256: str = "", *, status=Source.Status.NOT_INDEXED, excluded_by: str = ""
+) -> NewFile:
+    source = NewFile(root, candidate.relative_path, candidate.path, status, excluded_by or candidate.excluded_by)
     if status != Source.Status.EXCLUDED or excluded_by:
         set_fingerprint(source, candidate.stat, sha256)
     return source

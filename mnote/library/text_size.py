@@ -8,6 +8,7 @@ included), the size of any other text file. PDFs are not estimated: their
 text cannot be measured without parsing them.
 """
 
+import os
 import zipfile
 from pathlib import Path
 
@@ -20,14 +21,15 @@ _TEXT_PARTS = (".xml", ".html", ".xhtml", ".htm")
 HELD_BACK = "the text-size limit"
 
 
-def estimated_text_bytes(path: Path, size: int | None = None) -> int | None:
+def estimated_text_bytes(path: Path | str, size: int | None = None) -> int | None:
     """An upper bound of the file's text in bytes, or None when unknown.
     ``size``: the file's size when the caller has just stat'ed it."""
-    suffix = path.suffix.lower()
+    # A string path from a sync's walk: no Path object per file.
+    suffix = os.path.splitext(path)[1].lower()
     if suffix in NOT_ESTIMATED:
         return None
     if suffix not in PACKAGES:
-        return path.stat().st_size if size is None else size
+        return os.stat(path).st_size if size is None else size
     try:
         with zipfile.ZipFile(path) as package:
             return sum(i.file_size for i in package.infolist() if i.filename.lower().endswith(_TEXT_PARTS))
@@ -35,7 +37,7 @@ def estimated_text_bytes(path: Path, size: int | None = None) -> int | None:
         return None  # LightRAG will say what is wrong with it
 
 
-def held_back_reason(path: Path, size: int | None = None) -> str:
+def held_back_reason(path: Path | str, size: int | None = None) -> str:
     """Why this file is held back from LightRAG, or "" when it may go."""
     limit = settings.MNOTE_MAX_TEXT_MB * 1024 * 1024
     if not limit:

@@ -2,22 +2,26 @@
 inside the roots — MNote's own light index, no LightRAG, no OCR — so it
 keeps working when LightRAG is down."""
 
+import io
 import json
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from django.db.models import Exists, OuterRef, Q
+from django.db import connection
+from django.db.models import Q
 
 from mnote.text import evidence_window, mark_terms, query_terms
 from mnote.kinds import kind_of
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.source_files import SourceUnavailable, open_source_file
+from mnote.library.sync_rows import insert_rows
 from mnote.preview.text_render import TextRejected, read_text
 from mnote.search.models import WorkspaceText
 
 # The light index keeps the first part of a file; enough for a quick lookup.
 MAX_INDEXED_CHARS = 200_000
 _GONE = (Source.Status.REMOVED, Source.Status.DELETE_SUBMITTED)
+_CHUNK = 500
 
 
 def refresh_workspace_index(root: IndexedRoot) -> int:
@@ -25,42 +29,85 @@ def refresh_workspace_index(root: IndexedRoot) -> int:
 
     One query finds them — rows whose hash the index does not hold — so a
     sync of 10,000 unchanged files costs that query and nothing per file.
+    A file with nothing to index (another kind, or not text after all) gets
+    an empty body for its hash, so that no later sync asks again.
     """
-    indexed = WorkspaceText.objects.filter(source_id=OuterRef("pk"))
-    rows = (
-        root.sources.exclude(status__in=_GONE)
-        .filter(deleted_at__isnull=True)
-        .exclude(sha256="")
-        .exclude(Exists(indexed.filter(sha256=OuterRef("sha256"))))
-        .annotate(has_text=Exists(indexed))
-        .only("pk", "root", "relative_path", "absolute_path", "sha256", "status", "deleted_at")
-        .order_by()
-    )
-    fresh, changed = [], []
-    for source in rows:
-        pk, sha256 = source.pk, source.sha256
-        name = PurePosixPath(source.relative_path or source.absolute_path).name
-        if not kind_of(name).workspace_text:
-            continue
-        source.root = root
-        try:
-            with open_source_file(source) as handle:
-                text, _ = read_text(handle)
-        except (TextRejected, SourceUnavailable, OSError):
-            continue
-        entry = WorkspaceText(source_id=pk, sha256=sha256, body=text[:MAX_INDEXED_CHARS])
-        (changed if source.has_text else fresh).append(entry)
+    entries, to_read = [], []
+    for pk, sha256, path in _unindexed(root):
+        if kind_of(PurePosixPath(path).name).workspace_text:
+            to_read.append(pk)
+        else:
+            entries.append((pk, sha256, ""))
+    for start in range(0, len(to_read), _CHUNK):
+        chunk = Source.objects.filter(pk__in=to_read[start : start + _CHUNK]).order_by()
+        for source in chunk.only("pk", "root", "relative_path", "absolute_path", "sha256", "status", "deleted_at"):
+            source.root = root
+            try:
+                with open_source_file(source) as handle:
+                    text, _ = read_text(handle)
+            except TextRejected:
+                text = ""
+            except (SourceUnavailable, OSError):
+                continue  # asked again after the next sync
+            entries.append((source.pk, source.sha256, _body(text)))
     # Two syncs of one root may refresh at once (outside the root's lock): the later row wins.
-    WorkspaceText.objects.bulk_create(
-        fresh, batch_size=500, update_conflicts=True, unique_fields=["source"], update_fields=["sha256", "body"]
+    _store(entries)
+    return len(entries)
+
+
+def _body(text: str) -> str:
+    # PostgreSQL's text holds no NUL; read_text only looks for one at the start.
+    return text[:MAX_INDEXED_CHARS].replace("\0", "")
+
+
+def _store(entries: list[tuple]) -> None:
+    """(source id, sha256, body) each, one INSERT; a row already there takes the new values."""
+    insert_rows(WorkspaceText, ["source_id", "sha256", "body"], entries, upsert_on="source", update=("sha256", "body"))
+
+
+def _unindexed(root: IndexedRoot) -> list[tuple]:
+    """(id, sha256, path) of the root's rows whose hash the index does not
+    hold (``path``: the relative path, or the file's for a one-file root).
+    Plain SQL, one join: it runs after every sync, and for a root of 10,000
+    unchanged files the ORM's two correlated EXISTS and its compiling cost
+    more than the walk of the root itself."""
+    quote = connection.ops.quote_name
+    col = {name: "s." + quote(Source._meta.get_field(name).column) for name in (
+        "id", "root", "relative_path", "absolute_path", "sha256", "status", "deleted_at",
+    )}
+    text_sha256 = "w." + quote(WorkspaceText._meta.get_field("sha256").column)
+    sql = (
+        f"SELECT {col['id']}, {col['sha256']},"
+        f" CASE WHEN {col['relative_path']} = '' THEN {col['absolute_path']} ELSE {col['relative_path']} END"
+        f" FROM {quote(Source._meta.db_table)} s LEFT JOIN {quote(WorkspaceText._meta.db_table)} w"
+        f" ON w.{quote(WorkspaceText._meta.get_field('source').column)} = {col['id']}"
+        f" WHERE {col['root']} = %s AND {col['deleted_at']} IS NULL AND {col['sha256']} <> ''"
+        f" AND {col['status']} NOT IN (%s, %s) AND ({text_sha256} IS NULL OR {text_sha256} <> {col['sha256']})"
     )
-    for entry in changed:
-        WorkspaceText.objects.filter(source_id=entry.source_id).update(sha256=entry.sha256, body=entry.body)
-    return len(fresh) + len(changed)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [root.pk, *_GONE])
+        return cursor.fetchall()
 
 
-def refresh_after_sync(sender, *, root: IndexedRoot, **kwargs) -> None:
-    """Receiver of ``library.signals.root_files_changed``."""
+def store_texts(texts) -> int:
+    """Index bodies a sync has already read: (source id, sha256, bytes) each,
+    decoded as a preview decodes them."""
+    entries = []
+    for source_id, sha256, data in texts:
+        try:
+            text, _ = read_text(io.BytesIO(data))
+        except TextRejected:
+            text = ""  # not text after all: nothing to index for this version
+        entries.append((source_id, sha256, _body(text)))
+    _store(entries)
+    return len(entries)
+
+
+def refresh_after_sync(sender, *, root: IndexedRoot, texts=(), **kwargs) -> None:
+    """Receiver of ``library.signals.root_files_changed``: the bodies the sync
+    read, then whatever else the index lacks (bigger files, files the sync did
+    not read, a refresh cut short earlier)."""
+    store_texts(texts)
     refresh_workspace_index(root)
 
 
