@@ -13,7 +13,10 @@ PY := $(VENV)/bin/python
 # The tests that touch the database run again on a real PostgreSQL (started
 # by the test session): the ledger, ingest, sync, visibility and the JSON API.
 POSTGRES_TESTS ?= tests/test_jobs.py tests/test_ingest.py tests/test_ingest_recovery.py tests/test_sync.py \
-	tests/test_visibility.py tests/test_api.py
+	tests/test_visibility.py tests/test_api.py $(POSTGRES_ONLY_TESTS)
+# LightRAG itself on PostgreSQL storage: run in the PostgreSQL pass only (its
+# own LightRAG and model endpoint would cost the SQLite pass as much again).
+POSTGRES_ONLY_TESTS := tests/test_lightrag_postgres.py
 
 .PHONY: run run-scaled test test-postgres install install-lightrag install-browser install-postgres clean-data
 
@@ -31,7 +34,7 @@ run-scaled: install install-lightrag install-postgres
 	$(PY) manage.py run_stack --scaled
 
 test: install install-lightrag install-browser install-postgres
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_ARGS) $(POSTGRES_ONLY_TESTS:%=--ignore=%)
 	MNOTE_TEST_DATABASE=postgresql $(PY) -m pytest $(POSTGRES_TESTS)
 
 test-postgres: install install-postgres
