@@ -11,7 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 from django.utils.translation import gettext_lazy as _
 
-from mnote.env import env_bool, env_int, env_list, env_path, env_str
+from mnote.env import env_bool, env_int, env_list, env_path, env_str, postgres_options
 from mnote.lightrag.config import ImproperlyConfiguredLightRAG, load_config
 from mnote.private_files import make_private_dir, make_private_file, write_private_file
 
@@ -97,6 +97,8 @@ if _database_url:
         DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
     except ValueError as e:
         raise ImproperlyConfigured(f"DATABASE_URL is not usable: {e}") from e
+    if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        DATABASES["default"].setdefault("OPTIONS", {}).update(postgres_options())
 else:
     # Created here, owner-only, rather than by SQLite with the umask's 0644.
     make_private_dir(DATA_DIR)
