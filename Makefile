@@ -11,9 +11,21 @@ LIGHTRAG_VENV := .venv-lightrag
 PY := $(VENV)/bin/python
 
 # The tests that touch the database run again on a real PostgreSQL (started
-# by the test session): the ledger, ingest, sync, visibility and the JSON API.
+# by the test session). SQLite only, for their cost (all pass on PostgreSQL):
+# test_api_fuzz (~3 min there), test_mcp (stdio subprocesses), the preview
+# render tests (test_preview_views, test_preview_limits), test_anchoring (3 of
+# 29 touch it), the live-LightRAG and browser tests; test_sync_concurrency and
+# test_workers_postgres run on PostgreSQL in the first pass already.
 POSTGRES_TESTS ?= tests/test_jobs.py tests/test_ingest.py tests/test_ingest_recovery.py tests/test_sync.py \
-	tests/test_visibility.py tests/test_api.py
+	tests/test_visibility.py tests/test_api.py tests/test_api_auth.py tests/test_authorization_matrix.py \
+	tests/test_ask_views.py tests/test_search_page.py tests/test_workspace_search.py tests/test_citation_mapper.py \
+	tests/test_doc_index.py tests/test_permalinks.py tests/test_home.py tests/test_dashboard.py \
+	tests/test_library_tree.py tests/test_library_commands.py tests/test_source_files.py tests/test_roots_form.py \
+	tests/test_root_admin.py tests/test_watcher.py tests/test_text_limit.py tests/test_malformed_input.py \
+	tests/test_ensure_admin.py tests/test_translation.py $(POSTGRES_ONLY_TESTS)
+# LightRAG itself on PostgreSQL storage: run in the PostgreSQL pass only (its
+# own LightRAG and model endpoint would cost the SQLite pass as much again).
+POSTGRES_ONLY_TESTS := tests/test_lightrag_postgres.py
 
 .PHONY: run run-scaled test test-postgres install install-lightrag install-browser install-postgres clean-data
 
@@ -31,7 +43,7 @@ run-scaled: install install-lightrag install-postgres
 	$(PY) manage.py run_stack --scaled
 
 test: install install-lightrag install-browser install-postgres
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_ARGS) $(POSTGRES_ONLY_TESTS:%=--ignore=%)
 	MNOTE_TEST_DATABASE=postgresql $(PY) -m pytest $(POSTGRES_TESTS)
 
 test-postgres: install install-postgres

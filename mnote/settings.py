@@ -11,7 +11,7 @@ from django.utils.csp import CSP
 from django.utils.translation import gettext_lazy as _
 
 from mnote.data_dir import BASE_DIR, data_dir, sqlite_path, stored_secret_key
-from mnote.env import env_bool, env_int, env_list, env_path, env_str
+from mnote.env import env_bool, env_int, env_list, env_path, env_str, postgres_options
 from mnote.lightrag.config import ImproperlyConfiguredLightRAG, load_config
 
 # Importing the settings writes nothing: manage.py and mnote.wsgi create the
@@ -85,6 +85,8 @@ if _database_url:
         DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
     except ValueError as e:
         raise ImproperlyConfigured(f"DATABASE_URL is not usable: {e}") from e
+    if DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        DATABASES["default"].setdefault("OPTIONS", {}).update(postgres_options())
 else:
     DATABASES = {
         "default": {

@@ -73,6 +73,8 @@ def pytest_configure(config):
     # under parallel requests).
     default = settings.DATABASES["default"]
     if os.environ.get("MNOTE_TEST_DATABASE") == "postgresql":
+        from mnote.env import postgres_options
+
         # The PostgreSQL run of `make test`: this session's database is a real
         # PostgreSQL of its own, started here (the fixture below shares it).
         global _session_postgres
@@ -80,7 +82,7 @@ def pytest_configure(config):
         # In place: Django has already filled in this dict's defaults (TEST, …).
         parsed = dj_database_url.parse(_session_postgres.url)
         default.update({key: parsed[key] for key in ("ENGINE", "NAME", "USER", "PASSWORD", "HOST", "PORT")})
-        default["OPTIONS"] = {}
+        default["OPTIONS"] = postgres_options()  # as settings.py gives a DATABASE_URL on PostgreSQL
         default.setdefault("TEST", {})["NAME"] = None
         # A connection object made from the SQLite settings (at set-up) is dropped, not reused.
         from django.db import connections

@@ -1,4 +1,4 @@
-"""A stand-in LightRAG over real HTTP, for tests (and benchmarks) whose
+"""A stand-in LightRAG over real HTTP, for tests whose
 MNote runs in other processes: workers started with ``manage.py run_worker``,
 web processes under gunicorn. It answers the routes they use with LightRAG
 1.5.7's recorded responses (tests/fixtures/lightrag/) and remembers what it
@@ -127,15 +127,3 @@ class LightRAGServer:
     def __exit__(self, *exc):
         self.stop()
 
-
-if __name__ == "__main__":
-    # A stand-in in a process of its own (bench/scale_bench.py): the load it
-    # serves does not compete with the load generator for one interpreter.
-    import argparse
-
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--port", type=int, required=True)
-    args = parser.parse_args()
-    server = LightRAGServer(port=args.port)
-    print(f"recorded LightRAG at {server.url}", flush=True)
-    server.httpd.serve_forever()

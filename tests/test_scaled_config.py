@@ -41,3 +41,36 @@ def test_several_web_processes_can_share_the_database_cache(tmp_path):
     assert shared.stdout.strip() == "django.core.cache.backends.db.DatabaseCache"
     wrong = settings_value("1", MNOTE_CACHE="redis", MNOTE_DATA_DIR=str(tmp_path))
     assert wrong.returncode != 0 and "MNOTE_CACHE='redis'" in wrong.stderr
+
+
+def test_postgresql_connections_prepare_what_they_run_again_unless_a_pooler_forbids_it(tmp_path):
+    options = "settings.DATABASES['default']['OPTIONS']"
+    url = "postgres://mnote@127.0.0.1:9623/mnote"
+    prepared = settings_value(options, DATABASE_URL=url, MNOTE_DATA_DIR=str(tmp_path))
+    assert prepared.stdout.strip() == "{'server_side_binding': True, 'prepare_threshold': 5}", prepared.stderr
+    pooled = settings_value(options, DATABASE_URL=url, MNOTE_DATABASE_PREPARED="false", MNOTE_DATA_DIR=str(tmp_path))
+    assert pooled.stdout.strip() == "{}", pooled.stderr
+
+
+PREPARED = """
+from mnote.api.models import ApiToken
+from django.db import connection
+for _ in range(6):
+    ApiToken.objects.filter(key_hash="x").select_related("user").first()
+with connection.cursor() as cursor:
+    cursor.execute("SELECT count(*) FROM pg_prepared_statements")
+    print(cursor.fetchone()[0])
+"""
+
+
+def test_a_web_process_on_postgresql_plans_a_repeated_query_once(postgres_database, tmp_path):
+    """A search's token lookup, run again on one connection, is a prepared
+    statement: PostgreSQL parses and plans it once, not on every request."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()\n" + PREPARED],
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "mnote.settings", "DATABASE_URL": postgres_database,
+             "MNOTE_DATA_DIR": str(tmp_path)},
+        cwd=REPO, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.strip()) >= 1
