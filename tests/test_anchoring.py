@@ -298,3 +298,39 @@ def test_a_chunk_that_starts_inside_a_table_with_a_merged_cell_starts_at_its_own
              "浓硫酸 | 皮肤腐蚀 类别1A | 酸柜，下置防漏托盘，与碱分")
     quote = find_passage(text_map, chunk, whole=True).as_json()["textQuote"]["exact"]
     assert quote.startswith("丙酮") and quote.endswith("与碱分")
+
+
+@pytest.mark.django_db
+def test_the_cards_quote_is_the_anchored_words_once_the_preview_is_rendered(member_client, library_dir, lightrag_dirs):
+    import hashlib
+    import uuid
+
+    from mnote.citations.mapper import map_query_data
+    from tests.docx_factory import heading, make_docx, para
+
+    (library_dir / "q").mkdir()
+    steps = ["Close the inlet valve before the pump housing is opened for service.",
+             "Drain the housing into the grey tray and log the volume."]
+    path = make_docx(library_dir / "q" / "pump.docx", [heading("Pump service"), *(para(s, numbered=True) for s in steps),
+                                                       para(f"Version {uuid.uuid4()}")])
+    root = IndexedRoot.objects.create(name="Q", path="q")
+    source = Source.objects.create(root=root, relative_path="pump.docx", absolute_path=str(path), status="indexed",
+                                   sha256=hashlib.sha256(path.read_bytes()).hexdigest(), lightrag_name="mnote-0123456789abcdef-pump.docx",
+                                   lightrag_doc_id="doc-" + "b" * 32)
+    # LightRAG's text numbers the list its own way ("7.", "8."): the preview shows the file's "1.", "2.".
+    lightrag_text = f"7. {steps[0]}\n8. {steps[1]}"
+    data = {"status": "success", "data": {"entities": [], "relationships": [], "references": [{"reference_id": "1", "file_path": source.lightrag_name}],
+            "chunks": [{"reference_id": "1", "content": lightrag_text, "file_path": source.lightrag_name, "chunk_id": f"{source.lightrag_doc_id}-chunk-000"}]}}
+
+    def card():
+        [citation] = map_query_data(data, query="inlet valve", sources=Source.objects.all()).citations
+        return citation
+
+    before = card()
+    assert "anchor" not in before.locator and before.display_quote.startswith("7. Close the inlet valve")
+    member_client.get(f"/preview/{source.pk}/")
+    after = card()
+    anchored = after.locator["anchor"]["textQuote"]["exact"]
+    # The words the preview marks, in the file's own numbering, are the card's quote.
+    assert after.display_quote == anchored == after.locator["displayQuote"]
+    assert "7." not in after.display_quote and "Close the inlet valve" in after.display_quote and "grey tray" in after.display_quote
