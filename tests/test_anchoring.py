@@ -334,3 +334,20 @@ def test_the_cards_quote_is_the_anchored_words_once_the_preview_is_rendered(memb
     # The words the preview marks, in the file's own numbering, are the card's quote.
     assert after.display_quote == anchored == after.locator["displayQuote"]
     assert "7." not in after.display_quote and "Close the inlet valve" in after.display_quote and "grey tray" in after.display_quote
+
+
+def test_the_pages_own_refusal_uses_the_servers_threshold_and_seeds():
+    """locate.js refuses a passage without asking only where the server's
+    alignment could not find it: the same threshold and seed lengths."""
+    import json
+    import re
+    from pathlib import Path
+
+    from mnote.preview import anchoring
+
+    js = (Path(__file__).resolve().parent.parent / "static" / "js" / "locate.js").read_text()
+    assert float(re.search(r"const FOUND = ([0-9.]+);", js).group(1)) == anchoring.FOUND
+    seeds = json.loads(re.sub(r"(\w+):", r'"\1":', re.search(r"const SEEDS = (\{.*?\});", js).group(1)))
+    assert {k: tuple(v) for k, v in seeds.items()} == anchoring.SEEDS
+    assert [anchoring.seed_length(n, False) for n in (10, 16, 119, 120)] == [5, 8, 8, 12]
+    assert [anchoring.seed_length(n, True) for n in (7, 16, 60)] == [3, 4, 6]

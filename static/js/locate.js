@@ -256,6 +256,74 @@
     return null;
   }
 
+  // --- the page's own fast refusal: evidence the server cannot find ---------
+  // The server aligns close text by seeds of the passage's skeleton (k
+  // letters at every k/2: anchoring.py's _vote and seed_length) and calls it
+  // found only when seeds in one place cover FOUND of it. Every seed it uses
+  // is a k-gram of the page, so when the page's k-grams (at every offset)
+  // cover less than FOUND of the passage, the server would say "not found"
+  // too: say it here, without a request. It can only refuse, never mark.
+  const FOUND = 0.6; // text_map.FOUND
+  // anchoring.SEEDS: [short passage, long passage, length from which it is long, shortest].
+  const SEEDS = { cjk: [4, 6, 60, 3], other: [8, 12, 120, 5] };
+
+  function seedLength(n, cjk) {
+    const [short, long, fromN, shortest] = cjk ? SEEDS.cjk : SEEDS.other;
+    const k = n >= fromN ? long : short;
+    return n < 2 * k ? Math.max(shortest, Math.floor(n / 2)) : k;
+  }
+  // anchoring.py's _LABEL: a list label in front of an item, dropped for the bare skeleton.
+  const LABEL = /(?<=^|\s)(?:\(?(?:\p{Nd}{1,3}(?:\.\p{Nd}{1,3})*|[A-Za-z]|[ivxlcIVXLC]{1,6})[.)、]|\(\p{Nd}{1,3}\)|[•·▪◦‣○●■□◆◇➢✓*-])(?=\s)/gu;
+  const grams = new Map();
+
+  function isCjk(ch) {
+    return (ch >= "\u3040" && ch <= "\u9fff") || (ch >= "\uac00" && ch <= "\ud7af") || (ch >= "\uf900" && ch <= "\ufaff") || ch.codePointAt(0) >= 0x20000;
+  }
+
+  function gramsOf(which, k) {
+    const key = `${which}:${k}`;
+    let set = grams.get(key);
+    if (!set) {
+      const skel = indexPage()[which].skel;
+      set = new Set();
+      for (let i = 0; i + k <= skel.length; i++) set.add(skel.slice(i, i + k));
+      grams.set(key, set);
+    }
+    return set;
+  }
+
+  // Whether the page's k-grams could cover FOUND of a passage skeleton.
+  function mayBeIn(which, needle) {
+    const chars = Array.from(needle);
+    const head = chars.slice(0, 200);
+    if (chars.length < 16) return true; // a short passage is a seed or two: the server decides
+    const k = seedLength(chars.length, head.filter(isCjk).length > head.length / 3);
+    const set = gramsOf(which, k);
+    let covered = 0;
+    let reach = 0;
+    for (let o = 0; o + k <= chars.length; o++) {
+      if (!set.has(chars.slice(o, o + k).join(""))) continue;
+      covered += o + k - Math.max(o, reach);
+      reach = o + k;
+    }
+    return covered >= FOUND * chars.length;
+  }
+
+  function surelyAbsent(locator) {
+    if (locator.chunkId || !localIndexWorthIt) return false;
+    const evidence = locator.evidenceText || locator.displayQuote || "";
+    // Long evidence goes to the server as head and tail: its rules differ.
+    if (!evidence.trim() || encodeURIComponent(evidence).length > EVIDENCE_URL_CHARS) return false;
+    const cut = evidence.indexOf(" — ");
+    const windows = cut >= 0 ? [evidence, evidence.slice(cut + 3)] : [evidence];
+    for (const text of windows) {
+      const whole = skeletonOf(text);
+      const bare = skeletonOf(text.replace(LABEL, " ")) || whole;
+      if (mayBeIn(0, whole) || mayBeIn(1, bare)) return false;
+    }
+    return true;
+  }
+
   // A final "." of the quote belongs to it when the text has it there too.
   function takeTrail(end, trail) {
     const [node, at] = end;
@@ -263,8 +331,23 @@
   }
 
   async function textLocate(locator) {
-    const anchor =
-      locator.anchor && locator.anchor.version === doc.dataset.textVersion ? locator.anchor : localAnchor(locator) || (await fetchAnchor(locator));
+    // Timed as performance measures ("mnote:anchor", "mnote:draw") for the
+    // jump-accuracy bench: where a locate's time goes, in the page.
+    performance.clearMeasures("mnote:anchor");
+    performance.clearMeasures("mnote:draw");
+    const t0 = performance.now();
+    let via = "given";
+    let anchor = locator.anchor && locator.anchor.version === doc.dataset.textVersion ? locator.anchor : null;
+    if (!anchor) {
+      via = "page";
+      anchor = localAnchor(locator);
+    }
+    if (!anchor && !surelyAbsent(locator)) {
+      via = "server";
+      anchor = await fetchAnchor(locator);
+    }
+    const t1 = performance.now();
+    performance.measure("mnote:anchor", { start: t0, end: t1, detail: via });
     if (!anchor) return notFound();
     // Unmark first: unmarking merges text nodes, which would detach the range's ends.
     clearHighlight();
@@ -281,6 +364,7 @@
     highlight(marks);
     showNote(false);
     markContext(text);
+    performance.measure("mnote:draw", { start: t1, end: performance.now() });
     const first = doc.querySelector(`[data-block-index="${anchor.start.block}"]`);
     return {
       status: anchor.status,
