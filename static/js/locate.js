@@ -233,25 +233,23 @@
     if (localIndexWorthIt === null) localIndexWorthIt = doc.querySelectorAll("[data-block-index]").length <= LOCAL_INDEX_MAX_BLOCKS;
     if (!localIndexWorthIt) return null;
     const evidence = locator.evidenceText || locator.displayQuote;
-    const cut = evidence.indexOf(" — ");
-    // "<heading> — <window>": the window alone when the two are apart in the text.
-    const windows = cut > 0 && cut <= 200 ? [evidence, evidence.slice(cut + 3)] : [evidence];
-    // The whole evidence (heading and window) first, with or without labels; then the window.
-    for (const text of windows) {
-      for (const index of indexPage()) {
-        const needle = skeletonOf(text);
-        if (needle.length < 8) return null;
-        const first = index.skel.indexOf(needle);
-        if (first < 0) continue;
-        if (index.skel.indexOf(needle, first + 1) >= 0) return null; // more than one place: the server chooses
-        const last = first + needle.length - 1;
-        return {
-          status: "exact", score: 1, local: true,
-          start: { block: index.block[first], offset: index.offset[first] },
-          end: { block: index.block[last], offset: index.offset[last] + 1 },
-          trail: (text.match(/[^\p{L}\p{N}\s]{1,3}$/u) || [""])[0],
-        };
-      }
+    // The whole evidence ("<heading> — <window>" too), with or without labels.
+    // A window found without its heading is the server's: it takes the
+    // heading in when it stands just before (a label, a placeholder between),
+    // where the page alone would mark the window without the cited heading.
+    const needle = skeletonOf(evidence);
+    if (needle.length < 8) return null;
+    for (const index of indexPage()) {
+      const first = index.skel.indexOf(needle);
+      if (first < 0) continue;
+      if (index.skel.indexOf(needle, first + 1) >= 0) return null; // more than one place: the server chooses
+      const last = first + needle.length - 1;
+      return {
+        status: "exact", score: 1, local: true,
+        start: { block: index.block[first], offset: index.offset[first] },
+        end: { block: index.block[last], offset: index.offset[last] + 1 },
+        trail: (evidence.match(/[^\p{L}\p{N}\s]{1,3}$/u) || [""])[0],
+      };
     }
     return null;
   }
