@@ -298,3 +298,56 @@ def test_a_chunk_that_starts_inside_a_table_with_a_merged_cell_starts_at_its_own
              "浓硫酸 | 皮肤腐蚀 类别1A | 酸柜，下置防漏托盘，与碱分")
     quote = find_passage(text_map, chunk, whole=True).as_json()["textQuote"]["exact"]
     assert quote.startswith("丙酮") and quote.endswith("与碱分")
+
+
+@pytest.mark.django_db
+def test_the_cards_quote_is_the_anchored_words_once_the_preview_is_rendered(member_client, library_dir, lightrag_dirs):
+    import hashlib
+    import uuid
+
+    from mnote.citations.mapper import map_query_data
+    from tests.docx_factory import heading, make_docx, para
+
+    (library_dir / "q").mkdir()
+    steps = ["Close the inlet valve before the pump housing is opened for service.",
+             "Drain the housing into the grey tray and log the volume."]
+    path = make_docx(library_dir / "q" / "pump.docx", [heading("Pump service"), *(para(s, numbered=True) for s in steps),
+                                                       para(f"Version {uuid.uuid4()}")])
+    root = IndexedRoot.objects.create(name="Q", path="q")
+    source = Source.objects.create(root=root, relative_path="pump.docx", absolute_path=str(path), status="indexed",
+                                   sha256=hashlib.sha256(path.read_bytes()).hexdigest(), lightrag_name="mnote-0123456789abcdef-pump.docx",
+                                   lightrag_doc_id="doc-" + "b" * 32)
+    # LightRAG's text numbers the list its own way ("7.", "8."): the preview shows the file's "1.", "2.".
+    lightrag_text = f"7. {steps[0]}\n8. {steps[1]}"
+    data = {"status": "success", "data": {"entities": [], "relationships": [], "references": [{"reference_id": "1", "file_path": source.lightrag_name}],
+            "chunks": [{"reference_id": "1", "content": lightrag_text, "file_path": source.lightrag_name, "chunk_id": f"{source.lightrag_doc_id}-chunk-000"}]}}
+
+    def card():
+        [citation] = map_query_data(data, query="inlet valve", sources=Source.objects.all()).citations
+        return citation
+
+    before = card()
+    assert "anchor" not in before.locator and before.display_quote.startswith("7. Close the inlet valve")
+    member_client.get(f"/preview/{source.pk}/")
+    after = card()
+    anchored = after.locator["anchor"]["textQuote"]["exact"]
+    # The words the preview marks, in the file's own numbering, are the card's quote.
+    assert after.display_quote == anchored == after.locator["displayQuote"]
+    assert "7." not in after.display_quote and "Close the inlet valve" in after.display_quote and "grey tray" in after.display_quote
+
+
+def test_the_pages_own_refusal_uses_the_servers_threshold_and_seeds():
+    """locate.js refuses a passage without asking only where the server's
+    alignment could not find it: the same threshold and seed lengths."""
+    import json
+    import re
+    from pathlib import Path
+
+    from mnote.preview import anchoring
+
+    js = (Path(__file__).resolve().parent.parent / "static" / "js" / "locate.js").read_text()
+    assert float(re.search(r"const FOUND = ([0-9.]+);", js).group(1)) == anchoring.FOUND
+    seeds = json.loads(re.sub(r"(\w+):", r'"\1":', re.search(r"const SEEDS = (\{.*?\});", js).group(1)))
+    assert {k: tuple(v) for k, v in seeds.items()} == anchoring.SEEDS
+    assert [anchoring.seed_length(n, False) for n in (10, 16, 119, 120)] == [5, 8, 8, 12]
+    assert [anchoring.seed_length(n, True) for n in (7, 16, 60)] == [3, 4, 6]

@@ -146,6 +146,9 @@ def test_a_second_citation_moves_the_marks_and_only_close_text_asks_the_server(l
     result = page.evaluate("l => window.mnoteLocate(l)", evidence(close))
     assert result["status"] == "fuzzy" and len(requests) == 1
     assert "".join(page.locator("mark.mnote-hit").all_inner_texts()).startswith("1. Close the dome shutter")
+    # Evidence whose words the page does not hold (a few of them are): refused in the page, no request.
+    result = page.evaluate("l => window.mnoteLocate(l)", evidence("The contractor shall replace every gasket of the nitrogen purge line each winter."))
+    assert result["status"] == "not_found" and len(requests) == 1 and page.locator("mark.mnote-hit").count() == 0
 
 
 def test_pdf_text_match_boxes_sit_on_the_text_of_every_page_the_passage_covers(logged_in_page, live_server, library_dir):

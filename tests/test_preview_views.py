@@ -1,6 +1,8 @@
 """The preview view for each kind of file: one page, its renderer from the
 table of kinds, pictures through one asset URL, clear messages."""
 
+import re
+
 import pytest
 
 from mnote.library.models import IndexedRoot, Source
@@ -199,7 +201,10 @@ def test_the_anchor_and_find_urls_refuse_a_request_without_evidence_with_a_messa
 
 def test_the_anchor_url_finds_a_passage_of_the_rendered_preview(shelf, member_client):
     review = shelf("review.pptx", files.make_pptx)
-    found = member_client.get(f"/preview/{review.pk}/anchor", {"evidence": "Mirror maintenance"}).json()
+    response = member_client.get(f"/preview/{review.pk}/anchor", {"evidence": "Mirror maintenance"})
+    found = response.json()
     assert found["anchor"]["status"] == "exact" and found["version"]
+    # Its own wall and CPU time, for the browser's resource timing (the accuracy bench reads them).
+    assert re.fullmatch(r"anchor;dur=[0-9.]+, cpu;dur=[0-9.]+", response["Server-Timing"])
     absent = member_client.get(f"/preview/{review.pk}/anchor", {"evidence": "a sentence no slide holds at all"}).json()
     assert absent["anchor"] is None

@@ -307,6 +307,11 @@ def _cite(
     if not chunk_id:
         del locator["chunkId"]
     _add_anchor(locator, source)
+    anchored = str(((locator.get("anchor") or {}).get("textQuote") or {}).get("exact") or "")
+    if anchored.strip():
+        # The card quotes the words the preview marks, not LightRAG's text of them.
+        short_display = anchored if len(anchored) <= DISPLAY_QUOTE_LIMIT else evidence_window(anchored, query, width=DISPLAY_QUOTE_LIMIT)
+        short_display = locator["displayQuote"] = ensure_query_terms(short_display, raw, query)
     prefix = "IMG-" if kind_of(source.file_name).image else ""
     # Stable per source version and place (not per search rank): the same passage
     # keeps its id across searches; a collision in one result re-salts it.

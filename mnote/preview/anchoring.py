@@ -99,17 +99,27 @@ def _pick(text_map: TextMap, space: _Space, places: list[int], length: int, head
     return max(places, key=lambda place: (rank(place), -place))
 
 
+# Seed lengths of ``_vote``: (short passage, long passage, length from which
+# it is long, shortest). locate.js uses the same to refuse a passage in the
+# page, without asking, when the page's grams cover less than FOUND of it.
+SEEDS = {"cjk": (4, 6, 60, 3), "other": (8, 12, 120, 5)}
+
+
+def seed_length(n: int, cjk: bool) -> int:
+    short, long, from_n, shortest = SEEDS["cjk" if cjk else "other"]
+    k = long if n >= from_n else short
+    # Shorter seeds for a short passage: a list label every few words must
+    # not break all of them.
+    return max(shortest, n // 2) if n < 2 * k else k
+
+
 def _vote(S: str, E: str, lo: int, hi: int) -> tuple[float, int, int] | None:
     """Seed-and-vote alignment of ``E`` in ``S[lo:hi]``: seeds of ``E`` found
     in ``S`` vote for the diagonal (place − offset) they imply; the diagonal
     whose seeds cover most of ``E`` wins. Returns (coverage, start, end) in S."""
     n = len(E)
     cjk = sum(1 for c in E[:200] if _is_cjk(c)) > len(E[:200]) / 3
-    # Shorter seeds for a short passage: a list label every few words must
-    # not break all of them.
-    k = (6 if n >= 60 else 4) if cjk else (12 if n >= 120 else 8)
-    if n < 2 * k:
-        k = max(3 if cjk else 5, n // 2)
+    k = seed_length(n, cjk)
     step = max(1, k // 2)
     votes: list[tuple[int, int, int]] = []  # (diagonal, offset in E, place in S)
     offsets = list(range(0, max(1, n - k + 1), step))

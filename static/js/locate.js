@@ -233,27 +233,93 @@
     if (localIndexWorthIt === null) localIndexWorthIt = doc.querySelectorAll("[data-block-index]").length <= LOCAL_INDEX_MAX_BLOCKS;
     if (!localIndexWorthIt) return null;
     const evidence = locator.evidenceText || locator.displayQuote;
-    const cut = evidence.indexOf(" — ");
-    // "<heading> — <window>": the window alone when the two are apart in the text.
-    const windows = cut > 0 && cut <= 200 ? [evidence, evidence.slice(cut + 3)] : [evidence];
-    // The whole evidence (heading and window) first, with or without labels; then the window.
-    for (const text of windows) {
-      for (const index of indexPage()) {
-        const needle = skeletonOf(text);
-        if (needle.length < 8) return null;
-        const first = index.skel.indexOf(needle);
-        if (first < 0) continue;
-        if (index.skel.indexOf(needle, first + 1) >= 0) return null; // more than one place: the server chooses
-        const last = first + needle.length - 1;
-        return {
-          status: "exact", score: 1, local: true,
-          start: { block: index.block[first], offset: index.offset[first] },
-          end: { block: index.block[last], offset: index.offset[last] + 1 },
-          trail: (text.match(/[^\p{L}\p{N}\s]{1,3}$/u) || [""])[0],
-        };
-      }
+    // The whole evidence ("<heading> — <window>" too), with or without labels.
+    // A window found without its heading is the server's: it takes the
+    // heading in when it stands just before (a label, a placeholder between),
+    // where the page alone would mark the window without the cited heading.
+    const needle = skeletonOf(evidence);
+    if (needle.length < 8) return null;
+    for (const index of indexPage()) {
+      const first = index.skel.indexOf(needle);
+      if (first < 0) continue;
+      if (index.skel.indexOf(needle, first + 1) >= 0) return null; // more than one place: the server chooses
+      const last = first + needle.length - 1;
+      return {
+        status: "exact", score: 1, local: true,
+        start: { block: index.block[first], offset: index.offset[first] },
+        end: { block: index.block[last], offset: index.offset[last] + 1 },
+        trail: (evidence.match(/[^\p{L}\p{N}\s]{1,3}$/u) || [""])[0],
+      };
     }
     return null;
+  }
+
+  // --- the page's own fast refusal: evidence the server cannot find ---------
+  // The server aligns close text by seeds of the passage's skeleton (k
+  // letters at every k/2: anchoring.py's _vote and seed_length) and calls it
+  // found only when seeds in one place cover FOUND of it. Every seed it uses
+  // is a k-gram of the page, so when the page's k-grams (at every offset)
+  // cover less than FOUND of the passage, the server would say "not found"
+  // too: say it here, without a request. It can only refuse, never mark.
+  const FOUND = 0.6; // text_map.FOUND
+  // anchoring.SEEDS: [short passage, long passage, length from which it is long, shortest].
+  const SEEDS = { cjk: [4, 6, 60, 3], other: [8, 12, 120, 5] };
+
+  function seedLength(n, cjk) {
+    const [short, long, fromN, shortest] = cjk ? SEEDS.cjk : SEEDS.other;
+    const k = n >= fromN ? long : short;
+    return n < 2 * k ? Math.max(shortest, Math.floor(n / 2)) : k;
+  }
+  // anchoring.py's _LABEL: a list label in front of an item, dropped for the bare skeleton.
+  const LABEL = /(?<=^|\s)(?:\(?(?:\p{Nd}{1,3}(?:\.\p{Nd}{1,3})*|[A-Za-z]|[ivxlcIVXLC]{1,6})[.)、]|\(\p{Nd}{1,3}\)|[•·▪◦‣○●■□◆◇➢✓*-])(?=\s)/gu;
+  const grams = new Map();
+
+  function isCjk(ch) {
+    return (ch >= "\u3040" && ch <= "\u9fff") || (ch >= "\uac00" && ch <= "\ud7af") || (ch >= "\uf900" && ch <= "\ufaff") || ch.codePointAt(0) >= 0x20000;
+  }
+
+  function gramsOf(which, k) {
+    const key = `${which}:${k}`;
+    let set = grams.get(key);
+    if (!set) {
+      const skel = indexPage()[which].skel;
+      set = new Set();
+      for (let i = 0; i + k <= skel.length; i++) set.add(skel.slice(i, i + k));
+      grams.set(key, set);
+    }
+    return set;
+  }
+
+  // Whether the page's k-grams could cover FOUND of a passage skeleton.
+  function mayBeIn(which, needle) {
+    const chars = Array.from(needle);
+    const head = chars.slice(0, 200);
+    if (chars.length < 16) return true; // a short passage is a seed or two: the server decides
+    const k = seedLength(chars.length, head.filter(isCjk).length > head.length / 3);
+    const set = gramsOf(which, k);
+    let covered = 0;
+    let reach = 0;
+    for (let o = 0; o + k <= chars.length; o++) {
+      if (!set.has(chars.slice(o, o + k).join(""))) continue;
+      covered += o + k - Math.max(o, reach);
+      reach = o + k;
+    }
+    return covered >= FOUND * chars.length;
+  }
+
+  function surelyAbsent(locator) {
+    if (locator.chunkId || !localIndexWorthIt) return false;
+    const evidence = locator.evidenceText || locator.displayQuote || "";
+    // Long evidence goes to the server as head and tail: its rules differ.
+    if (!evidence.trim() || encodeURIComponent(evidence).length > EVIDENCE_URL_CHARS) return false;
+    const cut = evidence.indexOf(" — ");
+    const windows = cut >= 0 ? [evidence, evidence.slice(cut + 3)] : [evidence];
+    for (const text of windows) {
+      const whole = skeletonOf(text);
+      const bare = skeletonOf(text.replace(LABEL, " ")) || whole;
+      if (mayBeIn(0, whole) || mayBeIn(1, bare)) return false;
+    }
+    return true;
   }
 
   // A final "." of the quote belongs to it when the text has it there too.
@@ -262,9 +328,34 @@
     return node.data.startsWith(trail, at) ? [node, at + trail.length] : end;
   }
 
+  // Timed as performance measures ("mnote:anchor", "mnote:draw") for the
+  // jump-accuracy bench: where a locate's time goes, in the page. A browser
+  // without User Timing level 3 only loses the measure, never the locate.
+  function measure(name, start, end, detail) {
+    try {
+      performance.measure(name, { start, end, detail });
+    } catch (error) {
+      // no measure
+    }
+  }
+
   async function textLocate(locator) {
-    const anchor =
-      locator.anchor && locator.anchor.version === doc.dataset.textVersion ? locator.anchor : localAnchor(locator) || (await fetchAnchor(locator));
+    // Only this locate's measures are kept.
+    performance.clearMeasures("mnote:anchor");
+    performance.clearMeasures("mnote:draw");
+    const t0 = performance.now();
+    let via = "given";
+    let anchor = locator.anchor && locator.anchor.version === doc.dataset.textVersion ? locator.anchor : null;
+    if (!anchor) {
+      via = "page";
+      anchor = localAnchor(locator);
+    }
+    if (!anchor && !surelyAbsent(locator)) {
+      via = "server";
+      anchor = await fetchAnchor(locator);
+    }
+    const t1 = performance.now();
+    measure("mnote:anchor", t0, t1, via);
     if (!anchor) return notFound();
     // Unmark first: unmarking merges text nodes, which would detach the range's ends.
     clearHighlight();
@@ -281,6 +372,7 @@
     highlight(marks);
     showNote(false);
     markContext(text);
+    measure("mnote:draw", t1, performance.now());
     const first = doc.querySelector(`[data-block-index="${anchor.start.block}"]`);
     return {
       status: anchor.status,
