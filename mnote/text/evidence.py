@@ -3,7 +3,7 @@
 import hashlib
 import unicodedata
 
-from mnote.text.display import clean_display_text
+from mnote.text.display import _ALNUM_RUN, clean_display_text
 from mnote.text.terms import (
     _WORD_TOKEN,
     _fold,
@@ -81,7 +81,7 @@ def fingerprint(text: str) -> str:
     would lose a citation, which is worse than showing a near-duplicate.
     """
     folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text or "").casefold())
-    kept = "".join(ch for ch in folded if ch.isalnum())
+    kept = "".join(_ALNUM_RUN.findall(folded))  # the characters str.isalnum() accepts
     return hashlib.sha1(kept.encode(), usedforsecurity=False).hexdigest()
 
 
