@@ -646,3 +646,14 @@ def test_unreadable_and_fingerprint_count_letters_of_every_script():
     assert is_unreadable("___ --- ...")  # an underscore is not a letter
     assert fingerprint("mirror_2") == fingerprint("mirror 2") == fingerprint("MIRROR-2")
     assert fingerprint("主镜²") == fingerprint("主镜2")
+
+
+def test_the_lexical_score_gives_the_phrase_bonus_only_with_every_term():
+    from mnote.text import lexical_score
+
+    assert lexical_score("The primary mirror is cleaned", "primary mirror") == 1.0
+    assert lexical_score("primary, then the mirror", "primary mirror") == 0.9
+    assert lexical_score("主镜校准 每晚", "主镜校准") == 1.0
+    assert lexical_score("the primary_mirror", "primary mirror") == 1.0
+    assert lexical_score("primary mirrors", "primary mirror") == 1.0  # a term is a word's start
+    assert lexical_score("mirror only", "primary mirror") == 0.45

@@ -174,6 +174,10 @@ def _blocks_by_text(chunk_text: str, sidecar: Sidecar) -> tuple[list[Block], str
     return [b for score, b in scored if score >= FUZZY_BLOCK_THRESHOLD], "text_fuzzy"
 
 
+def _inside_either(a: str, b: str) -> bool:
+    return bool(a and b) and (a in b if len(a) <= len(b) else b in a)
+
+
 def _match_block(
     chunk_text: str, sidecar: Sidecar, candidate_ids: tuple[str, ...], query: str, cleaned: _Cleaned | None = None
 ) -> tuple[Block | None, str]:
@@ -199,6 +203,11 @@ def _match_block(
     if len(tied) == 1:
         return tied[0], how + "+query_window"
     window = evidence_window(cleaned[chunk_text], query)
+    # partial_ratio is 100 exactly when the shorter text lies inside the
+    # other: a substring test finds those blocks without the fuzzy scores.
+    whole = [b for b in tied if _inside_either(window, cleaned[b.content])]
+    if whole:
+        return min(whole, key=lambda b: b.index), how + "+query_window"
 
     def holds_query(block: Block) -> tuple:
         return (fuzz.partial_ratio(window, cleaned[block.content]), -block.index)

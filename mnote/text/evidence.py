@@ -99,7 +99,9 @@ def lexical_score(text: str, query: str) -> float:
     folded = _fold(text)[0]
     found = sum(1 for term in terms if _find(folded, term))
     phrase = _phrase(query)
-    has_phrase = bool(phrase) and bool(_find(_phrase(text), phrase))
+    # Every term is a piece of the phrase's words: a text missing one cannot
+    # hold the phrase, and tokenising all of it (the costly part) is skipped.
+    has_phrase = found == len(terms) and bool(phrase) and bool(_find(_phrase(text), phrase))
     return round(min(1.0, 0.9 * found / len(terms) + (0.1 if has_phrase else 0.0)), 4)
 
 

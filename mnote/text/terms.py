@@ -38,8 +38,27 @@ _STOPWORDS = frozenset(
 )
 
 
+class _PerCharacter(dict):
+    """A function of one character, worked out once per character seen (a
+    table as small as the alphabets read): the loops over every character
+    of a chunk then cost a dict lookup each, not a regex or a normalisation."""
+
+    def __init__(self, function):
+        super().__init__()
+        self.function = function
+
+    def __missing__(self, ch: str):
+        value = self[ch] = self.function(ch)
+        return value
+
+
+_CJK = _PerCharacter(lambda ch: bool(_CJK_RUN.fullmatch(ch)))
+# One character's fold: NFKC, then casefold (may be several characters).
+_CHAR_FOLD = _PerCharacter(lambda ch: unicodedata.normalize("NFKC", ch).casefold())
+
+
 def _is_cjk(ch: str) -> bool:
-    return bool(_CJK_RUN.fullmatch(ch))
+    return _CJK[ch]
 
 
 def _is_latin_word_char(ch: str) -> bool:
@@ -61,13 +80,11 @@ def _fold(text: str) -> tuple[str, tuple[int, ...]]:
         whole = text.casefold()
         if len(whole) == len(text):
             return whole, tuple(range(len(text)))
-    folded: list[str] = []
-    origin: list[int] = []
-    for i, ch in enumerate(text):
-        for f in unicodedata.normalize("NFKC", ch).casefold():
-            folded.append(f)
-            origin.append(i)
-    return "".join(folded), tuple(origin)
+    parts = list(map(_CHAR_FOLD.__getitem__, text))
+    folded = "".join(parts)
+    if len(folded) == len(text) and all(map(len, parts)):
+        return folded, tuple(range(len(text)))
+    return folded, tuple(i for i, part in enumerate(parts) for _ in part)
 
 
 @lru_cache(maxsize=256)
