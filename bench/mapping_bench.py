@@ -33,8 +33,12 @@ one mix query, then one cold, one warm, one index-built and one warm
 mapping with its rows. The text-matching cases take seconds and run 3 times each after the
 stack is stopped.
 
-Prints a table and the ratios mapping ÷ query_data (medians; best in
-parentheses), writes bench/results/mapping_bench.json. ``--breakdown`` adds
+Prints a table (with each mapping case's CPU time, which other processes'
+load does not stretch as it does wall time) and the ratios mapping ÷
+query_data (medians; best in parentheses), writes
+bench/results/mapping_bench.json. A cold case forgets everything a new
+process would not have: the document indexes in memory and the text
+helpers' memos. ``--breakdown`` adds
 the exclusive time of each piece of the mapper (a wrapper timer, no
 profiler); ``--profile`` adds cProfile listings. The stack is always stopped
 and the temporary dir removed.
@@ -935,7 +939,8 @@ def main(argv=None) -> int:
             if key in rows_out:
                 r = rows_out[key]
                 cpu_ms = f"{r['cpu_median_s'] * 1e3:>8.1f}" if "cpu_median_s" in r else f"{'':>8}"
-                print(f"{label:<52} {len(r['runs_s']):>4} {r['best_s'] * 1e3:>9.1f} {r['median_s'] * 1e3:>10.1f} {cpu_ms}")
+                print(f"{label:<52} {len(r['runs_s']):>4} {r['best_s'] * 1e3:>9.1f} "
+                      f"{r['median_s'] * 1e3:>10.1f} {cpu_ms}")
         if ratios:
             print()
             print("ratios mapping / query_data (median; best in parentheses):")

@@ -37,7 +37,9 @@ against bare ``/query/data``. p50, p90, p99, throughput and errors (non-200,
 exceptions, and for the app a 200 page that shows a LightRAG error message).
 
 Where the app's time goes: a Django test-client run in a subprocess against
-the same DB and LightRAG, with the view's pieces timed (httpx client
+the same DB and LightRAG, with the app's own CPU time per request (this
+thread: LightRAG works in its own process; not stretched by other load as
+wall time is) and the view's pieces timed (httpx client
 construction, /health, /query/data, mapper, "not in LightRAG" lookup, card
 marking, template render, SQL) and, when the app's median exceeds 2x the bare
 median or with --profile, a cProfile of a round of requests.

@@ -77,7 +77,7 @@ def test_a_new_process_decodes_only_the_blocks_a_search_cites(gamma, lightrag_di
     """Issue 17: a cold search read every block of a big document; the index
     on disk keeps each block apart, decoded when the mapper first uses it."""
     path = sidecar_module.sidecar_path(lightrag_dirs[0], "gamma.docx")
-    more = [{"type": "content", "blockid": f"extra-{i}", "content": f"Appendix line {i}", "heading": "Appendix"} for i in range(5)]
+    more = [{"type": "content", "blockid": f"extra-{i}", "content": f"Appendix {i}", "heading": "Appendix"} for i in range(5)]
     with path.open("a") as f:  # blocks no chunk of the result comes from
         f.write("".join(json.dumps(row) + "\n" for row in more))
     doc_index(gamma)  # written to disk

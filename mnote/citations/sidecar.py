@@ -366,7 +366,9 @@ def _write_index(path: Path, validity: tuple, index: DocIndex) -> None:
     rows: list[bytes] = []
     header_sidecar = None
     if sidecar is not None:
-        rows = [marshal.dumps((b.block_id, b.content, b.heading, b.parent_headings, b.positions)) for b in sidecar.blocks]
+        rows = [
+            marshal.dumps((b.block_id, b.content, b.heading, b.parent_headings, b.positions)) for b in sidecar.blocks
+        ]
         ends, end = [], 0
         for row in rows:
             end += len(row)
