@@ -131,8 +131,20 @@ def _find(folded: str, term: str) -> list[tuple[int, int]]:
     return spans
 
 
+def _occurs(folded: str, term: str) -> bool:
+    """Whether ``_find`` finds anything, stopping at the first match (a CJK
+    bigram can match hundreds of times in a long chunk)."""
+    latin = not _is_cjk(term[0])
+    start = folded.find(term)
+    while start != -1:
+        if not (latin and start > 0 and _is_latin_word_char(folded[start - 1])):
+            return True
+        start = folded.find(term, start + 1)
+    return False
+
+
 def _contains(text: str, term: str) -> bool:
-    return bool(_find(_fold(text)[0], term))
+    return _occurs(_fold(text)[0], term)
 
 
 def _matching_terms(folded: str, query: str) -> list[str]:
@@ -140,7 +152,7 @@ def _matching_terms(folded: str, query: str) -> list[str]:
     else its bigrams, so a partial CJK match still counts for something."""
     terms: list[str] = []
     for term in _primary_terms(query):
-        if _is_cjk(term[0]) and len(term) > 2 and not _find(folded, term):
+        if _is_cjk(term[0]) and len(term) > 2 and not _occurs(folded, term):
             terms.extend(_bigrams(term))
         else:
             terms.append(term)
