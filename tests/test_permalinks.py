@@ -42,7 +42,7 @@ def card_link(client) -> str:
 
 
 def test_a_search_writes_no_rows(member_client, lightrag_answers, gamma):
-    card_link(member_client)  # the session's first write (recent questions) is not the search's
+    card_link(member_client)  # warm-up: the first search of a process reads LightRAG's health
     with CaptureQueriesContext(connection) as page_queries:
         page = member_client.get("/search/", {"q": QUERY, "mode": "library"}, HTTP_HX_REQUEST="true")
     with CaptureQueriesContext(connection) as api_queries:
