@@ -33,8 +33,12 @@ one mix query, then one cold, one warm, one index-built and one warm
 mapping with its rows. The text-matching cases take seconds and run 3 times each after the
 stack is stopped.
 
-Prints a table and the ratios mapping ÷ query_data (medians; best in
-parentheses), writes bench/results/mapping_bench.json. ``--breakdown`` adds
+Prints a table (with each mapping case's CPU time, which other processes'
+load does not stretch as it does wall time) and the ratios mapping ÷
+query_data (medians; best in parentheses), writes
+bench/results/mapping_bench.json. A cold case forgets everything a new
+process would not have: the document indexes in memory and the text
+helpers' memos. ``--breakdown`` adds
 the exclusive time of each piece of the mapper (a wrapper timer, no
 profiler); ``--profile`` adds cProfile listings. The stack is always stopped
 and the temporary dir removed.
@@ -646,6 +650,8 @@ def main(argv=None) -> int:
         from mnote.citations.mapper import map_query_data
         from mnote.citations.models import Citation
         from mnote.library.models import IndexedRoot, Source
+        from mnote.text import display as display_module
+        from mnote.text import terms as terms_module
 
         urlconf_note = ensure_urlconf()
 
@@ -712,6 +718,10 @@ def main(argv=None) -> int:
             sidecar_module._read_sidecar.cache_clear()
             sidecar_module._read_chunk_store.cache_clear()
             sidecar_module.forget_doc_indexes()
+            for module in (display_module, terms_module):  # the text helpers' memos too
+                for value in vars(module).values():
+                    if callable(getattr(value, "cache_clear", None)):
+                        value.cache_clear()
 
         def clear_all():
             """A document version's first search: no index anywhere yet (it is built and written)."""
@@ -760,18 +770,24 @@ def main(argv=None) -> int:
             rows_out[f"map_{tag}_first_call"] = stats([elapsed])
             return elapsed
 
-        def timed(fn) -> float:
-            t0 = time.perf_counter()
+        # This thread's CPU time per call beside the wall time: the machine is
+        # shared, and CPU time is what other processes' load does not stretch.
+        cpu: dict[str, list[float]] = {}
+
+        def timed(fn, key: str | None = None) -> float:
+            t0, c0 = time.perf_counter(), time.thread_time()
             fn()
+            if key:
+                cpu.setdefault(key, []).append(time.thread_time() - c0)
             return time.perf_counter() - t0
 
-        def cold_call(persist: bool = False) -> float:
+        def cold_call(key: str | None = None) -> float:
             clear_caches()
-            return timed(lambda: run_map(persist))
+            return timed(run_map, key)
 
-        def built_call() -> float:
+        def built_call(key: str | None = None) -> float:
             clear_all()
-            return timed(run_map)
+            return timed(run_map, key)
 
         rows_out: dict[str, dict] = {}
         checks: dict[str, dict] = {}
@@ -798,11 +814,11 @@ def main(argv=None) -> int:
         run_map()  # untimed: imports, URL resolver, SQLite statement cache
 
         def map_round():
-            times["map_with_store_cold"].append(cold_call())
-            times["map_with_store_warm"].append(timed(run_map))
-            times["map_with_store_built"].append(built_call())
+            times["map_with_store_cold"].append(cold_call("map_with_store_cold"))
+            times["map_with_store_warm"].append(timed(run_map, "map_with_store_warm"))
+            times["map_with_store_built"].append(built_call("map_with_store_built"))
             run_map()  # the index is on disk again for the next cold call
-            times["map_with_store_warm_persist"].append(timed(lambda: run_map(True)))
+            times["map_with_store_warm_persist"].append(timed(lambda: run_map(True), "map_with_store_warm_persist"))
 
         if args.no_stack:
             for _ in range(repeat):
@@ -854,9 +870,9 @@ def main(argv=None) -> int:
         use_store(False)
         first = first_call("no_store")
         case_repeat = repeat if first < SLOW_CALL_S else min(repeat, 3)
-        rows_out["map_no_store_cold"] = stats([cold_call() for _ in range(case_repeat)])
-        rows_out["map_no_store_warm"] = stats([timed(run_map) for _ in range(case_repeat)])
-        rows_out["map_no_store_built"] = stats([built_call() for _ in range(case_repeat)])
+        rows_out["map_no_store_cold"] = stats([cold_call("map_no_store_cold") for _ in range(case_repeat)])
+        rows_out["map_no_store_warm"] = stats([timed(run_map, "map_no_store_warm") for _ in range(case_repeat)])
+        rows_out["map_no_store_built"] = stats([built_call("map_no_store_built") for _ in range(case_repeat)])
         run_map()
         if args.profile:
             clear_caches()
@@ -875,8 +891,11 @@ def main(argv=None) -> int:
             values = []
             for _ in range(repeat):
                 clear_caches()
-                values.append(timed(fn))
+                values.append(timed(fn, name))
             rows_out[name] = stats(values)
+        for key, values in cpu.items():
+            if key in rows_out:
+                rows_out[key]["cpu_median_s"] = statistics.median(values)
         connections.close_all()
 
         baselines = () if args.no_stack else ("query_data_naive", "query_data_mix")
@@ -915,11 +934,13 @@ def main(argv=None) -> int:
                 f"baseline: {ingested['documents']} demo docs, {ingested['chunks']} chunks; chunks returned "
                 f"naive {returned['naive']}, mix {returned['mix']}"
             )
-        print(f"{'measurement':<52} {'runs':>4} {'best ms':>9} {'median ms':>10}")
+        print(f"{'measurement':<52} {'runs':>4} {'best ms':>9} {'median ms':>10} {'CPU ms':>8}")
         for key, label in labels.items():
             if key in rows_out:
                 r = rows_out[key]
-                print(f"{label:<52} {len(r['runs_s']):>4} {r['best_s'] * 1e3:>9.1f} {r['median_s'] * 1e3:>10.1f}")
+                cpu_ms = f"{r['cpu_median_s'] * 1e3:>8.1f}" if "cpu_median_s" in r else f"{'':>8}"
+                print(f"{label:<52} {len(r['runs_s']):>4} {r['best_s'] * 1e3:>9.1f} "
+                      f"{r['median_s'] * 1e3:>10.1f} {cpu_ms}")
         if ratios:
             print()
             print("ratios mapping / query_data (median; best in parentheses):")

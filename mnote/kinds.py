@@ -14,6 +14,7 @@ project, so every stage (library, workspace, citations, preview) may use it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import PurePosixPath
 
 
@@ -83,6 +84,7 @@ WORKSPACE_TEXT_SUFFIXES = frozenset(s for s, k in _BY_SUFFIX.items() if k.worksp
 RESOURCE_KINDS = tuple(sorted(KINDS)) + (OTHER.name,)
 
 
+@lru_cache(maxsize=2048)  # asked several times per citation of every search; pathlib is slow
 def kind_of(name: str) -> Kind:
     """The kind of a file by its name's suffix (case-insensitive); OTHER if unknown."""
     return _BY_SUFFIX.get(PurePosixPath(name).suffix.lower(), OTHER)

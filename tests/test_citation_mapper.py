@@ -228,3 +228,20 @@ def test_it_never_puts_a_synthetic_heading_into_evidence_text():
 
     window = evidence_window("Text before any heading about mirrors.", "mirrors", heading_path=["Preface/Uncategorized"])
     assert window == "Text before any heading about mirrors."
+
+
+def test_the_substring_shortcut_agrees_with_the_fuzzy_score_it_replaces():
+    """Issue 17: a block that holds the query window whole (or lies whole in
+    it) is found by a substring test; that is exactly partial_ratio == 100."""
+    import random
+
+    from rapidfuzz import fuzz
+
+    from mnote.citations.mapper import _inside_either
+
+    rng = random.Random(17)
+    for _ in range(3000):
+        # The window is never empty when the shortcut is asked (an empty one goes the fuzzy way).
+        a = "".join(rng.choice("ab主镜 ") for _ in range(rng.randint(1, 8)))
+        b = "".join(rng.choice("ab主镜 ") for _ in range(rng.randint(0, 12)))
+        assert _inside_either(a, b) == (fuzz.partial_ratio(a, b) == 100), (a, b)

@@ -624,3 +624,36 @@ def test_a_markdown_table_reads_like_the_html_ones_without_its_separator_row():
     assert "---" not in display and clean_display_text(display) == display
     # A horizontal rule and a list are not tables.
     assert clean_display_text("a\n---\n- b\n- c") == "a --- - b - c"
+
+
+def test_plain_text_is_cleaned_like_text_with_markup_around_it():
+    """Text with nothing to clean but whitespace and bullets takes a short
+    path (issue 17); it must read the same as when markup sits beside it."""
+    from mnote.text import clean_display_text
+
+    plain = "  First\u3000step\n\n\t\uf0b7 主镜  校准\u00a0done \x0b "
+    assert clean_display_text(plain) == "First step • 主镜 校准 done"
+    # The same words with a tag in front go the long way and read the same.
+    assert clean_display_text("<b></b>" + plain) == clean_display_text(plain)
+    # Cleaning a cleaned quote again changes nothing.
+    assert clean_display_text(clean_display_text(plain)) == clean_display_text(plain)
+
+
+def test_unreadable_and_fingerprint_count_letters_of_every_script():
+    from mnote.text import is_unreadable
+
+    assert not is_unreadable("½ ² 主镜 Ⅻ")  # digits and letters beyond ASCII count
+    assert is_unreadable("___ --- ...")  # an underscore is not a letter
+    assert fingerprint("mirror_2") == fingerprint("mirror 2") == fingerprint("MIRROR-2")
+    assert fingerprint("主镜²") == fingerprint("主镜2")
+
+
+def test_the_lexical_score_gives_the_phrase_bonus_only_with_every_term():
+    from mnote.text import lexical_score
+
+    assert lexical_score("The primary mirror is cleaned", "primary mirror") == 1.0
+    assert lexical_score("primary, then the mirror", "primary mirror") == 0.9
+    assert lexical_score("主镜校准 每晚", "主镜校准") == 1.0
+    assert lexical_score("the primary_mirror", "primary mirror") == 1.0
+    assert lexical_score("primary mirrors", "primary mirror") == 1.0  # a term is a word's start
+    assert lexical_score("mirror only", "primary mirror") == 0.45

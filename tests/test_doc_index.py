@@ -70,3 +70,37 @@ def test_without_a_json_chunk_store_it_maps_by_text_and_the_panel_uses_blocks(ga
     # The store appears later (storage moved to JSON): the index is built again with it.
     shutil.copy(MAPPER_FIXTURES / "sdk_kv_store_text_chunks.json", storage / "kv_store_text_chunks.json")
     assert doc_index(gamma).chunk_ids and chunk_context(gamma, 0).unit == "lightrag_chunks"
+
+
+
+def test_a_new_process_decodes_only_the_blocks_a_search_cites(gamma, lightrag_dirs):
+    """Issue 17: a cold search read every block of a big document; the index
+    on disk keeps each block apart, decoded when the mapper first uses it."""
+    path = sidecar_module.sidecar_path(lightrag_dirs[0], "gamma.docx")
+    more = [{"type": "content", "blockid": f"extra-{i}", "content": f"Appendix {i}", "heading": "Appendix"} for i in range(5)]
+    with path.open("a") as f:  # blocks no chunk of the result comes from
+        f.write("".join(json.dumps(row) + "\n" for row in more))
+    doc_index(gamma)  # written to disk
+    forget_doc_indexes()
+    index = doc_index(gamma)
+    blocks = index.sidecar.blocks
+    assert sum(b is not None for b in blocks._decoded) == 0
+    _, body = recorded("query_data_naive.json")
+    [citation] = map_query_data(body, query=QUERY, sources=Source.objects.all()).citations
+    assert 1 <= sum(b is not None for b in blocks._decoded) < len(blocks)
+    assert index.sidecar.by_id[citation.block_id].block_id == citation.block_id
+    # Every block reads back as it was parsed: in order, by position and by id.
+    parsed = sidecar_module.load_sidecar(lightrag_dirs[0], "gamma.docx")
+    assert list(blocks) == list(parsed.blocks) and blocks[-1] == parsed.blocks[-1]
+    assert blocks[1:3] == list(parsed.blocks[1:3])
+    assert [index.sidecar.by_id[b.block_id] for b in parsed.blocks] == list(parsed.blocks)
+
+
+def test_a_damaged_index_file_is_built_again(gamma, settings):
+    doc_index(gamma)
+    [path] = (settings.DATA_DIR / "cache" / "index").glob(f"{gamma.sha256}-*.marshal")
+    path.write_bytes(path.read_bytes()[:-10])  # cut short
+    forget_doc_indexes()
+    again = doc_index(gamma)
+    assert [b.block_id for b in again.sidecar.blocks] == list(again.sidecar.by_id) != []
+    assert path.stat().st_size > 10 and doc_index(gamma).sidecar.blocks[-1].content

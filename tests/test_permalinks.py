@@ -42,7 +42,7 @@ def card_link(client) -> str:
 
 
 def test_a_search_writes_no_rows(member_client, lightrag_answers, gamma):
-    card_link(member_client)  # the session's first write (recent questions) is not the search's
+    card_link(member_client)  # warm-up: the first search of a process reads LightRAG's health
     with CaptureQueriesContext(connection) as page_queries:
         page = member_client.get("/search/", {"q": QUERY, "mode": "library"}, HTTP_HX_REQUEST="true")
     with CaptureQueriesContext(connection) as api_queries:
@@ -136,3 +136,34 @@ def test_saving_an_answer_makes_its_permalinks(member_client, fake_lightrag, gam
     [saved] = Turn.objects.get().citations
     assert saved["citationUrl"] == row.get_absolute_url()
     assert json.dumps(saved["locator"]) == json.dumps(row.locator)
+
+
+def test_a_new_question_is_remembered_without_a_database_write(member_client, lightrag_answers, gamma):
+    """Issue 17: the recent questions are a signed cookie, not a session row,
+    so even a question never asked before writes nothing; the home page still
+    offers it, and another login (or a forged cookie) does not read it."""
+    from mnote.search.recent import COOKIE
+
+    member_client.get("/search/", {"q": "warm-up", "mode": "workspace"})
+    for query in (QUERY, "mirror coating"):
+        with CaptureQueriesContext(connection) as queries:
+            page = member_client.get("/search/", {"q": query, "mode": "library"}, HTTP_HX_REQUEST="true")
+        assert page.status_code == 200 and writes(queries.captured_queries) == []
+        assert COOKIE in page.cookies
+    home = member_client.get("/").content.decode()
+    assert home.index("mirror coating") < home.index(QUERY) and "warm-up" in home
+    # Tampered: not read.
+    member_client.cookies[COOKIE] = member_client.cookies[COOKIE].value[:-2] + "xx"
+    assert "mirror coating" not in member_client.get("/").content.decode()
+
+
+def test_logging_out_forgets_the_recent_questions(member_client, member, lightrag_answers, gamma):
+    from mnote.search.recent import COOKIE
+
+    member_client.get("/search/", {"q": "mirror coating", "mode": "library"}, HTTP_HX_REQUEST="true")
+    stolen = member_client.cookies[COOKIE].value
+    logout = member_client.post("/accounts/logout/")
+    assert logout.cookies[COOKIE].value == ""  # the browser is told to drop it
+    member_client.force_login(member)  # a new login: a new session
+    member_client.cookies[COOKIE] = stolen
+    assert "mirror coating" not in member_client.get("/").content.decode()

@@ -139,6 +139,15 @@ def _normalise(text: str) -> str:
     return " ".join(text.split())
 
 
+class _Cleaned(dict):
+    """Display text by raw text, each cleaned once per mapping: a chunk and
+    its blocks are read three or four times over (matching, quote, evidence)."""
+
+    def __missing__(self, raw: str) -> str:
+        text = self[raw] = clean_display_text(raw)
+        return text
+
+
 # A chunk's first and last characters locate the blocks it was cut from.
 ANCHOR_CHARS = 60
 
@@ -164,7 +173,13 @@ def _blocks_by_text(chunk_text: str, sidecar: Sidecar) -> tuple[list[Block], str
     return [b for score, b in scored if score >= FUZZY_BLOCK_THRESHOLD], "text_fuzzy"
 
 
-def _match_block(chunk_text: str, sidecar: Sidecar, candidate_ids: tuple[str, ...], query: str) -> tuple[Block | None, str]:
+def _inside_either(a: str, b: str) -> bool:
+    return bool(a and b) and (a in b if len(a) <= len(b) else b in a)
+
+
+def _match_block(
+    chunk_text: str, sidecar: Sidecar, candidate_ids: tuple[str, ...], query: str, cleaned: _Cleaned | None = None
+) -> tuple[Block | None, str]:
     """The block a chunk comes from: the storage's exact link when there is
     one, else text matching. A chunk spanning several blocks resolves to the
     one holding its query-centred window."""
@@ -177,18 +192,24 @@ def _match_block(chunk_text: str, sidecar: Sidecar, candidate_ids: tuple[str, ..
         return None, "no_block_match"
     if len(blocks) == 1:
         return blocks[0], how
+    cleaned = _Cleaned() if cleaned is None else cleaned
     # The block holding the query's terms wins; the query-centred window of
     # the chunk breaks ties between blocks that hold them equally (computed
     # only for those: the fuzzy comparison was most of the mapping's time).
-    scores = [lexical_score(clean_display_text(b.content), query) for b in blocks]
+    scores = [lexical_score(cleaned[b.content], query) for b in blocks]
     best = max(scores)
     tied = [b for b, score in zip(blocks, scores) if score == best]
     if len(tied) == 1:
         return tied[0], how + "+query_window"
-    window = evidence_window(clean_display_text(chunk_text), query)
+    window = evidence_window(cleaned[chunk_text], query)
+    # partial_ratio is 100 exactly when the shorter text lies inside the
+    # other: a substring test finds those blocks without the fuzzy scores.
+    whole = [b for b in tied if _inside_either(window, cleaned[b.content])]
+    if whole:
+        return min(whole, key=lambda b: b.index), how + "+query_window"
 
     def holds_query(block: Block) -> tuple:
-        return (fuzz.partial_ratio(window, clean_display_text(block.content)), -block.index)
+        return (fuzz.partial_ratio(window, cleaned[block.content]), -block.index)
 
     return max(tied, key=holds_query), how + "+query_window"
 
@@ -262,38 +283,41 @@ def _cite(
     taken_ids: set[str],
     seen: set[tuple],
     block_hint: str | None = None,
+    cleaned: _Cleaned | None = None,
 ) -> CitationView | None:
     """One chunk of ``source`` as a citation, or None when an earlier chunk
     of the result (``seen``) cited the same place. ``block_hint`` (a
     permalink being opened) names the block the search chose."""
     sidecar = index.sidecar
     stored = index.chunk(chunk_id)
+    cleaned = _Cleaned() if cleaned is None else cleaned
     block, block_how = None, "no_sidecar"
     if sidecar is not None and sidecar.blocks:
         if block_hint is not None:
             block = sidecar.by_id.get(block_hint)
             block_how = "permalink" if block else "no_block_match"
         else:
-            block, block_how = _match_block(raw, sidecar, stored.block_ids if stored else (), query)
-    display = clean_display_text(raw)
+            block, block_how = _match_block(raw, sidecar, stored.block_ids if stored else (), query, cleaned)
+    display = cleaned[raw]
     key = (source.pk, block.block_id) if block else (source.pk, chunk_id, fingerprint(display))
     if key in seen:
         return None
     seen.add(key)
+    file_name, library_path = source.file_name, source.library_path  # properties that build paths
     heading_path = block.heading_path if block else []
-    evidence_source = clean_display_text(block.content) if block else display
+    evidence_source = cleaned[block.content] if block else display
     evidence = evidence_window(evidence_source, query, heading_path=heading_path)
     precision, position = _locator_position(block, sidecar)
     page = position.get("page")
     short_display = display if len(display) <= DISPLAY_QUOTE_LIMIT else evidence_window(display, query, width=DISPLAY_QUOTE_LIMIT)
     # Shortened first, then checked: the quote never loses the user's query terms.
-    short_display = ensure_query_terms(short_display, raw, query)
+    short_display = ensure_query_terms(short_display, raw, query, cleaned=display)
     locator = {
         "precision": str(precision),
         "degraded": precision == Citation.Precision.FILE,
-        "resourceKind": _resource_kind(source.file_name),
+        "resourceKind": _resource_kind(file_name),
         "sourceId": source.pk,
-        "sourcePath": source.library_path,
+        "sourcePath": library_path,
         **position,
         "headingPath": heading_path,
         "evidenceText": evidence,
@@ -312,7 +336,7 @@ def _cite(
         # The card quotes the words the preview marks, not LightRAG's text of them.
         short_display = anchored if len(anchored) <= DISPLAY_QUOTE_LIMIT else evidence_window(anchored, query, width=DISPLAY_QUOTE_LIMIT)
         short_display = locator["displayQuote"] = ensure_query_terms(short_display, raw, query)
-    prefix = "IMG-" if kind_of(source.file_name).image else ""
+    prefix = "IMG-" if kind_of(file_name).image else ""
     # Stable per source version and place (not per search rank): the same passage
     # keeps its id across searches; a collision in one result re-salts it.
     place = block.block_id if block else chunk_id
@@ -332,8 +356,8 @@ def _cite(
     view = CitationView(
         citation_id=citation_id,
         source_id=source.pk,
-        source_path=source.library_path,
-        file_name=source.file_name,
+        source_path=library_path,
+        file_name=file_name,
         lightrag_doc_id=source.lightrag_doc_id,
         lightrag_file_path=source.lightrag_name,
         chunk_id=chunk_id,
@@ -346,7 +370,7 @@ def _cite(
         degraded=precision == Citation.Precision.FILE,
         locator=locator,
         citation_url=url,
-        citation_markdown=f"[{source.file_name}, {label}]({url})",
+        citation_markdown=f"[{file_name}, {label}]({url})",
         relevance_score=round(lexical_score(display, query), 4),
         relevance_kind="mnote_lexical",
         provider_rank=rank,
@@ -410,6 +434,7 @@ def map_query_data(
     dropped: list[dict] = []
     seen: set[tuple] = set()
     taken_ids: set[str] = set()
+    cleaned = _Cleaned()
     rank = 0
     for reference in references:
         if reference.file_path in hidden:
@@ -437,6 +462,7 @@ def map_query_data(
                 rank=rank,
                 taken_ids=taken_ids,
                 seen=seen,
+                cleaned=cleaned,
             )
             if view is None:
                 continue

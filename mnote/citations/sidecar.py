@@ -11,7 +11,9 @@ import hashlib
 import json
 import logging
 import marshal
+import mmap
 from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import Path, PurePosixPath
@@ -47,8 +49,8 @@ class Block(NamedTuple):
 class Sidecar:
     path: Path
     meta: dict
-    blocks: tuple[Block, ...]
-    by_id: dict[str, Block] = field(repr=False)
+    blocks: Sequence[Block]  # a tuple, or the index file's blocks decoded when first used
+    by_id: Mapping[str, Block] = field(repr=False)
 
     @cached_property
     def normalised_contents(self) -> tuple[str, ...]:
@@ -191,7 +193,7 @@ def chunk_index_of(chunk_id: str) -> int | None:
 # mtime, the time MNote saw it indexed and whether the chunk store existed
 # are checked on each read.
 
-INDEX_FORMAT = 2
+INDEX_FORMAT = 3
 _INDEXES: "OrderedDict[str, tuple[tuple, DocIndex]]" = OrderedDict()
 _INDEXES_KEPT = 64
 
@@ -308,29 +310,102 @@ def _sidecar_exists(input_dir: Path, lightrag_name: str) -> bool:
     return bool(lightrag_name) and sidecar_path(input_dir, lightrag_name).exists()
 
 
+# The file: a 12-byte head (magic, header length), the header (marshal: the
+# validity, block ids, each block's end offset, the chunk links), then each
+# block marshalled on its own. A search uses a few dozen of a document's
+# thousands of blocks, so a new process decodes only those (issue 17: reading
+# every block's text took most of a cold search's mapping).
+_MAGIC = b"MNIX"
+
+
+class _StoredBlocks(Sequence):
+    """The blocks of an index file, each decoded when first used."""
+
+    def __init__(self, data, base: int, ends: list[int]):
+        self._data = data  # the file's bytes (memory-mapped: shared by the processes that read it)
+        self._base = base
+        self._ends = ends
+        self._decoded: list[Block | None] = [None] * len(ends)
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        block = self._decoded[i]
+        if block is None:
+            start = self._base + (self._ends[i - 1] if i else 0)
+            row = marshal.loads(self._data[start : self._base + self._ends[i]])
+            block = self._decoded[i] = Block._make((i, *row))
+        return block
+
+
+class _BlocksById(Mapping):
+    def __init__(self, blocks: _StoredBlocks, ids: list[str]):
+        self._blocks = blocks
+        self._where = {block_id: i for i, block_id in enumerate(ids)}
+
+    def __getitem__(self, block_id: str) -> Block:
+        return self._blocks[self._where[block_id]]
+
+    def __contains__(self, block_id) -> bool:
+        return block_id in self._where
+
+    def __iter__(self):
+        return iter(self._where)
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+
 def _write_index(path: Path, validity: tuple, index: DocIndex) -> None:
     sidecar = index.sidecar
-    blocks = None
+    rows: list[bytes] = []
+    header_sidecar = None
     if sidecar is not None:
-        blocks = [(b.block_id, b.content, b.heading, b.parent_headings, b.positions) for b in sidecar.blocks]
-    payload = {
-        "format": INDEX_FORMAT,
-        "validity": validity,
-        "store_seen": index.store_seen,
-        "sidecar": None if sidecar is None else (str(sidecar.path), sidecar.meta, blocks),
-        "chunks": index._refs,
-    }
+        rows = [
+            marshal.dumps((b.block_id, b.content, b.heading, b.parent_headings, b.positions)) for b in sidecar.blocks
+        ]
+        ends, end = [], 0
+        for row in rows:
+            end += len(row)
+            ends.append(end)
+        header_sidecar = (str(sidecar.path), sidecar.meta, [b.block_id for b in sidecar.blocks], ends)
+    header = marshal.dumps(
+        {
+            "format": INDEX_FORMAT,
+            "validity": validity,
+            "store_seen": index.store_seen,
+            "sidecar": header_sidecar,
+            "chunks": index._refs,
+        }
+    )
     try:
         # The texts first: an index on disk always has its texts beside it.
         write_private_file(path.with_suffix(".texts"), marshal.dumps(index._chunk_texts()))
-        write_private_file(path, marshal.dumps(payload))
+        write_private_file(path, b"".join([_MAGIC, len(header).to_bytes(8, "little"), header, *rows]))
     except (OSError, ValueError) as e:
         log.warning("cannot write the document index %s: %s", path, e)
 
 
+def _map_file(path: Path):
+    with open(path, "rb") as f:
+        try:
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except ValueError:  # an empty file
+            return b""
+
+
 def _read_index(path: Path, validity: tuple, store_exists: bool) -> DocIndex | None:
     try:
-        payload = marshal.loads(path.read_bytes())
+        data = _map_file(path)
+        if data[:4] != _MAGIC:
+            return None
+        length = int.from_bytes(data[4:12], "little")
+        payload = marshal.loads(data[12 : 12 + length])
     except (OSError, EOFError, ValueError, TypeError):
         return None
     try:
@@ -340,9 +415,11 @@ def _read_index(path: Path, validity: tuple, store_exists: bool) -> DocIndex | N
             return None  # built before the chunk store existed: its block links are missing
         sidecar = None
         if payload["sidecar"] is not None:
-            sidecar_name, meta, rows = payload["sidecar"]
-            blocks = tuple(Block._make((i, *r)) for i, r in enumerate(rows))
-            sidecar = Sidecar(Path(sidecar_name), meta, blocks, {b.block_id: b for b in blocks})
+            sidecar_name, meta, ids, ends = payload["sidecar"]
+            if len(ids) != len(ends) or (ends and 12 + length + ends[-1] != len(data)):
+                raise ValueError("blocks")
+            blocks = _StoredBlocks(data, 12 + length, ends)
+            sidecar = Sidecar(Path(sidecar_name), meta, blocks, _BlocksById(blocks, ids))
         refs = payload["chunks"]
         if not isinstance(refs, dict):
             raise TypeError("chunks")

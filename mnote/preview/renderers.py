@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
@@ -41,6 +42,7 @@ class PreviewContext:
     options: dict = field(default_factory=dict)
 
 
+@lru_cache(maxsize=256)  # a module's function does not change; a search asks once per citation
 def _resolve(kind: Kind, name: str | None = None):
     if not kind.renderer:
         return None

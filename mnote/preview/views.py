@@ -176,7 +176,9 @@ def cached_anchor(sender=None, *, source: Source, locator: dict, **kwargs) -> di
     kind = kind_of(source.file_name)
     if renderer_for(kind) is None or not source.sha256:
         return None
-    ctx = _preview_context(source, Path(source.absolute_path))
+    # Only the page names the render here: no asset URLs (two reverse() calls
+    # per citation of a search).
+    ctx = PreviewContext(path=Path(source.absolute_path))
     version = _version(source.sha256, ctx)
     text_map = _TEXT_MAPS.get(version)
     if text_map is None:

@@ -87,10 +87,12 @@ def check_scope(user, scope: list[str] | None) -> None:
 def _drop_unreadable(mapped: MappedResult) -> None:
     """Cards whose quote is empty (Word theme/settings XML) or Word's field
     error text never reach a page or the API."""
-    readable = [c for c in mapped.citations if not is_unreadable(c.display_quote)]
+    readable = []
     for c in mapped.citations:
-        if c not in readable:
+        if is_unreadable(c.display_quote):
             mapped.dropped.append({"sourcePath": c.source_path, "reason": "unreadable quote", "chunks": 1})
+        else:
+            readable.append(c)
     mapped.citations[:] = readable
 
 

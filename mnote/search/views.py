@@ -5,6 +5,7 @@ from django.contrib import messages
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
@@ -48,7 +49,12 @@ def _unknown_scope(error: UnknownScope) -> str:
 
 
 def _cards(citations, query):
-    return [{"citation": c, "marked": mark_terms(c.display_quote, query)} for c in citations]
+    # One preview URL per source, not a reverse() per card in the template.
+    previews = {sid: reverse("preview", args=[sid]) for sid in {c.source_id for c in citations}}
+    return [
+        {"citation": c, "marked": mark_terms(c.display_quote, query), "preview_url": previews[c.source_id]}
+        for c in citations
+    ]
 
 
 @require_GET

@@ -170,6 +170,17 @@ _SYMBOL_FONT_BULLETS = str.maketrans(
         0xF06E: "■", 0xF06C: "●", 0xF0A8: "◻", 0xF071: "❑", 0xF0E8: "➔",
     }
 )
+# str.translate with a dict looks every character up (~0.4 µs each: most of a
+# search's mapping time on CJK text); a substring search finds the rare bullet first.
+_SYMBOL_FONT_CHARS = tuple(chr(c) for c in _SYMBOL_FONT_BULLETS)
+
+
+# Characters the cleaner acts on besides whitespace (tags, entities, heading marks, table pipes).
+_MARKUP_CHARS = "<>&#|"
+
+
+def _symbol_font_bullets(text: str) -> str:
+    return text.translate(_SYMBOL_FONT_BULLETS) if any(ch in text for ch in _SYMBOL_FONT_CHARS) else text
 
 
 # Blocks and chunks come back query after query; their cleaned text does not change.
@@ -212,6 +223,11 @@ def clean_display_text(raw: str) -> str:
     """
     if not raw:
         return ""
+    if not any(ch in raw for ch in _MARKUP_CHARS):
+        # Nothing any step below acts on (no tag, entity, heading mark or
+        # table pipe): only whitespace and bullets change. Most block text
+        # and every cleaned quote cleaned again is like this.
+        return _symbol_font_bullets(" ".join(raw.split()))
     text = _LEADING_TAG_TAIL.sub("", _markdown_tables(_HEADING_MARK.sub("", raw)), count=1)
     pieces: list[str] = []
     # A chunk that starts inside an equation or a table: what comes before the
@@ -235,7 +251,8 @@ def clean_display_text(raw: str) -> str:
             pieces.append(_markup_text(m))
             pos = m.end()
     pieces.append(html.unescape(text[pos:]))
-    return re.sub(r"\s+", " ", "".join(pieces)).translate(_SYMBOL_FONT_BULLETS).strip()
+    # str.split() and the regex \s split on the same characters; split is ~5x faster on CJK text.
+    return _symbol_font_bullets(" ".join("".join(pieces).split()))
 
 
 # --- query terms in the display quote -----------------------------------------
@@ -252,7 +269,7 @@ def _latex_symbol_names(raw: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def ensure_query_terms(display: str, raw: str, query: str) -> str:
+def ensure_query_terms(display: str, raw: str, query: str, *, cleaned: str | None = None) -> str:
     """The display quote, plus what it needs so no query term the raw text
     shows is lost, appended after `` … ``.
 
@@ -267,8 +284,9 @@ def ensure_query_terms(display: str, raw: str, query: str) -> str:
     is a term absent from the raw text. CJK runs count whole, not by bigram.
     """
     display = (display or "").strip()
-    cleaned = clean_display_text(raw)
-    symbol_names = _latex_symbol_names(raw)
+    if cleaned is None:  # the caller may have it already: ``clean_display_text(raw)``
+        cleaned = clean_display_text(raw)
+    symbol_names = None  # read from the raw markup only when a term is missing
     additions: list[str] = []
     for term in _primary_terms(query):
         if _contains(" ".join([display, *additions]), term):
@@ -278,6 +296,8 @@ def ensure_query_terms(display: str, raw: str, query: str) -> str:
             start, end = _window_bounds(cleaned, *span, _FRAGMENT_WIDTH)
             additions.append(cleaned[start:end])
             continue
+        if symbol_names is None:
+            symbol_names = _latex_symbol_names(raw) if "<" in (raw or "") else []
         named = next((n for n in symbol_names if _fold(n)[0].startswith(term)), None)
         if named:
             additions.append(named)
@@ -296,15 +316,23 @@ _FIELD_RESIDUE = re.compile(
 )
 
 
+# Exactly the characters str.isalnum() accepts (\w is isalnum() or "_"),
+# matched in C rather than one character at a time in Python.
+_ALNUM_RUN = re.compile(r"[^\W_]+")
+
+
+def _alnum_count(text: str) -> int:
+    return sum(map(len, _ALNUM_RUN.findall(text)))
+
+
 def is_unreadable(display: str) -> bool:
     """True for a display quote nobody can read an answer in: nothing but
     markup or whitespace (a chunk of Word theme or settings XML), or mostly
     the error text Word leaves where a field could not be updated."""
-    letters = sum(ch.isalnum() for ch in display or "")
-    if letters == 0:
+    if not _ALNUM_RUN.search(display or ""):
         return True
     remainder = _FIELD_RESIDUE.sub("", display)
     if remainder == display:
         return False
-    kept = sum(ch.isalnum() for ch in remainder)
-    return kept < 40 or kept < 0.5 * letters
+    kept = _alnum_count(remainder)
+    return kept < 40 or kept < 0.5 * _alnum_count(display)

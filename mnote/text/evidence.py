@@ -3,11 +3,11 @@
 import hashlib
 import unicodedata
 
-from mnote.text.display import clean_display_text
+from mnote.text.display import _ALNUM_RUN, clean_display_text
 from mnote.text.terms import (
     _WORD_TOKEN,
     _fold,
-    _find,
+    _occurs,
     _is_cjk,
     _is_latin_word_char,
     _term_spans,
@@ -81,7 +81,7 @@ def fingerprint(text: str) -> str:
     would lose a citation, which is worse than showing a near-duplicate.
     """
     folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text or "").casefold())
-    kept = "".join(ch for ch in folded if ch.isalnum())
+    kept = "".join(_ALNUM_RUN.findall(folded))  # the characters str.isalnum() accepts
     return hashlib.sha1(kept.encode(), usedforsecurity=False).hexdigest()
 
 
@@ -97,9 +97,11 @@ def lexical_score(text: str, query: str) -> float:
     if not terms or not text:
         return 0.0
     folded = _fold(text)[0]
-    found = sum(1 for term in terms if _find(folded, term))
+    found = sum(1 for term in terms if _occurs(folded, term))
     phrase = _phrase(query)
-    has_phrase = bool(phrase) and bool(_find(_phrase(text), phrase))
+    # Every term is a piece of the phrase's words: a text missing one cannot
+    # hold the phrase, and tokenising all of it (the costly part) is skipped.
+    has_phrase = found == len(terms) and bool(phrase) and _occurs(_phrase(text), phrase)
     return round(min(1.0, 0.9 * found / len(terms) + (0.1 if has_phrase else 0.0)), 4)
 
 

@@ -38,8 +38,27 @@ _STOPWORDS = frozenset(
 )
 
 
+class _PerCharacter(dict):
+    """A function of one character, worked out once per character seen (a
+    table as small as the alphabets read): the loops over every character
+    of a chunk then cost a dict lookup each, not a regex or a normalisation."""
+
+    def __init__(self, function):
+        super().__init__()
+        self.function = function
+
+    def __missing__(self, ch: str):
+        value = self[ch] = self.function(ch)
+        return value
+
+
+_CJK = _PerCharacter(lambda ch: bool(_CJK_RUN.fullmatch(ch)))
+# One character's fold: NFKC, then casefold (may be several characters).
+_CHAR_FOLD = _PerCharacter(lambda ch: unicodedata.normalize("NFKC", ch).casefold())
+
+
 def _is_cjk(ch: str) -> bool:
-    return bool(_CJK_RUN.fullmatch(ch))
+    return _CJK[ch]
 
 
 def _is_latin_word_char(ch: str) -> bool:
@@ -61,13 +80,11 @@ def _fold(text: str) -> tuple[str, tuple[int, ...]]:
         whole = text.casefold()
         if len(whole) == len(text):
             return whole, tuple(range(len(text)))
-    folded: list[str] = []
-    origin: list[int] = []
-    for i, ch in enumerate(text):
-        for f in unicodedata.normalize("NFKC", ch).casefold():
-            folded.append(f)
-            origin.append(i)
-    return "".join(folded), tuple(origin)
+    parts = list(map(_CHAR_FOLD.__getitem__, text))
+    folded = "".join(parts)
+    if len(folded) == len(text) and all(map(len, parts)):
+        return folded, tuple(range(len(text)))
+    return folded, tuple(i for i, part in enumerate(parts) for _ in part)
 
 
 @lru_cache(maxsize=256)
@@ -114,8 +131,20 @@ def _find(folded: str, term: str) -> list[tuple[int, int]]:
     return spans
 
 
+def _occurs(folded: str, term: str) -> bool:
+    """Whether ``_find`` finds anything, stopping at the first match (a CJK
+    bigram can match hundreds of times in a long chunk)."""
+    latin = not _is_cjk(term[0])
+    start = folded.find(term)
+    while start != -1:
+        if not (latin and start > 0 and _is_latin_word_char(folded[start - 1])):
+            return True
+        start = folded.find(term, start + 1)
+    return False
+
+
 def _contains(text: str, term: str) -> bool:
-    return bool(_find(_fold(text)[0], term))
+    return _occurs(_fold(text)[0], term)
 
 
 def _matching_terms(folded: str, query: str) -> list[str]:
@@ -123,7 +152,7 @@ def _matching_terms(folded: str, query: str) -> list[str]:
     else its bigrams, so a partial CJK match still counts for something."""
     terms: list[str] = []
     for term in _primary_terms(query):
-        if _is_cjk(term[0]) and len(term) > 2 and not _find(folded, term):
+        if _is_cjk(term[0]) and len(term) > 2 and not _occurs(folded, term):
             terms.extend(_bigrams(term))
         else:
             terms.append(term)
