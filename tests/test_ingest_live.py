@@ -73,12 +73,12 @@ def test_a_slowed_embedder_fails_no_file_and_searches_still_answer(live_lightrag
 
 
 def test_files_failed_by_a_failing_embedder_are_retried_until_indexed(live_lightrag, library_dir, monkeypatch):
-    from mnote.library import ingest
+    from mnote.library import failures
 
     # A short first wait, so a retry comes while LightRAG may still hold the
     # failed record (the race this test guards: a file sent again while its
     # old record is analysed is filed as a duplicate of it).
-    monkeypatch.setattr(ingest, "RETRY_BASE", timedelta(seconds=2))
+    monkeypatch.setattr(failures, "RETRY_BASE", timedelta(seconds=2))
     folder = library_dir / "flaky"
     distinct_copies(folder, 3, "notes")
     root = IndexedRoot.objects.create(name="Flaky", path="flaky")
