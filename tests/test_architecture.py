@@ -15,9 +15,7 @@ LONG_MODULES = {
     "mnote/demo/docx_writer.py": "writes the demo's Word files: one method per element it can write",
     "mnote/demo/build_demo.py": "the demo library's content, mostly text",
     "mnote/api/openapi.py": "the API description, mostly data",
-    "mnote/stack/model_endpoint.py": "the local model endpoint process (its own stage, run by the stack)",
     "mnote/lightrag/client.py": "to split with the client factory's move into lightrag/ (issue 17)",
-    "mnote/library/ingest.py": "to split after the sync/ingest speed work (issue 17s)",
     "mnote/preview/docx/safe_package.py": "the DOCX package checks: one function per part kind",
 }
 MAX_LINES = 500
