@@ -274,10 +274,9 @@ def test_it_reads_the_chunk_lightrag_will_embed_out_of_an_extraction_prompt(prom
     assert extraction_input(_extraction(prompts, chunk, "extract_json_user")) == chunk
     # The gleaning follow-up quotes no chunk.
     assert extraction_input([{"role": "user", "content": prompts["glean_user"]}]) is None
-    # LightRAG strips a table's or drawing's id and path from the prompt only:
-    # the stored chunk it embeds is another text, so nothing is embedded ahead.
-    assert extraction_input(_extraction(prompts, 'Sizes <table format="json">[["a"]]</table>')) is None
-    assert extraction_input(_extraction(prompts, 'Figure <drawing caption="Dome" />')) is None
+    # LightRAG quotes a stored chunk without its tables' ids (see the flush test below).
+    quoted = 'Sizes <table format="json">[["a"]]</table>'
+    assert extraction_input(_extraction(prompts, quoted)) == quoted
 
 
 def test_a_chunk_is_embedded_while_its_extraction_is_asked_and_its_flush_computes_nothing(endpoint, prompts):
@@ -308,6 +307,22 @@ def test_a_chunk_is_embedded_while_its_extraction_is_asked_and_its_flush_compute
     assert after["cache"]["misses"] == before["cache"]["misses"]
     for cached, computed in zip(flushed, reference):
         assert _cos(cached, computed) > 0.9999
+
+
+def test_a_chunk_quoted_without_its_table_and_drawing_ids_is_found_by_its_flush(endpoint, prompts):
+    """LightRAG's parser gives tables, drawings and equations ids and asset
+    paths, and quotes a chunk to the extraction prompt without them: the
+    flush's stored text is found by stripping it the same way."""
+    stored = ('Mirror sizes <table id="tb-765098f01173a923a4530820169e1050-0001" format="json">[["M1", "4.1 m"]]'
+              '</table> and the dome <drawing id="im-89023d04114e472b07f5d2dc21250360-0001" format="png" '
+              'path="manual.blocks.assets/image1.png" src="" /> after the storm.')
+    quoted = 'Mirror sizes <table format="json">[["M1", "4.1 m"]]</table> and the dome  after the storm.'
+    _chat(endpoint, _extraction(prompts, quoted))
+    before = _health(endpoint)
+    _embed(endpoint, [stored, "filler for a batch"])
+    after = _health(endpoint)
+    assert after["cache"]["hits_without_ids"] - before["cache"]["hits_without_ids"] == 1
+    assert after["work"]["ingest"]["texts"] - before["work"]["ingest"]["texts"] == 1  # the filler only
 
 
 def test_a_flush_of_chunks_not_embedded_ahead_computes_them(endpoint):
@@ -396,6 +411,25 @@ def test_a_search_query_is_embedded_before_waiting_ingest_batches(endpoint):
     # Each batch is at least 8 pieces' worth of delay; the query waited for one piece at most.
     assert query[3] < min(r[3] for r in ingest)
     assert query[2] < min(r[2] for r in ingest) / 2
+
+
+def test_a_search_query_does_not_wait_for_the_ingest_piece_being_computed(endpoint):
+    """Queries have an engine of their own: no wait for a running piece (a
+    whole chunk's time on a loaded machine)."""
+    import threading
+
+    _post_json(endpoint, "/testing/knobs", {"ingest_delay": 4.0})
+    results = []
+    try:
+        batch = threading.Thread(target=_timed_embed, args=(endpoint, [f"piece-{i} {_PASSAGE}" for i in range(2)], results, "ingest"))
+        batch.start()
+        time.sleep(0.5)  # the first piece is under way
+        _timed_embed(endpoint, "primary mirror coating", results, "query")
+        batch.join()
+    finally:
+        _post_json(endpoint, "/testing/knobs", {"ingest_delay": 0})
+    query = next(r for r in results if r[0] == "query")
+    assert query[1] == 200 and query[2] < 3.0
 
 
 def test_it_pushes_back_with_429_beyond_its_bounded_ingest_queue(endpoint):

