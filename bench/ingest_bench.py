@@ -27,7 +27,9 @@ library, each in its own root, from an empty registry.
   (c) with search  a fresh stack and registry, the same ingest while
                    --clients threads search (``/query/data``, mode "mix", as
                    the app's full-library search asks) until it is done:
-                   their p50 / p95 latency, and the ingest's own numbers.
+                   their p50 / p95 latency, and the ingest's own numbers;
+                   then (b) again on this stack (the baseline is the mean of
+                   both: load moves between phases).
 
 Targets: no file "gave up" among those LightRAG can parse; (a) chunks/min
 >= 0.8 x (b); search p95 during (c) <= 3 s. Writes
@@ -378,6 +380,10 @@ def main(argv=None) -> int:
             }
             print("with search:", {k: v for k, v in result["with_search"].items() if k != "ingest"}, flush=True)
             print("  ingest:", {k: v for k, v in ingest.items() if k != "failures"}, flush=True)
+            # The bare endpoint once more, at the other end of the run: the
+            # machine's load moves between phases, and the baseline is their mean.
+            result["bare_again"] = bare_throughput(run, texts)
+            print("bare endpoint again:", result["bare_again"], flush=True)
             run.stop()
     finally:
         if args.keep:
@@ -386,7 +392,9 @@ def main(argv=None) -> int:
             shutil.rmtree(tmp, ignore_errors=True)
 
     ingest, bare = result["ingest"], result["bare"]
-    result["ratio_ingest_to_bare"] = round(ingest["chunks_per_minute"] / bare["chunks_per_minute"], 3)
+    bares = [bare] + ([result["bare_again"]] if "bare_again" in result else [])
+    bare_cpm = statistics.fmean(b["chunks_per_minute"] for b in bares)
+    result["ratio_ingest_to_bare"] = round(ingest["chunks_per_minute"] / bare_cpm, 3)
     result["targets"] = {
         "no_file_gave_up": ingest["failed_gave_up"] == 0 and ingest["settled"],
         "ingest_at_least_0.8x_bare": result["ratio_ingest_to_bare"] >= 0.8,
@@ -402,7 +410,8 @@ def main(argv=None) -> int:
     print(f"  files gave up (target 0):             {ingest['failed_gave_up']} "
           f"(indexed {ingest['indexed']}, permanent {ingest['failed_permanent']})")
     print(f"  ingest / bare chunks per min (>=0.8): {result['ratio_ingest_to_bare']} "
-          f"({ingest['chunks_per_minute']} / {bare['chunks_per_minute']}; engine work bare/ingest "
+          f"({ingest['chunks_per_minute']} / {round(bare_cpm, 1)}, the mean of "
+          f"{[b['chunks_per_minute'] for b in bares]}; engine work bare/ingest "
           f"{result.get('engine_work_ratio_bare_to_ingest')})")
     if searched:
         log = searched["ingest"].get("lightrag_log", {})

@@ -258,6 +258,11 @@ def test_it_rejects_bad_requests_with_json_errors(endpoint):
 SAMPLE_CHUNK = "张三在上海的市场管理处工作。Alice works with Bob."
 
 
+def _chunk(label: str) -> str:
+    """A chunk-sized passage: two of them are an ingest batch, not a search's texts."""
+    return f"{label}: " + " ".join(["The dome shutter motor failed and the spectrograph was recalibrated."] * 16)
+
+
 def _extraction(prompts, chunk: str, key: str = "extract_user") -> list[dict]:
     """The messages LightRAG sends to extract entities from ``chunk``."""
     return [{"role": "system", "content": prompts["extract_system"]},
@@ -282,7 +287,7 @@ def test_it_reads_the_chunk_lightrag_will_embed_out_of_an_extraction_prompt(prom
 def test_a_chunk_is_embedded_while_its_extraction_is_asked_and_its_flush_computes_nothing(endpoint, prompts):
     """LightRAG embeds a document's chunks under the lock every search needs;
     the endpoint has them ready by then, so that flush takes no engine turn."""
-    chunks = [f"Flush test {i}: the dome shutter motor was replaced after the storm of week {i}." for i in range(2)]
+    chunks = [_chunk(f"Flush test {i}") for i in range(2)]
     # The vectors as computed the ordinary way (an ingest batch, not cached).
     reference = _embed(endpoint, [chunks[0], chunks[1], "filler passage"])[:2]
     before = _health(endpoint)
@@ -319,7 +324,7 @@ def test_a_chunk_quoted_without_its_table_and_drawing_ids_is_found_by_its_flush(
     quoted = 'Mirror sizes <table format="json">[["M1", "4.1 m"]]</table> and the dome  after the storm.'
     _chat(endpoint, _extraction(prompts, quoted))
     before = _health(endpoint)
-    _embed(endpoint, [stored, "filler for a batch"])
+    _embed(endpoint, [stored, _chunk("filler for a batch")])
     after = _health(endpoint)
     assert after["cache"]["hits_without_ids"] - before["cache"]["hits_without_ids"] == 1
     assert after["work"]["ingest"]["texts"] - before["work"]["ingest"]["texts"] == 1  # the filler only
@@ -327,7 +332,7 @@ def test_a_chunk_quoted_without_its_table_and_drawing_ids_is_found_by_its_flush(
 
 def test_a_flush_of_chunks_not_embedded_ahead_computes_them(endpoint):
     before = _health(endpoint)
-    _embed(endpoint, ["never extracted one", "never extracted two"])
+    _embed(endpoint, [_chunk("never extracted one"), _chunk("never extracted two")])
     after = _health(endpoint)
     assert after["cache"]["misses"] - before["cache"]["misses"] == 2
     assert after["work"]["ingest"]["texts"] - before["work"]["ingest"]["texts"] == 2
@@ -379,7 +384,7 @@ def test_it_counts_the_compute_time_of_each_lane_in_health(endpoint):
         return json.loads(_request(endpoint, "/health")[2])["work"]
 
     before = work()
-    _post_json(endpoint, "/v1/embeddings", {"model": EMBEDDING_MODEL, "input": ["first passage", "second passage"]})
+    _post_json(endpoint, "/v1/embeddings", {"model": EMBEDDING_MODEL, "input": [_chunk("first"), _chunk("second")]})
     _embed(endpoint, "a short query")
     after = work()
     assert after["ingest"]["texts"] - before["ingest"]["texts"] == 2
@@ -421,10 +426,11 @@ def test_a_search_query_does_not_wait_for_the_ingest_piece_being_computed(endpoi
     _post_json(endpoint, "/testing/knobs", {"ingest_delay": 4.0})
     results = []
     try:
-        batch = threading.Thread(target=_timed_embed, args=(endpoint, [f"piece-{i} {_PASSAGE}" for i in range(2)], results, "ingest"))
+        batch = threading.Thread(target=_timed_embed, args=(endpoint, [f"piece-{i} {_PASSAGE}" for i in range(4)], results, "ingest"))
         batch.start()
         time.sleep(0.5)  # the first piece is under way
-        _timed_embed(endpoint, "primary mirror coating", results, "query")
+        # As LightRAG's mix search sends it: the query and its two keyword lists.
+        _timed_embed(endpoint, ["primary mirror coating", "mirror, coating", "telescope maintenance"], results, "query")
         batch.join()
     finally:
         _post_json(endpoint, "/testing/knobs", {"ingest_delay": 0})
@@ -456,9 +462,9 @@ def test_it_pushes_back_with_429_beyond_its_bounded_ingest_queue(endpoint):
 def test_a_test_knob_fails_the_next_ingest_request_then_recovers(endpoint, prompts):
     # Chunks embedded ahead fail too: the knob fails LightRAG's flush itself
     # (how the live tests halt its pipeline).
-    _chat(endpoint, _extraction(prompts, "a one, embedded ahead"))
+    ahead, other = _chunk("a one, embedded ahead"), _chunk("b two")
+    _chat(endpoint, _extraction(prompts, ahead))
     _post_json(endpoint, "/testing/knobs", {"fail_ingest": 1})
-    status, _, body = _request(endpoint, "/v1/embeddings",
-                               {"model": EMBEDDING_MODEL, "input": ["a one, embedded ahead", "b two"]})
+    status, _, body = _request(endpoint, "/v1/embeddings", {"model": EMBEDDING_MODEL, "input": [ahead, other]})
     assert status == 503 and "injected" in json.loads(body)["error"]["message"]
-    assert len(_embed(endpoint, ["a one, embedded ahead", "b two"])) == 2
+    assert len(_embed(endpoint, [ahead, other])) == 2

@@ -69,9 +69,10 @@ _INPUT_TYPES = {
 
 
 QUERY_LANE, INGEST_LANE, AHEAD_LANE = 0, 1, 2
-# A single input up to this long is a query (LightRAG embeds a search as one
-# short text); anything else is ingest.
+# A single input up to this long is a query (LightRAG's naive search embeds
+# one short text); see lane_of for the rest.
 QUERY_MAX_CHARS = 2000
+QUERY_BATCH_MAX_CHARS = 1200
 # Ingest batches are computed at most this many texts at a time (fewer on a
 # slow machine), so a waiting query gets the engine after one piece.
 PIECE = 4
@@ -134,7 +135,14 @@ class Lanes:
 
 
 def lane_of(texts: list[str]) -> int:
-    return QUERY_LANE if len(texts) == 1 and len(texts[0]) <= QUERY_MAX_CHARS else INGEST_LANE
+    """A search's texts: one up to QUERY_MAX_CHARS, or LightRAG's mix/hybrid
+    request of the query with its low- and high-level keywords (up to three
+    short texts; a flush batch holds chunks of hundreds of tokens each)."""
+    if len(texts) == 1 and len(texts[0]) <= QUERY_MAX_CHARS:
+        return QUERY_LANE
+    if len(texts) <= 3 and sum(len(t) for t in texts) <= QUERY_BATCH_MAX_CHARS:
+        return QUERY_LANE
+    return INGEST_LANE
 
 
 # A passage of roughly one LightRAG chunk (CHUNK_SIZE=400), English and
