@@ -73,8 +73,8 @@ QUERY_LANE, INGEST_LANE, AHEAD_LANE = 0, 1, 2
 # one short text); see lane_of for the rest.
 QUERY_MAX_CHARS = 2000
 QUERY_BATCH_MAX_CHARS = 1200
-# Ingest batches are computed at most this many texts at a time (fewer on a
-# slow machine), so a waiting query gets the engine after one piece.
+# Ingest and ahead work is computed at most this many texts at a time (fewer
+# on a slow machine), so a flush gets the engine after one piece.
 PIECE = 4
 DEFAULT_MAX_QUEUED_BATCHES = 4
 # Vectors kept for flushes to come: about 1.5 KB each. LightRAG flushes a
@@ -257,7 +257,8 @@ class Embedder:
         self._model.encode(texts, False)
         measured_tokens = self._model.token_count(texts[0], False)
         seconds = (time.perf_counter() - t0) / passages * 400 / max(measured_tokens, 1)
-        # A waiting query gets the engine after at most about a second of ingest.
+        # A flush's text not embedded ahead (LightRAG holds its lock meanwhile)
+        # waits for at most about a second of ahead work.
         self.piece = max(1, min(PIECE, int(1.0 / max(seconds, 1e-3))))
         self.measured = {"seconds_per_chunk": round(seconds, 4), "chunk_tokens": 400, "piece": self.piece}
         return self.measured
