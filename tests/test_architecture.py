@@ -12,8 +12,6 @@ ROOT = Path(__file__).resolve().parent.parent
 # Over the limit on purpose, or owned by a branch that splits it; each says why.
 LONG_MODULES = {
     "mnote/preview/docx/body_html.py": "a renderer's visitor: one method per WordprocessingML element",
-    "mnote/stack/model_endpoint.py": "the local model endpoint process (its own stage, run by the stack)",
-    "mnote/library/ingest.py": "to split after the sync/ingest speed work (issue 17s)",
 }
 MAX_LINES = 500
 

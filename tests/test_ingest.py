@@ -5,7 +5,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from mnote.library.ingest import bridge_statuses, queue_for_ingest, run_due_jobs
+from mnote.library.ingest import queue_for_ingest, run_due_jobs
+from mnote.library.status_bridge import bridge_statuses
 from mnote.library.models import IndexedRoot, Job, Source
 from mnote.lightrag.provider import lightrag_client
 

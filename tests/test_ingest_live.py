@@ -73,12 +73,12 @@ def test_a_slowed_embedder_fails_no_file_and_searches_still_answer(live_lightrag
 
 
 def test_files_failed_by_a_failing_embedder_are_retried_until_indexed(live_lightrag, library_dir, monkeypatch):
-    from mnote.library import ingest
+    from mnote.library import failures
 
     # A short first wait, so a retry comes while LightRAG may still hold the
     # failed record (the race this test guards: a file sent again while its
     # old record is analysed is filed as a duplicate of it).
-    monkeypatch.setattr(ingest, "RETRY_BASE", timedelta(seconds=2))
+    monkeypatch.setattr(failures, "RETRY_BASE", timedelta(seconds=2))
     folder = library_dir / "flaky"
     distinct_copies(folder, 3, "notes")
     root = IndexedRoot.objects.create(name="Flaky", path="flaky")
@@ -132,3 +132,39 @@ def test_a_file_whose_name_holds_a_newline_is_indexed_not_stuck(live_lightrag, l
     with lightrag_client() as client:
         settle(client, timeout=240)
         assert_each_indexed_once(client, root)
+
+
+def test_reconcile_brings_a_drifted_registry_back_in_step_with_lightrag(live_lightrag, library_dir, monkeypatch):
+    """The registry fell out of step (issue 11): a file MNote called failed that
+    LightRAG processed after all, and a document of MNote's naming scheme no
+    row maps. A reconcile against LightRAG's whole list repairs both, and a
+    second one changes nothing."""
+    from mnote.library import reconcile as reconcile_module
+    from mnote.library.reconcile import reconcile
+
+    monkeypatch.setattr(reconcile_module, "ORPHAN_GRACE", timedelta(0))
+    folder = library_dir / "drift"
+    distinct_copies(folder, 2, "drift")
+    root = IndexedRoot.objects.create(name="Drift", path="drift")
+    sync_root(root)
+    with lightrag_client() as client:
+        settle(client, timeout=600)
+        gave_up, forgotten = root.sources.order_by("relative_path")
+        Source.objects.filter(pk=gave_up.pk).update(
+            status=Source.Status.FAILED, failure_kind=Source.Failure.TRANSIENT, last_error="Gave up after 5 attempts."
+        )
+        orphan = forgotten.lightrag_name
+        forgotten.delete()
+
+        report = reconcile(client)
+        assert report.indexed == [gave_up.lightrag_name]
+        assert [name for name, _why in report.deleted] == [orphan]
+        gave_up.refresh_from_db()
+        assert gave_up.status == Source.Status.INDEXED and gave_up in Source.objects.citable()
+        # The delete it owes goes through on the real LightRAG.
+        settle(client, timeout=300)
+        deadline = time.monotonic() + 120
+        while orphan in {d.file_path for d in client.iter_documents()} and time.monotonic() < deadline:
+            time.sleep(1)
+        assert orphan not in {d.file_path for d in client.iter_documents()}
+        assert not reconcile(client).changed

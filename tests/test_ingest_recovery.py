@@ -7,17 +7,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from mnote.library.ingest import (
-    MAX_AUTO_RETRIES,
-    MAX_UNLISTED_SCANS,
-    RETRY_WAVE,
-    bridge_statuses,
-    classify_failure,
-    rescan_stuck,
-    resend_due_retries,
-    run_due_jobs,
-    retry_failed,
-)
+from mnote.library.failures import MAX_AUTO_RETRIES, RETRY_WAVE, classify_failure, resend_due_retries, retry_failed
+from mnote.library.ingest import run_due_jobs
+from mnote.library.status_bridge import MAX_UNLISTED_SCANS, bridge_statuses, rescan_stuck
 from mnote.library.models import IndexedRoot, Job, Source
 from mnote.lightrag.provider import lightrag_client
 from mnote.library.reconcile import reconcile

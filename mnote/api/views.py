@@ -37,7 +37,8 @@ from mnote.search.answers import (
     full_library_search,
     not_in_lightrag,
 )
-from mnote.library.ingest import queue_for_ingest, retry_failed
+from mnote.library.failures import retry_failed
+from mnote.library.ingest import queue_for_ingest
 from mnote.lightrag import LightRAGError
 from mnote.library.models import IndexedRoot, Source
 from mnote.lightrag.provider import HealthReport, health_report, lightrag_client, webui_url

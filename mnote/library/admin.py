@@ -4,7 +4,7 @@ from django.utils.translation import gettext_lazy, ngettext
 
 from mnote.accounts.roles import is_admin
 from mnote.library.forms import IndexedRootForm
-from mnote.library.ingest import retry_failed
+from mnote.library.failures import retry_failed
 from mnote.library.models import IndexedRoot, Job, Source, WorkerLease
 from mnote.library.actions import delete_index, prune_registry, pruned_message, reindex_source, remove_root
 from mnote.library.sync_report import sync_and_report

@@ -1,9 +1,11 @@
 """Ingest without copies, and the work owed to LightRAG.
 
 A symlink in LightRAG's input directory points at the user's file, a scan is
-owed to LightRAG in the job ledger, and a bounded status bridge follows
-LightRAG's document list until each source is indexed or failed. Deletes of
-derived documents go through the same ledger.
+owed to LightRAG in the job ledger, and a bounded status bridge
+(:mod:`mnote.library.status_bridge`) follows LightRAG's document list until
+each source is indexed or failed; failures are told apart and retried by
+:mod:`mnote.library.failures`. Deletes of derived documents go through the
+same ledger. :func:`work_once` is one round of the worker over all of it.
 """
 
 import hashlib
@@ -25,10 +27,6 @@ from mnote.lightrag import LightRAGBusy, LightRAGClient, LightRAGError, LightRAG
 log = logging.getLogger(__name__)
 
 HASH_BLOCK = 1024 * 1024
-# A source still "indexing" this long after its scan, with LightRAG idle and
-# not listing it as done, gets another scan (e.g. LightRAG was killed mid-ingest).
-RESCAN_AFTER = timedelta(seconds=20)
-
 
 def file_sha256(path: Path | BinaryIO) -> str:
     """The sha256 of a file by path, or of an open binary file (from its start)."""
@@ -284,84 +282,6 @@ def run_due_jobs(client: LightRAGClient) -> int:
     return done
 
 
-def bridge_statuses(client: LightRAGClient) -> int:
-    """Follow LightRAG's document list: sources in progress become indexed /
-    failed / duplicate (or wait for a retry), sources whose delete went
-    through become removed. Returns how many changed."""
-    waiting = {
-        s.lightrag_name: s for s in Source.objects.filter(status__in=[Source.Status.INDEXING, Source.Status.QUEUED])
-    }
-    deleting = list(Source.objects.filter(status=Source.Status.DELETE_SUBMITTED))
-    if not waiting and not deleting:
-        return 0
-    listed_ids = set()
-    documents = {}
-    by_name = {}
-    for document in client.iter_documents():
-        listed_ids.add(document.id)
-        if by_name.get(document.file_path, "dup-").startswith("dup-"):
-            by_name[document.file_path] = document.id
-        if document.file_path not in waiting:
-            continue
-        # A "dup-" record only says a name was seen twice; the "doc-" record
-        # of the same file carries its real state.
-        if document.file_path in documents and document.id.startswith("dup-"):
-            continue
-        documents[document.file_path] = document
-
-    changed = []
-    for name, document in documents.items():
-        source = waiting[name]
-        if document.status == "processed":
-            mark_indexed(source, document)
-        elif document.status == "failed":
-            if document.is_duplicate:
-                source.status = Source.Status.DUPLICATE
-                # Kept (never citable: not indexed) so a reindex or prune deletes LightRAG's failed record.
-                source.lightrag_doc_id = document.id
-                source.last_error = document.error_msg or "LightRAG reported the document failed."
-                source.progress = ""
-            else:
-                record_failure(source, document)
-        else:
-            progress = document_progress(document)
-            if source.status == Source.Status.INDEXING and progress == source.progress:
-                continue
-            source.status = Source.Status.INDEXING
-            source.progress = progress
-        source.save()
-        changed.append((source, document))
-    # After the saves, so an original indexed in this same pass is found.
-    for source, document in changed:
-        if source.status == Source.Status.DUPLICATE and document.original_doc_id:
-            source.duplicate_of = Source.objects.filter(lightrag_doc_id=document.original_doc_id).first()
-            source.save(update_fields=["duplicate_of"])
-
-    removed = 0
-    for source in deleting:
-        jobs = list(source.jobs.filter(kind=Job.Kind.DELETE))
-        if any(job.state == Job.State.PENDING for job in jobs):
-            continue
-        asked = {doc_id for job in jobs for doc_id in job.payload.get("doc_ids", [])}
-        current = by_name.get(source.lightrag_name)
-        if current and current not in asked:
-            # Submitted while LightRAG was still indexing it: its id is known now.
-            owe_delete(source, current)
-            continue
-        if not current and not asked & listed_ids:
-            source.status = Source.Status.REMOVED
-            source.save(update_fields=["status", "updated_at"])
-            removed += 1
-    return len(changed) + removed
-
-
-def document_progress(document) -> str:
-    """LightRAG's stage of a document it works on, as the dashboard shows it."""
-    stage = document.status or "pending"
-    if document.chunks_count:
-        return f"{stage} · {document.chunks_count} chunks"
-    return stage
-
 
 def mark_indexed(source: Source, document) -> None:
     """A document LightRAG processed: the source is indexed and citable (the
@@ -385,223 +305,13 @@ def mark_indexed(source: Source, document) -> None:
             job.save(update_fields=["state", "finished_at", "last_error", "updated_at"])
 
 
-# --- failures ------------------------------------------------------------------
-
-# LightRAG's words for failures that another attempt can cure: timeouts, a busy
-# or halted pipeline, an unreachable model service, a restart mid-document.
-TRANSIENT_MARKERS = (
-    "timeout", "timed out", "busy", "halted", "connection", "refused", "cancelled", "canceled",
-    "interrupted", "restart", "temporarily", "unavailable", "rate limit", "queue full", "too many requests",
-    "internal storage error", "worker execution", "502", "503", "504", "429",
-    # The OpenAI binding's exceptions after its own retries, and a vector store
-    # flush that failed with them: the model service failed, not the file.
-    "retryerror", "internalservererror", "apiconnectionerror", "apitimeouterror", "ratelimiterror",
-    "flush failed", "server error",
-)
-NATIVE_DOCX_EMPTY = "docx parser returned empty content"
-MAX_AUTO_RETRIES = 4
-RETRY_BASE = timedelta(seconds=20)
-RETRY_MAX = timedelta(minutes=10)
-# Sources sent again per round, and only while LightRAG is idle: a small wave,
-# so one large file cannot time out the others.
-RETRY_WAVE = 3
-
-
-def classify_failure(message: str) -> str:
-    """"legacy" (the native DOCX parser found no text: try the plain-text
-    parser), "transient" (try again later) or "permanent"."""
-    text = (message or "").lower()
-    if NATIVE_DOCX_EMPTY in text:
-        return "legacy"
-    if any(marker in text for marker in TRANSIENT_MARKERS):
-        return "transient"
-    return "permanent"
-
-
-def record_failure(source: Source, document) -> None:
-    """Decide what a document LightRAG failed becomes (the caller saves)."""
-    message = document.error_msg or "LightRAG reported the document failed."
-    kind = classify_failure(message)
-    source.progress = ""
-    if kind == "legacy" and source.parser_hint != "legacy" and source.file_name.lower().endswith(".docx"):
-        source.parser_hint = "legacy"
-        source.last_error = message
-        schedule_retry(source, document.id, delay=timedelta(0), count=False)
-        return
-    if kind == "transient" and source.attempts < MAX_AUTO_RETRIES:
-        source.last_error = message
-        schedule_retry(source, document.id)
-        return
-    source.status = Source.Status.FAILED
-    source.failure_kind = Source.Failure.TRANSIENT if kind == "transient" else Source.Failure.PERMANENT
-    # Kept (never citable: not indexed) so a retry, reindex or prune deletes LightRAG's failed record.
-    source.lightrag_doc_id = document.id
-    source.retry_at = None
-    if kind == "transient":
-        source.last_error = f"Gave up after {source.attempts + 1} attempts. {message}"
-    else:
-        source.last_error = message
-
-
-def schedule_retry(source: Source, failed_doc_id: str = "", *, delay: timedelta | None = None, count: bool = True) -> None:
-    """Wait, then send the file again under a new name. LightRAG's failed
-    record goes first: LightRAG retries every failed document together with
-    each later scan, which is how one large file failed the others."""
-    if failed_doc_id:
-        owe_delete(source, failed_doc_id)
-    unlink_from_inputs(source)
-    source.lightrag_doc_id = ""
-    if count:
-        source.attempts += 1
-    if delay is None:
-        delay = min(RETRY_BASE * 2 ** max(source.attempts - 1, 0), RETRY_MAX)
-    source.status = Source.Status.RETRYING
-    source.failure_kind = Source.Failure.TRANSIENT
-    source.retry_at = timezone.now() + delay
-
-
-def retry_failed(sources) -> int:
-    """Send failed sources of ``sources`` (a queryset) back to LightRAG, in
-    the worker's small waves, with a fresh retry budget. Returns how many."""
-    count = 0
-    with transaction.atomic():
-        for source in sources.filter(status=Source.Status.FAILED).select_for_update():
-            source.attempts = 0
-            schedule_retry(source, source.lightrag_doc_id, delay=timedelta(0), count=False)
-            source.save()
-            count += 1
-    return count
-
-
-# A delete LightRAG accepted but whose document it still lists this long after
-# is asked for again (the background delete was refused or lost).
-DELETE_SETTLE = timedelta(seconds=60)
-# How a delete answered "busy" or refused while LightRAG worked says so (run_due_jobs).
-_WAITING_FOR_LIGHTRAG = ("LightRAG busy", "LightRAG refused")
-
-
-def _old_records(source: Source, documents: dict) -> tuple[list[Job], list]:
-    """The source's delete jobs, and the documents they asked for that LightRAG still lists."""
-    deletes = [job for job in source.jobs.all() if job.kind == Job.Kind.DELETE]  # prefetched
-    asked = {doc_id for job in deletes for doc_id in job.payload.get("doc_ids") or []}
-    return deletes, [documents[doc_id] for doc_id in sorted(asked) if doc_id in documents]
-
-
-def _ready_to_resend(source: Source, documents: dict) -> bool | None:
-    """Whether LightRAG has let go of every failed record of ``source`` we
-    asked it to delete: True to send the file again, False to wait, None when
-    a delete is still owed and was just moved up (LightRAG is idle now).
-
-    A retry must wait: each scan makes LightRAG process its failed records
-    again, and the same content sent under a new name while the old record is
-    being analysed is filed as a duplicate of it. A failed record LightRAG
-    itself processed meanwhile makes the source indexed; a delete that went
-    through but left the record listed is asked for again."""
-    deletes, still_listed = _old_records(source, documents)
-    processed = [d for d in still_listed if d.status == "processed"]
-    if processed and source.deleted_at is None and not source.stale:
-        mark_indexed(source, processed[0])
-        source.save()
-        return False
-    pending = [job for job in deletes if job.state == Job.State.PENDING]
-    if pending:
-        # Answered "busy" while LightRAG worked; it is idle now: ask at once,
-        # so the wave that follows takes every file whose record is gone.
-        waiting = [job for job in pending if job.last_error.startswith(_WAITING_FOR_LIGHTRAG)]
-        if waiting:
-            Job.objects.filter(pk__in=[job.pk for job in waiting]).update(next_attempt_at=timezone.now())
-            return None
-        return False
-    if not still_listed:
-        return True
-    last = max(job.finished_at or job.updated_at for job in deletes)
-    if timezone.now() - last >= DELETE_SETTLE:
-        for document in still_listed:
-            owe_delete(source, document.id)
-    return False
-
-
-def _first_legacy_attempt(source: Source) -> bool:
-    return source.parser_hint == "legacy" and classify_failure(source.last_error) == "legacy"
-
-
-def resend_due_retries(client: LightRAGClient) -> int:
-    """Send a small wave of sources whose retry is due, when LightRAG is idle,
-    owes us no scan and no longer lists their failed records. Returns how
-    many were sent."""
-    due = Source.objects.filter(status=Source.Status.RETRYING, retry_at__lte=timezone.now()).order_by("retry_at")
-    if not due.exists():
-        return 0
-    if Job.objects.filter(kind=Job.Kind.SCAN, state=Job.State.PENDING).exists():
-        return 0
-    if Source.objects.filter(status__in=[Source.Status.QUEUED, Source.Status.INDEXING]).exists():
-        return 0
-    if client.health().pipeline_busy:
-        return 0
-    documents = {document.id: document for document in client.iter_documents()}
-    ready, deletes_moved_up = [], False
-    for source in due.prefetch_related("jobs"):
-        verdict = _ready_to_resend(source, documents)
-        deletes_moved_up |= verdict is None
-        if verdict:
-            ready.append(source)
-    if deletes_moved_up:
-        return 0  # the deletes go next round; the files follow together after them
-    # A file going to the legacy parser after the native one found nothing is
-    # no retry of a timeout: small, cheap to parse, so all of them go at once.
-    legacy = [source for source in ready if _first_legacy_attempt(source)]
-    sent = []
-    for source in legacy + [source for source in ready if source not in legacy][:RETRY_WAVE]:
-        try:
-            refresh_fingerprint(source)
-        except OSError:
-            submit_delete(source, missing=True)  # gone from its folder meanwhile
-            continue
-        source.generation += 1
-        sent.append(source)
-    queue_many(sent)
-    return len(sent)
-
-
-# Scans a source may stay unlisted by an idle LightRAG before it is called failed.
-MAX_UNLISTED_SCANS = 3
-
-
-def rescan_stuck(client: LightRAGClient) -> bool:
-    """Owe a new scan when sources sit in "indexing" after their scan finished
-    and LightRAG is idle — what a LightRAG killed mid-ingest leaves behind.
-    A source LightRAG never lists after several scans (a file it refuses to
-    take in) ends failed, saying so, instead of "indexing" forever."""
-    stuck_before = timezone.now() - RESCAN_AFTER
-    stuck = Source.objects.filter(status=Source.Status.INDEXING, updated_at__lt=stuck_before)
-    if not stuck.exists():
-        return False
-    if Job.objects.filter(kind=Job.Kind.SCAN, state=Job.State.PENDING).exists():
-        return False
-    if client.health().pipeline_busy:
-        return False
-    listed = {d.file_path for d in client.iter_documents()}
-    for source in stuck.exclude(lightrag_name__in=listed):
-        source.attempts += 1
-        if source.attempts >= MAX_UNLISTED_SCANS:
-            source.status = Source.Status.FAILED
-            source.failure_kind = Source.Failure.PERMANENT
-            source.last_error = (
-                f"LightRAG did not take this file in after {source.attempts} scans "
-                f"(its log may say why, e.g. a file type or name it refuses)."
-            )
-            unlink_from_inputs(source)
-        source.save(update_fields=["attempts", "status", "failure_kind", "last_error", "updated_at"])
-    if not stuck.exists():
-        return False
-    owe_scan()
-    stuck.update(updated_at=timezone.now())
-    return True
-
-
 def work_once(client: LightRAGClient) -> None:
     """One round of the worker: jobs, the status bridge, recovery of stuck
     sources, then a wave of due retries."""
+    # Imported here: both modules build on this one.
+    from mnote.library.failures import resend_due_retries
+    from mnote.library.status_bridge import bridge_statuses, rescan_stuck
+
     run_due_jobs(client)
     bridge_statuses(client)
     rescan_stuck(client)

@@ -16,7 +16,7 @@ from django.views.decorators.vary import vary_on_headers
 from mnote.accounts.roles import is_admin
 from mnote.citations.models import Citation
 from mnote.library.forms import IndexedRootForm
-from mnote.library.ingest import retry_failed
+from mnote.library.failures import retry_failed
 from mnote.library.models import IndexedRoot, Source
 from mnote.lightrag.provider import health_report, lightrag_client, webui_url
 from mnote.library.roots_preview import base_folders, preview_root

@@ -35,8 +35,10 @@ class EmbeddingLimits:
     batch: int
     timeout: int
     # One document at a time: LightRAG's vector store (NanoVectorDB) embeds a
-    # flush's chunks while holding the lock a search needs, so a flush of two
-    # documents' chunks makes searches wait twice as long.
+    # flush's pending chunks while holding the lock a search needs. The local
+    # endpoint embeds a document's chunks ahead, during their extraction; with
+    # two documents in flight one's flush would also take the other's chunks,
+    # not yet embedded, and make searches wait for them.
     parallel_insert: int = 1
     seconds_per_chunk: float | None = None
     """Measured at start-up by the local endpoint; None when set by hand or external."""
@@ -250,6 +252,11 @@ def lightrag_server_env(config: StackConfig) -> dict[str, str]:
         # Two cores: parallel inserts only queue on the embedder.
         "MAX_PARALLEL_INSERT": "2",
         **({} if config.llm_cache else {"ENABLE_LLM_CACHE": "false"}),
+        # The local stand-in answers extraction at once, and embeds the chunk
+        # meanwhile so the vector store's flush finds it (mnote/stack/embedder.py):
+        # a cached reply would skip that, and a retried document would be
+        # embedded under the lock searches wait for.
+        **({} if config.llm else {"ENABLE_LLM_CACHE_FOR_EXTRACT": "false"}),
         **(config.embedding_limits.env() if config.embedding_limits else _overrides_only(config)),
     }
     if config.lightrag_postgres:

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from mnote.library.ingest import retry_failed
+from mnote.library.failures import retry_failed
 from mnote.library.management.commands._settle import settle
 from mnote.library.management.commands.remove_root import find_root
 from mnote.library.models import Source
