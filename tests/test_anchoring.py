@@ -160,6 +160,35 @@ def test_a_citation_with_a_known_chunk_is_never_highlighted_outside_it(member_cl
     assert beyond["start"]["block"] >= 2 and "Valve stems" in beyond["textQuote"]["exact"]
 
 
+@pytest.mark.django_db
+def test_evidence_running_past_a_chunk_that_cannot_be_placed_is_marked_only_where_the_chunk_holds_it(
+    member_client, library_dir, lightrag_dirs
+):
+    import json
+
+    _, storage = lightrag_dirs
+    notes = library_dir / "notes"
+    notes.mkdir()
+    (notes / "care.md").write_text("# Valves\n\nValve stems are lapped every spring by the night shift.\n\n"
+                                   "Pump bearings need grease once a month.\n")
+    root = IndexedRoot.objects.create(name="Notes", path="notes")
+    source = Source.objects.create(root=root, relative_path="care.md", absolute_path=str(notes / "care.md"), status="indexed",
+                                   lightrag_doc_id="doc-0456")
+    chunk_id = "doc-0456-chunk-000"
+    # LightRAG's chunk holds text the preview does not show (here a made-up
+    # table), so the chunk cannot be placed whole.
+    (storage / "kv_store_text_chunks.json").write_text(json.dumps({chunk_id: {
+        "content": "Valve stems are lapped every spring by the night shift.\n" + " | ".join(f"cell {n} of a table" for n in range(40)),
+        "chunk_order_index": 0, "full_doc_id": "doc-0456", "file_path": "care.md"}}))
+    evidence = "Valves — Valve stems are lapped every spring by the night shift. Pump bearings need grease once a month."
+
+    anchor = member_client.get(f"/preview/{source.pk}/anchor", {"evidence": evidence, "chunk_id": chunk_id}).json()["anchor"]
+    assert anchor["textQuote"]["exact"] == "Valve stems are lapped every spring by the night shift."
+    # Without the chunk, the whole evidence is marked, the next paragraph too.
+    free = member_client.get(f"/preview/{source.pk}/anchor", {"evidence": evidence}).json()["anchor"]
+    assert "Pump bearings" in free["textQuote"]["exact"]
+
+
 def test_an_aligned_section_starts_at_its_heading_not_at_a_word_inside_it():
     # Evidence from the file's XML has no list labels; the preview shows them.
     html = (

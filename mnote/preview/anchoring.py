@@ -232,6 +232,27 @@ _LABEL = re.compile(
 _HEADING_LABEL = re.compile(r"^\s*(?:\d{1,3}(?:\.\d{1,3})*\.?|[A-Z]\.|[IVXLC]{1,6}\.)\s+")
 
 
+# Words of letters and digits; CJK characters and punctuation one by one.
+_TOKEN = re.compile(r"(?:(?![\u3000-\u9fff\uac00-\ud7af])[^\W_])+|\S")
+
+
+def shared_with(evidence: str, text: str, *, heading: str = "") -> str:
+    """The longest stretch of ``evidence``'s words that ``text`` holds too
+    (words, or single characters of CJK and punctuation, compared as tokens).
+    The mapper's evidence is a window of a sidecar block, which can run past
+    the end of the cited chunk; marking only what both hold keeps the
+    highlight inside the chunk."""
+    _, window, _ = _split_heading(evidence, heading)
+    spans = [(m.start(), m.end()) for m in _TOKEN.finditer(window)]
+    if not spans:
+        return ""
+    tokens = [window[a:b] for a, b in spans]
+    match = difflib.SequenceMatcher(None, tokens, _TOKEN.findall(text), autojunk=False).find_longest_match()
+    if not match.size:
+        return ""
+    return window[spans[match.a][0]:spans[match.a + match.size - 1][1]]
+
+
 def find_passage(
     text_map: TextMap, evidence: str, *, heading: str = "", within: tuple[int, int] | None = None, whole: bool = False
 ) -> Anchor | None:

@@ -23,7 +23,7 @@ from mnote.kinds import kind_of
 from mnote.library.ingest import opened_sha256
 from mnote.library.models import Source
 from mnote.library.source_files import SourceUnavailable, open_source_file
-from mnote.preview.anchoring import TextMap, build_text_map, find_passage
+from mnote.preview.anchoring import TextMap, build_text_map, find_passage, shared_with
 from mnote.preview.docx.limits import PreviewRejected
 from mnote.preview.forms import MAX_LOCATOR_CHARS, AnchorForm, PdfFindForm, PdfPageForm, PreviewForm
 from mnote.preview.pdf import PdfRejected, find_text, render_page_png
@@ -140,6 +140,11 @@ def _chunk_text(source: Source | None, chunk_id: str) -> str:
     return clean_display_text(stored.content) if stored else ""
 
 
+# Shorter than this, the words a chunk shares with the evidence say too little
+# to mark; the evidence is looked for as it is.
+MIN_SHARED_CHARS = 24
+
+
 def anchor_locator(text_map: TextMap, locator: dict, *, tail: str = "", source: Source | None = None) -> dict | None:
     """Where a locator's passage is in the rendered text: the evidence text,
     inside the cited chunk's place when the server knows the chunk. With a
@@ -149,7 +154,12 @@ def anchor_locator(text_map: TextMap, locator: dict, *, tail: str = "", source: 
     heading = headings[-1] if headings else ""
     chunk = _chunk_text(source, str(locator.get("chunkId") or ""))
     place = find_passage(text_map, chunk, whole=True) if chunk else None
-    if place is None:
+    shared = shared_with(evidence, chunk, heading=heading) if chunk and place is None else ""
+    if len(shared) >= MIN_SHARED_CHARS:
+        # The chunk is known but not placed whole: mark only the evidence's
+        # words the chunk holds (the evidence can run past the chunk's end).
+        anchor = find_passage(text_map, shared, heading=heading, whole=True)
+    elif place is None:
         anchor = find_passage(text_map, evidence, heading=heading)
     else:
         # Never outside the cited chunk: the evidence inside it, else the
