@@ -30,6 +30,8 @@ import time
 import uuid
 from typing import Any
 
+from mnote.stack import event_stream
+
 TEST_ANSWER_MODEL = "mnote-test-answers"
 NO_ANSWER = "I do not have enough information in the provided context to answer that."
 MAX_SENTENCES = 3
@@ -183,31 +185,19 @@ class TestAnswers:
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
             })
             return "kind=answer test-model"
-        handler._status = 200
-        handler.send_response(200)
-        handler.send_header("Content-Type", "text/event-stream; charset=utf-8")
-        handler.send_header("Cache-Control", "no-cache")
-        handler.send_header("Transfer-Encoding", "chunked")
-        handler.end_headers()
-
-        def send(payload: str) -> None:
-            data = ("data: %s\n\n" % payload).encode("utf-8")
-            handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-            handler.wfile.flush()
+        event_stream.start(handler)
 
         def chunk(delta: dict, finish: str | None) -> str:
             return json.dumps({"id": cid, "object": "chat.completion.chunk", "created": created, "model": TEST_ANSWER_MODEL,
                                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}, ensure_ascii=False)
 
         try:
-            send(chunk({"role": "assistant", "content": ""}, None))
+            event_stream.send(handler, chunk({"role": "assistant", "content": ""}, None))
             for piece in pieces(text):
                 time.sleep(self.pace)
-                send(chunk({"content": piece}, None))
-            send(chunk({}, "stop"))
-            send("[DONE]")
-            handler.wfile.write(b"0\r\n\r\n")
-            handler.wfile.flush()
+                event_stream.send(handler, chunk({"content": piece}, None))
+            event_stream.send(handler, chunk({}, "stop"))
+            event_stream.end(handler)
         except (BrokenPipeError, ConnectionResetError):
             # LightRAG closed the stream: its client (MNote) stopped the answer.
             handler.close_connection = True

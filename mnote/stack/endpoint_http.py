@@ -12,6 +12,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
+from mnote.stack import event_stream
 from mnote.stack.chat_standin import NO_LLM_MODEL, _message_text, _rough_tokens, chat_reply, extraction_input
 from mnote.stack.embedder import EMBEDDING_DIM, EMBEDDING_MODEL, Busy, InjectedFailure
 
@@ -279,15 +280,8 @@ class Handler(BaseHTTPRequestHandler):
         if usage is not None:
             events.append({"id": cid, "object": "chat.completion.chunk", "created": created,
                            "model": NO_LLM_MODEL, "choices": [], "usage": usage})
-        self._status = 200
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        for payload in [json.dumps(e, ensure_ascii=False) for e in events] + ["[DONE]"]:
-            data = ("data: %s\n\n" % payload).encode("utf-8")
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+        event_stream.start(self)
+        for event in events:
+            event_stream.send(self, json.dumps(event, ensure_ascii=False))
+        event_stream.end(self)
 
