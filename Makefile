@@ -42,9 +42,17 @@ run-scaled: install install-lightrag install-postgres
 	$(PY) manage.py collectstatic --noinput -v 0
 	$(PY) manage.py run_stack --scaled
 
+# The PostgreSQL pass runs beside the SQLite pass (its own PostgreSQL, ports
+# and temporary folders): the suite waits on LightRAG and browsers more than
+# it computes, so the two together take little longer than the first alone.
+# Its output follows the first pass's; either failing fails the target.
 test: install install-lightrag install-browser install-postgres
-	$(PY) -m pytest $(PYTEST_ARGS) $(POSTGRES_ONLY_TESTS:%=--ignore=%)
-	MNOTE_TEST_DATABASE=postgresql $(PY) -m pytest $(POSTGRES_TESTS)
+	@log=$$(mktemp); \
+	MNOTE_TEST_DATABASE=postgresql $(PY) -m pytest -p no:cacheprovider $(POSTGRES_TESTS) >$$log 2>&1 & postgres=$$!; trap "kill $$postgres 2>/dev/null" INT TERM; \
+	$(PY) -m pytest $(PYTEST_ARGS) $(POSTGRES_ONLY_TESTS:%=--ignore=%); sqlite=$$?; \
+	wait $$postgres; pg=$$?; \
+	echo; echo "=== the PostgreSQL pass (MNOTE_TEST_DATABASE=postgresql) ==="; cat $$log; rm -f $$log; \
+	test $$sqlite -eq 0 && test $$pg -eq 0
 
 test-postgres: install install-postgres
 	MNOTE_TEST_DATABASE=postgresql $(PY) -m pytest $(POSTGRES_TESTS)
