@@ -14,8 +14,8 @@ PY := $(VENV)/bin/python
 # by the test session). SQLite only, for their cost (all pass on PostgreSQL):
 # test_api_fuzz (~3 min there), test_mcp (stdio subprocesses), the preview
 # render tests (test_preview_views, test_preview_limits), test_anchoring (3 of
-# 29 touch it), the live-LightRAG and browser tests; test_sync_concurrency and
-# test_workers_postgres run on PostgreSQL in the first pass already.
+# 29 touch it), the live-LightRAG and browser tests; test_sync_concurrency
+# runs on both databases in the first pass already.
 POSTGRES_TESTS ?= tests/test_jobs.py tests/test_ingest.py tests/test_ingest_recovery.py tests/test_sync.py \
 	tests/test_visibility.py tests/test_api.py tests/test_api_auth.py tests/test_authorization_matrix.py \
 	tests/test_ask_views.py tests/test_search_page.py tests/test_workspace_search.py tests/test_citation_mapper.py \
