@@ -17,7 +17,7 @@ from django.utils.translation import gettext as _
 from mnote.library import sync_rows
 from mnote.library.expansion import PathRefused, expand_root, included
 from mnote.library.ingest import (
-    mark_queued,
+    mark_queued_many,
     owe_delete,
     queue_many,
     send_to_lightrag,
@@ -257,21 +257,25 @@ def _look(root: IndexedRoot) -> _Look:
 
 def _read(look: _Look, pairs) -> None:
     """Hash (and weigh the text of) the files of ``pairs`` that need it."""
+    hashes, held, texts = look.hashes, look.held, look.texts
+    limit_mb = settings.MNOTE_MAX_TEXT_MB  # once, not once per file
     for candidate, row in pairs:
         need_hash, need_held = _needs(row, candidate)
+        if not (need_hash or need_held):
+            continue
         key = _key(candidate)
-        if need_hash and key not in look.hashes:
+        if need_hash and key not in hashes:
             text = look.kept < KEPT_TEXT_BYTES and wants_text(candidate.relative_path, candidate.path)
             try:
-                look.hashes[key], data = sync_rows.read_file(candidate.path, candidate.stat, text=text)
+                hashes[key], data = sync_rows.read_file(candidate.path, candidate.stat, text=text)
             except OSError:
-                look.hashes[key] = None  # vanished while we walked; the next sync sees it gone
+                hashes[key] = None  # vanished while we walked; the next sync sees it gone
             else:
                 if data is not None:
-                    look.texts[key] = data
+                    texts[key] = data
                     look.kept += len(data)
-        if need_held and key not in look.held:
-            look.held[key] = held_back_reason(candidate.path, candidate.stat.st_size)
+        if need_held and key not in held:
+            held[key] = held_back_reason(candidate.path, candidate.stat.st_size, limit_mb=limit_mb)
 
 
 def _as_now(look: _Look, source, candidate) -> tuple[object, bool]:
@@ -397,8 +401,7 @@ def _apply(root: IndexedRoot, look: _Look, limit: int, summary: SyncSummary, *, 
     fresh = [s for s in new if s.status == Source.Status.NOT_INDEXED]
     queue_known = to_queue[:limit]
     queue_fresh = fresh[: max(limit - len(queue_known), 0)]
-    for source in queue_fresh:
-        mark_queued(source)
+    mark_queued_many(queue_fresh)
     insert_new(new)
     ids = ids_by_path(root, [f.relative_path for f in new if f.relative_path in read])
     for source in [*new, *dirty]:

@@ -40,22 +40,30 @@ def read_file(path: str, walked: os.stat_result, *, text: bool) -> tuple[str, by
     from the walk, which checked that it is inside its root; a file swapped
     since (another inode, a symlink in its place) is not read: OSError, as
     for a file gone."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    with open(fd, "rb", buffering=0) as f:
+    # os.read on the descriptor, not a file object: 10,000 small files are
+    # the usual case, and a file object costs an allocation and an fstat of
+    # its own per file.
+    # O_NONBLOCK: a file swapped for a FIFO since the walk must not hang the
+    # sync in open() before the inode check refuses it (no effect on files).
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
         opened = os.fstat(fd)
         if (opened.st_ino, opened.st_dev) != (walked.st_ino, walked.st_dev):
             raise OSError(f"{path} changed since the walk")
         size = opened.st_size
         if size > ONE_READ_BYTES:
-            return hashlib.file_digest(f, "sha256").hexdigest(), None
+            with open(fd, "rb", buffering=0, closefd=False) as f:
+                return hashlib.file_digest(f, "sha256").hexdigest(), None
         # One byte more than the stat said, not a fixed large buffer: a read
-        # allocates what it asks for, and 10,000 small files are the usual case.
-        data = f.read(size + 1)
+        # allocates what it asks for.
+        data = os.read(fd, size + 1)
         if len(data) > size:  # grew since the stat: hash it all, no text
             digest = hashlib.sha256(data)
-            while block := f.read(_HASH_BLOCK):
+            while block := os.read(fd, _HASH_BLOCK):
                 digest.update(block)
             return digest.hexdigest(), None
+    finally:
+        os.close(fd)
     return hashlib.sha256(data).hexdigest(), data if text else None
 
 
@@ -93,34 +101,61 @@ def insert_new(files: list[NewFile]) -> None:
     if not files:
         return
     now = connection.ops.adapt_datetimefield_value(timezone.now())
-    names, fixed = list(_NEW_FIELDS), []
+    names, constants, stamps = list(_NEW_FIELDS), {}, []
     for f in Source._meta.concrete_fields:
         if f.primary_key or f.attname in _NEW_FIELDS:
             continue
-        names.append(f.attname)
-        stamp = f.attname in ("created_at", "updated_at")
-        fixed.append(now if stamp else f.get_db_prep_save(f.get_default(), connection))
-    fixed = tuple(fixed)
+        if f.attname in ("created_at", "updated_at"):
+            stamps.append(f.attname)
+            continue
+        constants[f.attname] = f.get_db_prep_save(f.get_default(), connection)
+    names += stamps
+    stamp = (now,) * len(stamps)
     rows = (
         (f.root_id, f.relative_path, f.absolute_path, f.sha256, f.size, f.mtime, f.mtime_ns, f.inode,
-         f.lightrag_name, f.status, f.excluded_by) + fixed
+         f.lightrag_name, f.status, f.excluded_by) + stamp
         for f in files
     )
-    insert_rows(Source, names, rows)
+    insert_rows(Source, names, rows, constants=constants)
 
 
-def insert_rows(model, names: list[str], rows, *, upsert_on: str = "", update: tuple[str, ...] = ()) -> None:
+def _literal(value) -> str | None:
+    """The SQL literal of a value every row takes, when it is one of the few
+    kinds written safely into SQL text on SQLite and PostgreSQL alike."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(int(value))
+    if value == "":
+        return "''"
+    return None
+
+
+def insert_rows(
+    model, names: list[str], rows, *, constants: dict | None = None, upsert_on: str = "", update: tuple[str, ...] = ()
+) -> None:
     """One INSERT of ``rows`` (tuples of database-ready values for the fields
     ``names``), run by the driver for every row; with ``upsert_on``, a row
     whose ``upsert_on`` value exists updates that row's ``update`` fields
-    instead (``ON CONFLICT``: SQLite >= 3.24 and PostgreSQL alike)."""
+    instead (``ON CONFLICT``: SQLite >= 3.24 and PostgreSQL alike).
+
+    ``constants``: field -> the value of every row (None, a bool, an int or
+    ""), written into the statement instead of bound per row: a first sync's
+    new rows take the defaults of 15 columns, and binding them 10,000 times
+    cost a third of the INSERT."""
     rows = list(rows)
     if not rows:
         return
+    constants = constants or {}
     quote = connection.ops.quote_name
-    columns = [model._meta.get_field(name).column for name in names]
+    columns = [model._meta.get_field(name).column for name in [*names, *constants]]
+    values = ["%s"] * len(names) + [_literal(value) for value in constants.values()]
+    if None in values:
+        raise ValueError(f"no SQL literal for one of {constants!r}")
     sql = "INSERT INTO {} ({}) VALUES ({})".format(
-        quote(model._meta.db_table), ", ".join(map(quote, columns)), ", ".join(["%s"] * len(columns))
+        quote(model._meta.db_table), ", ".join(map(quote, columns)), ", ".join(values)
     )
     if upsert_on:
         target = quote(model._meta.get_field(upsert_on).column)

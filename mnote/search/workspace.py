@@ -2,7 +2,6 @@
 inside the roots — MNote's own light index, no LightRAG, no OCR — so it
 keeps working when LightRAG is down."""
 
-import io
 import json
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -15,7 +14,7 @@ from mnote.kinds import kind_of
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.source_files import SourceUnavailable, open_source_file
 from mnote.library.sync_rows import insert_rows
-from mnote.preview.text_render import TextRejected, read_text
+from mnote.preview.text_render import TextRejected, decode_text, read_text
 from mnote.search.models import WorkspaceText
 
 # The light index keeps the first part of a file; enough for a quick lookup.
@@ -95,7 +94,7 @@ def store_texts(texts) -> int:
     entries = []
     for source_id, sha256, data in texts:
         try:
-            text, _ = read_text(io.BytesIO(data))
+            text, _ = decode_text(data)
         except TextRejected:
             text = ""  # not text after all: nothing to index for this version
         entries.append((source_id, sha256, _body(text)))
