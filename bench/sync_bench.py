@@ -155,6 +155,15 @@ def walk_read_sha256(root: Path) -> int:
     return count
 
 
+def bare_symlinks(folder: Path, targets: list[str]) -> int:
+    """One ``os.symlink`` per file into a new folder, nothing else: what the
+    filesystem charges for the links a first sync makes into LightRAG's inputs."""
+    folder.mkdir(parents=True)
+    for i, target in enumerate(targets):
+        os.symlink(target, folder / f"link-{i:06d}-{os.path.basename(target)}")
+    return len(targets)
+
+
 def _cpu() -> float:
     """CPU seconds of this process and of its finished children."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -282,7 +291,7 @@ def main(argv=None) -> int:
         run_sha256sum(root_dir)
         walk_stat(root_dir)
 
-        measured = {key: Row() for key in ("sha256sum", "walk_stat", "python_walk_read_sha256", "expand_root", "first_sync", "workspace_index", "links", "first_sync_without_links", "resync")}
+        measured = {key: Row() for key in ("sha256sum", "walk_stat", "python_walk_read_sha256", "expand_root", "first_sync", "workspace_index", "links", "bare_links", "first_sync_without_links", "resync")}
         for _ in range(repeat):
             t, count = timed(walk_read_sha256, root_dir)
             measured["python_walk_read_sha256"].add(t)
@@ -316,9 +325,12 @@ def main(argv=None) -> int:
             link_times.append(t)
 
         sync_module.send_to_lightrag = timed_send
-        for _ in range(repeat):
+        targets = [c.path for c in found]
+        for round_number in range(repeat):
             t, _ = timed(run_sha256sum, root_dir)
             measured["sha256sum"].add(t)
+            t, _ = timed(bare_symlinks, tmp / "bare-links" / f"round-{round_number + 1}", targets)
+            measured["bare_links"].add(t)
             root = registry.fresh()
             index_times.clear()
             link_times.clear()
@@ -361,6 +373,7 @@ def main(argv=None) -> int:
             "resync / walk_stat": ("resync", "walk_stat"),
             "resync / sha256sum": ("resync", "sha256sum"),
             "(first sync - links) / sha256sum": ("first_sync_without_links", "sha256sum"),
+            "links / bare os.symlink": ("links", "bare_links"),
         }
         ratios = {label: ratio(a, b) for label, (a, b) in pairs.items()}
         ratios_best = {label: ratio(a, b, "best_s") for label, (a, b) in pairs.items()}
@@ -372,6 +385,7 @@ def main(argv=None) -> int:
             "first_sync": "(a) first sync (batch_limit=N)",
             "workspace_index": "    of which workspace index",
             "links": "    of which links into LightRAG inputs",
+            "bare_links": "    bare os.symlink x N, new folder",
             "first_sync_without_links": "    first sync minus the links",
             "resync": "(b) re-sync, nothing changed",
             "sha256sum": "(c) find | xargs sha256sum",

@@ -292,6 +292,12 @@ def test_new_rows_written_in_one_insert_read_back_as_the_orm_would_have_written_
     assert (source.size, source.mtime_ns, source.mtime) == (stat.st_size, stat.st_mtime_ns, stat.st_mtime)
     assert source.lightrag_name == source.unique_lightrag_name() and source.lightrag_name in {p.name for p in input_dir.iterdir()}
     assert (source.stale, source.generation, source.attempts, source.lightrag_doc_id, source.deleted_at) == (False, 0, 0, "", None)
+    # Every column the sync does not set holds the model's default (written as SQL literals, not bound per row).
+    set_by_sync = {"id", "root_id", "relative_path", "absolute_path", "sha256", "size", "mtime", "mtime_ns", "inode",
+                   "lightrag_name", "status", "excluded_by", "created_at", "updated_at"}
+    defaults = {f.attname: f.get_default() for f in Source._meta.concrete_fields if f.attname not in set_by_sync}
+    assert len(defaults) == 15
+    assert {name: getattr(source, name) for name in defaults} == defaults
     assert before <= source.created_at <= timezone.now() and source.updated_at == source.created_at
     draft = papers.sources.get(relative_path="private/draft.md")
     assert (draft.status, draft.excluded_by, draft.sha256) == ("excluded", "**/private/**", "")
@@ -387,3 +393,64 @@ def test_a_file_swapped_for_a_link_out_of_the_root_after_the_walk_is_not_read(pa
     assert summary.new == 1  # report.txt; intro.md was gone as the walk saw it
     assert "intro.md" not in statuses(papers)
     assert workspace_search(member, "plutonium") == []
+
+
+def test_a_file_swapped_for_a_fifo_after_the_walk_neither_hangs_the_sync_nor_is_registered(papers, library_dir, monkeypatch):
+    from mnote.library import sync
+
+    real_expand = sync.expand_root
+
+    def expand_then_swap(*args, **kwargs):
+        found = real_expand(*args, **kwargs)
+        intro = library_dir / "papers" / "intro.md"
+        intro.unlink()
+        os.mkfifo(intro)  # nobody writes to it: a blocking open would wait forever
+        return found
+
+    monkeypatch.setattr(sync, "expand_root", expand_then_swap)
+    summary = sync_root(papers)
+    assert summary.new == 1 and "intro.md" not in statuses(papers)
+    assert (library_dir / "papers" / "intro.md").is_fifo()  # left as it is
+
+
+def test_the_workspace_index_decodes_what_the_sync_read_as_the_preview_does(papers, library_dir, member):
+    from mnote.preview.text_render import read_text
+    from mnote.search.models import WorkspaceText
+    from mnote.search.workspace import workspace_search
+
+    (library_dir / "papers" / "bom.md").write_bytes("\ufeff# Zebra crossing\nStripes.".encode("utf-8"))
+    (library_dir / "papers" / "gbk.txt").write_bytes("截止日期是周五。".encode("gb18030"))
+    (library_dir / "papers" / "latin.txt").write_bytes("caf\xe9 au lait".encode("latin-1"))
+    assert sync_root(papers).new == 5
+    for name in ("bom.md", "gbk.txt", "latin.txt", "intro.md"):
+        body = WorkspaceText.objects.get(source__relative_path=name).body
+        assert body == read_text(library_dir / "papers" / name)[0]
+    assert WorkspaceText.objects.get(source__relative_path="bom.md").body.startswith("# Zebra")
+    assert [h.source.relative_path for h in workspace_search(member, "zebra")] == ["bom.md"]
+    assert [h.source.relative_path for h in workspace_search(member, "截止日期")] == ["gbk.txt"]
+
+
+def test_a_sync_leaves_the_garbage_collector_as_it_found_it(papers, monkeypatch):
+    import gc
+
+    from mnote.library import sync
+
+    assert gc.isenabled()
+    seen = []
+    real_expand = sync.expand_root
+    monkeypatch.setattr(sync, "expand_root", lambda *a, **k: (seen.append(gc.isenabled()), real_expand(*a, **k))[1])
+    sync_root(papers)
+    assert seen == [False] and gc.isenabled()
+
+    monkeypatch.setattr(sync, "expand_root", lambda *a, **k: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        sync_root(papers)
+    assert gc.isenabled()
+
+    gc.disable()
+    try:
+        monkeypatch.setattr(sync, "expand_root", real_expand)
+        sync_root(papers)
+        assert not gc.isenabled()  # paused by the caller: left paused
+    finally:
+        gc.enable()

@@ -103,6 +103,11 @@ def sync_root(root: IndexedRoot, *, batch_limit: int | None = None) -> SyncSumma
     read again under the lock, and a file that changed meanwhile is read
     after the lock is let go, never while it is held.
     """
+    with sync_rows.no_collection_rounds():
+        return _sync_root(root, batch_limit)
+
+
+def _sync_root(root: IndexedRoot, batch_limit: int | None) -> SyncSummary:
     limit = batch_limit or settings.MNOTE_BATCH_LIMIT
     summary = SyncSummary(root=root.name)
     look = wanted = None
@@ -278,22 +283,22 @@ def _read(look: _Look, pairs) -> None:
             held[key] = held_back_reason(candidate.path, candidate.stat.st_size, limit_mb=limit_mb)
 
 
-def _as_now(look: _Look, source, candidate) -> tuple[object, bool]:
-    """The candidate to write from, and whether everything it needs is read.
-    ``source``: the row as it is now, or None."""
+def _as_now(look: _Look, source, candidate) -> tuple[object, tuple, bool]:
+    """The candidate to write from, its ``_key``, and whether everything it
+    needs is read. ``source``: the row as it is now, or None."""
     for attempt in (0, 1):
         need_hash, need_held = _needs(source, candidate)
         key = _key(candidate)
         if (not need_hash or key in look.hashes) and (not need_held or key in look.held):
-            return candidate, True
+            return candidate, key, True
         if attempt == 0:
             # The row changed since the look (another sync, an admin): the
             # file may have too; its stat says whether a read is needed.
             try:
                 candidate = dataclasses.replace(candidate, stat=os.stat(candidate.path))
             except OSError:
-                return candidate, True  # gone: the next sync sees it
-    return candidate, False
+                return candidate, key, True  # gone: the next sync sees it
+    return candidate, key, False
 
 
 def _load(queryset, name: str, values) -> dict:
@@ -331,10 +336,10 @@ def _apply(root: IndexedRoot, look: _Look, limit: int, summary: SyncSummary, *, 
         if source is not None and _settled(source, candidate):
             settled.add(candidate.relative_path)
             continue
-        candidate, complete = _as_now(look, source, candidate)
+        candidate, key, complete = _as_now(look, source, candidate)
         if not complete:
             wanted.append((candidate, source))
-        work.append((candidate, source))
+        work.append((candidate, source, key))
     if wanted:
         if not read_now:
             return wanted
@@ -350,8 +355,7 @@ def _apply(root: IndexedRoot, look: _Look, limit: int, summary: SyncSummary, *, 
     to_queue: list[Source] = []
     dirty: list[Source] = []
     read: dict = {}  # relative path -> (sha256, bytes) of the rows written with a body read
-    for candidate, source in work:
-        key = _key(candidate)
+    for candidate, source, key in work:
         if candidate.excluded_by:
             summary.excluded += 1
             if source is None:
