@@ -24,6 +24,7 @@ from mnote.search.answers import (
     default_mode,
     full_library_search,
     not_in_lightrag,
+    visible_sources,
 )
 from mnote.library.models import Source
 from mnote.lightrag.provider import lightrag_client, recent_health
@@ -111,15 +112,18 @@ def search(request):
         if mode == "workspace":
             context["hits"] = workspace_search(request.user, query, scope=scope)
         else:
+            sources = visible_sources(request.user)
             try:
-                mapped = full_library_search(request.user, query, mode=form.cleaned_data["retrieval"], scope=scope)
+                mapped = full_library_search(
+                    request.user, query, mode=form.cleaned_data["retrieval"], scope=scope, sources=sources
+                )
                 context["cards"] = _cards(mapped.citations, query)
                 context["diagnostics"] = mapped.diagnostics
             except UnknownScope as e:
                 context["problem"] = _unknown_scope(e)
             except LightRAGError as e:
                 context["problem"] = _lightrag_problem(e)
-            context["missing"] = not_in_lightrag(request.user, query)
+            context["missing"] = not_in_lightrag(request.user, query, sources=sources)
             context["scope"] = scope
     status = 200
     if form.is_bound and not form.is_valid():
