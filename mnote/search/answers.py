@@ -101,7 +101,8 @@ def visible_sources(user):
     once: building the visibility subquery cost more CPU than running the
     search's SQL, and a search page asks for the visible sources twice (the
     mapper, the files matching by name)."""
-    return Source.objects.filter(root_id__in=list(IndexedRoot.objects.visible_to(user).values_list("pk", flat=True)))
+    ids = IndexedRoot.objects.visible_to(user).order_by().values_list("pk", flat=True)  # ids only: no ORDER BY
+    return Source.objects.filter(root_id__in=list(ids))
 
 
 def _mapping(user, query: str, scope: list[str] | None, enable_rerank: bool | None, health, sources=None) -> dict:
