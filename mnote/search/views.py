@@ -86,6 +86,12 @@ def _cards(citations, query):
     return [
         {
             "citation": c,
+            "id": c.citation_id,
+            "locator_json": c.locator_json,
+            "path": c.source_path,
+            "file_name": c.file_name,
+            "precision": c.precision,
+            "url": c.citation_url,
             "quote_html": _marked_quote(c.display_quote, query),
             "preview_url": previews[c.source_id],
             "precision_label": _precision_label(c.precision, c.page),
