@@ -16,14 +16,17 @@ Measured with httpx over loopback, after one untimed warm-up round:
 
   (a) bare      ``POST {lightrag}/query/data`` with ``X-API-Key`` and the body
                 the app sends (``mnote.lightrag.client._query_request``:
-                query, mode "mix", include_references, include_chunk_content),
-                on one persistent httpx client;
+                query, mode "mix", include_references, include_chunk_content,
+                and — when LightRAG has a rerank provider, as the embedded
+                stack has — ``chunk_top_k`` = ``RERANK_CANDIDATES`` (60), the
+                pool the app reranks and shows the first 20 of), on one
+                persistent httpx client;
   (b) partial   ``GET /search/?q=…&mode=library&retrieval=mix`` with
                 ``HX-Request: true`` (the HTMX results fragment), logged in;
   (c) full      the same without ``HX-Request`` (the whole page);
-  info: like-app  what the app itself does towards LightRAG per search: a new
-                ``httpx.Client`` (``make_client``), ``GET /health``, then
-                ``POST /query/data`` — i.e. (a) plus the app's client-side cost.
+  info: default  bare ``/query/data`` with LightRAG's default ``chunk_top_k``
+                (20): what (a) was before it followed the app's body; with a
+                rerank provider LightRAG reranks 20 instead of 60 candidates.
 
 N sequential requests per kind (default 30), the kinds interleaved and their
 order rotated every round, queries taken in turn from a fixed list of English
@@ -87,12 +90,12 @@ QUERIES = [
     "化学品 储存 规定",
     "吡咯烷 操作",
 ]
-KINDS = ("bare", "partial", "full", "like_app")
+KINDS = ("bare", "partial", "full", "bare_default")
 LABELS = {
     "bare": "(a) bare POST /query/data",
     "partial": "(b) app /search/ partial (HX-Request)",
     "full": "(c) app /search/ full page",
-    "like_app": "    info: new client + /health + /query/data",
+    "bare_default": "    info: bare, LightRAG's default chunk_top_k",
 }
 PROFILE_THRESHOLD = 2.0  # profile when the app's median exceeds this many bare medians
 
@@ -173,9 +176,28 @@ def lightrag_client(stack) -> httpx.Client:
     )
 
 
-def query_body(query: str) -> dict:
-    # Exactly mnote.lightrag.client._query_request(query, "mix", None, None, None).
-    return {"query": query, "mode": "mix", "include_references": True, "include_chunk_content": True}
+# Set from LightRAG's /health at start: the chunk_top_k the app asks with.
+APP_CHUNK_TOP_K: list[int | None] = [None]
+
+
+def query_body(query: str, chunk_top_k: int | None = None) -> dict:
+    """Exactly the body ``full_library_search`` sends for a search without a
+    scope (``mnote.lightrag.client._query_request``)."""
+    from mnote.lightrag.client import _query_request
+
+    return _query_request(query, "mix", None, chunk_top_k, None)
+
+
+def app_chunk_top_k(health: dict, env: dict[str, str]) -> int | None:
+    """What ``full_library_search`` asks for: the rerank pool when LightRAG
+    reranks, else LightRAG's own default. (The breakdown checks the bodies the
+    app really sent against this.)"""
+    from mnote.lightrag.responses import Health
+
+    if not Health.from_body(health).rerank_enabled:
+        return None
+    out = manage(["shell", "-c", "from mnote.search.answers import RERANK_CANDIDATES as n; print(n)"], env)
+    return int(out.strip().splitlines()[-1])
 
 
 def search_params(query: str) -> dict:
@@ -210,6 +232,10 @@ def check_app(response: httpx.Response) -> Outcome:
 
 
 def request_bare(client: httpx.Client, query: str) -> Outcome:
+    return check_bare(client.post("/query/data", json=query_body(query, APP_CHUNK_TOP_K[0])))
+
+
+def request_bare_default(client: httpx.Client, query: str) -> Outcome:
     return check_bare(client.post("/query/data", json=query_body(query)))
 
 
@@ -219,26 +245,6 @@ def request_partial(client: httpx.Client, query: str) -> Outcome:
 
 def request_full(client: httpx.Client, query: str) -> Outcome:
     return check_app(client.get("/search/", params=search_params(query)))
-
-
-def make_like_app(stack):
-    """What full_library_search does towards LightRAG: a fresh client per search."""
-    from mnote.lightrag.client import DEFAULT_TIMEOUT, HEALTH_TIMEOUT
-
-    key = stack.config.resolved_api_key()
-
-    def request(_unused, query: str) -> Outcome:
-        with httpx.Client(
-            base_url=stack.config.lightrag_url,
-            headers={"Accept": "application/json", "X-API-Key": key},
-            timeout=DEFAULT_TIMEOUT,
-        ) as client:
-            health = client.get("/health", timeout=HEALTH_TIMEOUT)
-            if health.status_code != 200:
-                return Outcome(False, f"health HTTP {health.status_code}")
-            return check_bare(client.post("/query/data", json=query_body(query)))
-
-    return request
 
 
 # --- statistics -----------------------------------------------------------------
@@ -499,29 +505,44 @@ do_profile = sys.argv[4] == "1"
 out_path = sys.argv[5]
 
 pieces = collections.defaultdict(float)
+cpu_pieces = collections.defaultdict(float)
 
 def wrap(owner, attr, name):
+    # Wall time and this thread's CPU time of each piece: CPU is what load
+    # does not stretch, and what throughput on 2 shared cores is made of.
     original = getattr(owner, attr)
     def timed(*args, **kwargs):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.thread_time()
         try:
             return original(*args, **kwargs)
         finally:
             pieces[name] += time.perf_counter() - start
+            cpu_pieces[name] += time.thread_time() - cpu_start
     setattr(owner, attr, timed)
 
 wrap(views, "full_library_search", "full_library_search (all below)")
 wrap(provider, "make_client", "  make_client: httpx.Client()")
 wrap(LightRAGClient, "health", "  GET /health")
-wrap(LightRAGClient, "query_data", "  POST /query/data")
+wrap(LightRAGClient, "query_data", "  POST /query/data (app side: request, JSON decode)")
 wrap(LightRAGClient, "close", "  client.close()")
 wrap(csearch, "map_query_data", "  map_query_data (mapper)")
 import mnote.citations.mapper as mapper
 wrap(mapper, "_match_block", "    mapper: _match_block (block of each chunk)")
 wrap(mapper, "doc_index", "    mapper: doc_index (sidecar + chunks of a document)")
-wrap(views, "not_in_lightrag", "not_in_lightrag")
-wrap(views, "_cards", "_cards (mark_terms)")
+wrap(views, "visible_sources", "visible_sources (visible roots, once per page)")
+wrap(views, "not_in_lightrag", "not_in_lightrag (files matching by name)")
+wrap(views, "_cards", "_cards (quote marks, card strings)")
 wrap(views, "render", "render (template)")
+
+# The bodies the app really sends to /query/data, to compare with the bench's bare one.
+import mnote.lightrag.client as lightrag_client_module
+sent_bodies = []
+_query_request = lightrag_client_module._query_request
+def recording_query_request(*args, **kwargs):
+    body = _query_request(*args, **kwargs)
+    sent_bodies.append({**body, "query": "<query>"})
+    return body
+lightrag_client_module._query_request = recording_query_request
 
 sql = {"count": 0, "time": 0.0, "writes": 0}
 def sql_wrapper(execute, query, params, many, context):
@@ -554,9 +575,11 @@ for query in queries:  # warm-up
     one(query)
 
 rows = collections.defaultdict(list)
+cpu_rows = collections.defaultdict(list)
 for _ in range(rounds):
     for query in queries:
         pieces.clear()
+        cpu_pieces.clear()
         sql["count"] = 0
         sql["time"] = 0.0
         sql["writes"] = 0
@@ -566,14 +589,24 @@ for _ in range(rounds):
         rows["app CPU of the request (this thread, load-independent)"].append(cpu_of_last[0])
         for name, value in pieces.items():
             rows[name].append(value)
+        for name, value in cpu_pieces.items():
+            cpu_rows[name].append(value)
         rows["SQL time (all queries)"].append(sql["time"])
         rows["SQL queries (count)"].append(sql["count"])
         rows["SQL queries that write (count)"].append(sql["writes"])
         view = sum(v for k, v in pieces.items() if not k.startswith("  "))
         rows["rest: middleware, session, auth, URL, response"].append(total - view)
+        cpu_view = sum(v for k, v in cpu_pieces.items() if not k.startswith("  "))
+        cpu_rows["rest: middleware, session, auth, URL, response"].append(cpu_of_last[0] - cpu_view)
+        cpu_rows["app CPU of the request"].append(cpu_of_last[0])
+        mapper_cpu = cpu_pieces.get("  map_query_data (mapper)", 0.0)
+        cpu_rows["app CPU outside the mapper"].append(cpu_of_last[0] - mapper_cpu)
 
 result = {"rounds": rounds, "queries": len(queries), "medians": {k: statistics.median(v) for k, v in rows.items()},
-          "means": {k: statistics.fmean(v) for k, v in rows.items()}}
+          "means": {k: statistics.fmean(v) for k, v in rows.items()},
+          "cpu_medians": {k: statistics.median(v) for k, v in cpu_rows.items()},
+          "cpu_means": {k: statistics.fmean(v) for k, v in cpu_rows.items()},
+          "bodies_sent": [json.loads(b) for b in sorted({json.dumps(b, sort_keys=True) for b in sent_bodies})]}
 
 # httpx.Client() alone, as make_client builds it (no request).
 from mnote.lightrag import make_client
@@ -637,6 +670,8 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="concurrent rounds per kind, alternated (default 2)")
     parser.add_argument("--breakdown-rounds", type=int, default=3, help="rounds of the query list in the breakdown (default 3)")
     parser.add_argument("--profile", action="store_true", help="always cProfile one round (else only when app > 2x bare)")
+    parser.add_argument("--port-base", type=int, default=0,
+                        help="use ports BASE (model endpoint), BASE+1 (LightRAG), BASE+2 (web) instead of free ones")
     parser.add_argument("--keep", action="store_true", help="keep the temporary dir (logs) for inspection")
     parser.add_argument("--no-json", action="store_true", help="do not write bench/results/search_latency_bench.json")
     args = parser.parse_args(argv)
@@ -654,7 +689,8 @@ def main(argv=None) -> int:
         if cache.is_dir():
             shutil.copytree(cache, tmp / "tiktoken")
         (tmp / "library").mkdir()
-        stack = EmbeddedStack(StackConfig(data_dir=tmp, lightrag_port=free_port(), model_port=free_port()))
+        ports = [args.port_base + i for i in range(3)] if args.port_base else [free_port() for _ in range(3)]
+        stack = EmbeddedStack(StackConfig(data_dir=tmp, lightrag_port=ports[1], model_port=ports[0]))
         print(f"starting the embedded stack in {tmp} …", flush=True)
         t0 = time.perf_counter()
         stack.start()
@@ -669,7 +705,7 @@ def main(argv=None) -> int:
         load_demo_s = time.perf_counter() - t0
         print("  " + "\n  ".join(demo_out.strip().splitlines()), flush=True)
 
-        port = free_port()
+        port = ports[2]
         web = web_process(stack.config, "127.0.0.1", port, env)
         web.start()
         web.wait_healthy(60)
@@ -684,8 +720,11 @@ def main(argv=None) -> int:
         app_client = logged_in_client(base_url)
         bare_client = lightrag_client(stack)
         clients += [app_client, bare_client]
-        requesters = {"bare": request_bare, "partial": request_partial, "full": request_full, "like_app": make_like_app(stack)}
-        seq = sequential(requesters, {"bare": bare_client, "partial": app_client, "full": app_client, "like_app": None}, args.n, groups)
+        APP_CHUNK_TOP_K[0] = app_chunk_top_k(bare_client.get("/health").json(), env)
+        print(f"the app asks /query/data with chunk_top_k={APP_CHUNK_TOP_K[0] or 'default'}; so does (a)", flush=True)
+        requesters = {"bare": request_bare, "partial": request_partial, "full": request_full, "bare_default": request_bare_default}
+        seq = sequential(requesters, {"bare": bare_client, "partial": app_client, "full": app_client, "bare_default": bare_client},
+                         args.n, groups)
 
         # --- concurrent ---
         print(f"logging in {args.clients} clients …", flush=True)
@@ -716,10 +755,10 @@ def main(argv=None) -> int:
             "partial - bare (paired median, ms)": seq["paired_differences"]["partial - bare"]["median_s"] * 1000,
             "full - bare (paired median, ms)": seq["paired_differences"]["full - bare"]["median_s"] * 1000,
             "in-process: view time outside /query/data (median, ms)": (
-                parts["medians"]["total (test client, in-process)"] - parts["medians"]["  POST /query/data"]) * 1000,
+                parts["medians"]["total (test client, in-process)"] - parts["medians"]["  POST /query/data (app side: request, JSON decode)"]) * 1000,
             "in-process: total / POST /query/data (median)": (
-                parts["medians"]["total (test client, in-process)"] / parts["medians"]["  POST /query/data"]),
-            "like_app / bare (median)": seq["like_app"]["median_s"] / seq["bare"]["median_s"],
+                parts["medians"]["total (test client, in-process)"] / parts["medians"]["  POST /query/data (app side: request, JSON decode)"]),
+            "bare default chunk_top_k / bare (median)": seq["bare_default"]["median_s"] / seq["bare"]["median_s"],
             "concurrent p50 app / bare": conc["partial"]["p50_s"] / conc["bare"]["p50_s"],
             "concurrent p99 app / bare": conc["partial"]["p99_s"] / conc["bare"]["p99_s"],
             "concurrent throughput app / bare": conc["partial"]["throughput_rps"] / conc["bare"]["throughput_rps"],
@@ -774,22 +813,44 @@ def main(argv=None) -> int:
         for key, value in ratios.items():
             print(f"  {key:<34} {value:>8.2f}")
         print()
-        print("targets (issue 17):")
-        for key, met in targets.items():
-            print(f"  {key:<52} {'met' if met else 'NOT met'}")
+        target_rows = [
+            ("/search/ partial vs bare /query/data (median)", ratios["partial / bare (median)"], "<= 1.15", targets["partial / bare (median) <= 1.15"]),
+            (f"{args.clients} clients: app p99 / app p50", ratios["concurrent p99 / p50, app"], "<= 3", targets[f"{args.clients} clients: app p99 <= 3 x app p50"]),
+            (f"{args.clients} clients: app throughput / bare", ratios["concurrent throughput app / bare"], ">= 0.95",
+             targets[f"{args.clients} clients: app throughput >= 0.95 x bare"]),
+        ]
+        print("TARGETS (issue 17), each against the bare baseline of this run:")
+        for label, value, target, met in target_rows:
+            print(f"  {label:<48} {value:>6.2f}   target {target:<8} {'met' if met else 'NOT met'}")
+        print()
+        body_ok = parts["bodies_sent"] == [query_body("<query>", APP_CHUNK_TOP_K[0])]
+        print(f"the app's /query/data body {'is' if body_ok else 'is NOT'} the bare baseline's: {parts['bodies_sent']}")
         print()
         print(f"where the partial's time goes (Django test client in-process, medians over "
-              f"{parts['rounds']} x {parts['queries']} requests):")
+              f"{parts['rounds']} x {parts['queries']} requests; CPU = this thread's, LightRAG and the model endpoint "
+              "work in their own processes):")
         order = ["total (test client, in-process)", "app CPU of the request (this thread, load-independent)",
                  "full_library_search (all below)", "  make_client: httpx.Client()",
-                 "  GET /health", "  POST /query/data", "  client.close()", "  map_query_data (mapper)",
-                 "    mapper: _match_block (block of each chunk)", "    mapper: doc_index (sidecar + chunks of a document)"]
+                 "  GET /health", "  POST /query/data (app side: request, JSON decode)", "  client.close()",
+                 "  map_query_data (mapper)",
+                 "    mapper: _match_block (block of each chunk)", "    mapper: doc_index (sidecar + chunks of a document)",
+                 "visible_sources (visible roots, once per page)", "not_in_lightrag (files matching by name)",
+                 "_cards (quote marks, card strings)", "render (template)",
+                 "rest: middleware, session, auth, URL, response"]
         keys = [k for k in order if k in parts["medians"]] + [k for k in parts["medians"] if k not in order]
+        cpu = parts["cpu_medians"]
+        print(f"  {'piece':<56} {'wall':>10} {'CPU':>10}")
         for key in keys:
             value = parts["medians"][key]
-            shown = f"{value:.0f}" if key.startswith("SQL queries") else f"{value * 1000:.1f} ms"
-            print(f"  {key:<48} {shown:>10}")
-        print(f"  {'httpx.Client() via make_client, alone':<48} {parts['make_client_alone_median_s'] * 1000:>7.1f} ms")
+            if key.startswith("SQL queries"):
+                print(f"  {key:<56} {value:>10.0f}")
+                continue
+            shown_cpu = f"{cpu[key] * 1000:.1f} ms" if key in cpu else ""
+            print(f"  {key:<56} {value * 1000:>7.1f} ms {shown_cpu:>10}")
+        print(f"  {'httpx.Client() via make_client, alone':<56} {parts['make_client_alone_median_s'] * 1000:>7.1f} ms")
+        print(f"  app CPU per search {cpu['app CPU of the request'] * 1000:.1f} ms, of which the mapper "
+              f"{cpu.get('  map_query_data (mapper)', 0) * 1000:.1f} ms and everything else (view, template, middleware, "
+              f"LightRAG client) {cpu['app CPU outside the mapper'] * 1000:.1f} ms")
         if parts.get("profile"):
             print("\n--- cProfile: one round of partial searches ---\n" + parts["profile"])
 
@@ -805,7 +866,7 @@ def main(argv=None) -> int:
                     "load_demo_output": demo_out.strip().splitlines(),
                     "web": "gunicorn mnote.wsgi, 2 workers x 4 threads (mnote.stack.processes.web_process)",
                     "queries": QUERIES,
-                    "bare_body": query_body("<query>"),
+                    "bare_body": query_body("<query>", APP_CHUNK_TOP_K[0]),
                     "app_url": "/search/?q=<query>&mode=library&retrieval=mix",
                 },
                 "sequential": seq,

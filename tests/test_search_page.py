@@ -289,3 +289,37 @@ def test_a_member_never_sees_a_restricted_roots_file_nor_learns_its_scope_exists
     assert "hr/pay/salaries.docx" in theirs and "Salary approval" in theirs
     assert "office/policies/handbook.docx" not in theirs  # outside the scope
     assert len(fake.asks) == asks + 1  # the member's refused scope asked LightRAG nothing
+
+
+def test_files_matching_by_name_that_lightrag_cannot_cite_are_listed_only_from_roots_the_reader_may_see(
+    member_client, client, settings, library, restricted
+):
+    salaries, colleague = restricted
+    queued = _source(library["handbook"].root, "policies/travel-budget.docx", "travel-budget.docx")
+    queued.status = Source.Status.QUEUED
+    queued.save()
+    hidden = _source(salaries.root, "pay/budget-2027.xlsx", "budget-2027.xlsx")
+    hidden.status = Source.Status.FAILED
+    hidden.save()
+    _serve(settings, lambda body: [_chunk("handbook.docx", 0, HANDBOOK)])
+
+    page = member_client.get("/search/", {"q": "budget", "mode": "library"}, headers={"HX-Request": "true"}).content.decode()
+    assert "office/policies/travel-budget.docx" in page and "indexing (queued)" in page
+    assert "budget-2027" not in page and "LightRAG failed to index it" not in page
+    # A card's quote still marks the query's words, escaped.
+    assert "<mark>budget</mark> holder" in page
+
+    client.force_login(colleague)
+    theirs = client.get("/search/", {"q": "budget", "mode": "library"}).content.decode()
+    assert "hr/pay/budget-2027.xlsx" in theirs and "LightRAG failed to index it" in theirs
+
+
+def test_a_quote_is_escaped_around_and_inside_its_marks(member_client, settings, library):
+    _serve(settings, lambda body: [_chunk("handbook.docx", 0, 'Budget <script>alert("x")</script> & the budget’s holder, < 5 <i>')])
+
+    page = member_client.get("/search/", {"q": "budget", "mode": "library"}, headers={"HX-Request": "true"}).content.decode()
+    assert "<script>" not in page and "<i>" not in page
+    assert (
+        '<blockquote class="quote"><mark>Budget</mark> alert(&quot;x&quot;) &amp; the <mark>budget</mark>’s holder, &lt; 5'
+        in page
+    )

@@ -96,11 +96,20 @@ def _drop_unreadable(mapped: MappedResult) -> None:
     mapped.citations[:] = readable
 
 
-def _mapping(user, query: str, scope: list[str] | None, enable_rerank: bool | None, health) -> dict:
+def visible_sources(user):
+    """``Source.objects.visible_to(user)`` on the visible roots' ids, read
+    once: building the visibility subquery cost more CPU than running the
+    search's SQL, and a search page asks for the visible sources twice (the
+    mapper, the files matching by name)."""
+    ids = IndexedRoot.objects.visible_to(user).order_by().values_list("pk", flat=True)  # ids only: no ORDER BY
+    return Source.objects.filter(root_id__in=list(ids))
+
+
+def _mapping(user, query: str, scope: list[str] | None, enable_rerank: bool | None, health, sources=None) -> dict:
     """What the mapper needs besides LightRAG's result, alike for a search and an answer."""
     return {
         "query": query,
-        "sources": Source.objects.visible_to(user),
+        "sources": sources if sources is not None else Source.objects.visible_to(user),
         "scope": scope,
         "rerank_requested": enable_rerank,
         "rerank_available": health.rerank_enabled,
@@ -116,8 +125,12 @@ def full_library_search(
     chunk_top_k: int | None = None,
     scope: list[str] | None = None,
     enable_rerank: bool | None = None,
+    sources=None,
 ) -> MappedResult:
     """LightRAG references only (no answer), mapped to citations the user may see.
+
+    ``sources``: the user's visible sources when the caller has them already
+    (``visible_sources``); read here otherwise.
 
     With a scope, LightRAG's top chunks may all lie outside it (the scope is a
     post-filter), so LightRAG is asked again with a wider ``chunk_top_k``
@@ -139,7 +152,7 @@ def full_library_search(
             result = client.query_data(query, mode=mode, top_k=top_k, chunk_top_k=width, enable_rerank=enable_rerank)
             if reranked_pool and not scope:
                 result = _first_chunks(result, CARDS_SHOWN)
-            mapped = map_query_data(result, **_mapping(user, query, scope, enable_rerank, health))
+            mapped = map_query_data(result, **_mapping(user, query, scope, enable_rerank, health, sources))
             _drop_unreadable(mapped)
             asked = width or DEFAULT_CHUNK_TOP_K
             returned = len((result.get("data") or {}).get("chunks") or [])
@@ -165,8 +178,9 @@ def full_library_search(
     return mapped
 
 
-def not_in_lightrag(user, query: str, *, limit: int = 10) -> list[dict]:
-    """Files whose name matches the query but that LightRAG cannot cite, with why."""
+def not_in_lightrag(user, query: str, *, limit: int = 10, sources=None) -> list[dict]:
+    """Files whose name matches the query but that LightRAG cannot cite, with why.
+    ``sources`` as for ``full_library_search``."""
     terms = [t for t in query_terms(query) if len(t) >= 2][:8]
     if not terms:
         return []
@@ -174,15 +188,18 @@ def not_in_lightrag(user, query: str, *, limit: int = 10) -> list[dict]:
     for term in terms:
         matches |= Q(relative_path__icontains=term)
     rows = (
-        Source.objects.visible_to(user)
+        (sources if sources is not None else Source.objects.visible_to(user))
         .filter(matches)
         .exclude(status=Source.Status.INDEXED, stale=False)
-        .select_related("root")[:limit]
+        # Four columns, not two models' worth: the usual answer is no row,
+        # and building the wider query was most of this function's time.
+        .values_list("pk", "root__path", "relative_path", "status")[:limit]
     )
-    return [
-        {"sourceId": s.pk, "sourcePath": s.library_path, "status": s.status, "reason": _WHY_NOT_IN_LIGHTRAG.get(s.status, s.status)}
-        for s in rows
-    ]
+    found = []
+    for pk, root_path, relative_path, status in rows:
+        path = Source(root=IndexedRoot(path=root_path), relative_path=relative_path).library_path
+        found.append({"sourceId": pk, "sourcePath": path, "status": status, "reason": _WHY_NOT_IN_LIGHTRAG.get(status, status)})
+    return found
 
 
 NO_LLM_NOTE = gettext_noop("Extractive answer: no LLM is configured, so these are the cited sentences that best match.")
