@@ -25,6 +25,10 @@ users of the machine), interrupts, the host's steal (/proc/stat) and idle;
 the web CPU per search (which load does not distort), PostgreSQL's CPU per
 search, each web worker's share of a core and the connections each held
 (an idle worker beside a busy one means the connections were spread badly).
+Each web worker runs in a session of its own (bench/gunicorn_own_session.py:
+Linux shares a contended CPU between sessions, not processes, so two workers
+in one session got, beside a neighbour's busy session, what one got;
+``--one-session`` measures that way again).
 Ports: 8464 (SQLite web), 8469 (PostgreSQL web), 8465 (LightRAG stand-in),
 8466 (PostgreSQL) unless given.
 """
@@ -100,10 +104,12 @@ def prepare(folder: Path, database_url: str | None, lightrag_url: str) -> dict:
     return env
 
 
-def serve(env: dict, processes: int, threads: int, port: int, log: Path) -> subprocess.Popen:
+def serve(env: dict, processes: int, threads: int, port: int, log: Path, *, own_sessions: bool) -> subprocess.Popen:
+    # Each worker in a session of its own unless asked not to (see bench/gunicorn_own_session.py).
+    sessions = ["-c", str(REPO / "bench" / "gunicorn_own_session.py")] if own_sessions else []
     web = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "mnote.wsgi", "--bind", f"127.0.0.1:{port}",
-         *gunicorn_layout(processes, threads), "--timeout", "120"],
+         *gunicorn_layout(processes, threads), "--timeout", "120", *sessions],
         env=env, cwd=REPO, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True,
     )
     deadline = time.monotonic() + 120
@@ -255,7 +261,7 @@ class Case:
         answer = httpx.post(f"http://127.0.0.1:{self.port}/api/search", json={"query": QUERY, "mode": "naive"},
                             headers={"Authorization": f"Bearer {self.token}"}, timeout=60)  # fmt: skip
         if answer.status_code != 200 or not answer.json().get("results"):
-            raise SystemExit(f"{self.name}: a search answered without a citation: {answer.status_code} {answer.text[:300]}")
+            raise SystemExit(f"{self.name}: no citation in a search's answer: {answer.status_code} {answer.text[:300]}")
 
 
 def measure(case: Case, seconds: float, clients: int, standin: int) -> dict:
@@ -459,6 +465,8 @@ def main():
     parser.add_argument("--warmup", type=float, default=3)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--threads", type=int, default=WEB_THREADS, help="threads per web process (both set-ups)")
+    parser.add_argument("--one-session", action="store_true",
+                        help="web workers in their master's session (one scheduling group on a shared machine)")
     parser.add_argument("--web-port", type=int, default=8464, help="the SQLite set-up's port")
     parser.add_argument("--scaled-web-port", type=int, default=8469, help="the PostgreSQL set-up's port")
     parser.add_argument("--lightrag-port", type=int, default=8465)
@@ -497,7 +505,8 @@ def main():
                 case = folder / name
                 case.mkdir()
                 env = prepare(case, database_url, lightrag_url)
-                webs.append(serve(env, processes, args.threads, port, case / "web.log"))
+                log = case / "web.log"
+                webs.append(serve(env, processes, args.threads, port, log, own_sessions=not args.one_session))
                 cases.append(Case(name, port, webs[-1], env["BENCH_TOKEN"],
                                   postgres_pid(postgres) if database_url else None, case))  # fmt: skip
             results = interleave(*cases, rounds=args.rounds, seconds=args.seconds, clients=args.clients,
@@ -537,8 +546,8 @@ def main():
         for name in ("sqlite_1_process", "postgresql_2_processes"):
             r = results[name]
             postgres = f", PostgreSQL {r['postgres_cpu_ms_per_search']} ms" if r["postgres_cpu_ms_per_search"] else ""
-            print(f"{name}: median {r['median_per_second']}/s, p99 {r['median_p99_ms']} ms, CPU per search: web "
-                  f"{r['web_cpu_ms_per_search']} ms{postgres}; all cores' time: {json.dumps(r['cpu_share'])}")  # fmt: skip
+            print(f"{name}: median {r['median_per_second']}/s, p99 {r['median_p99_ms']} ms, CPU per search: "
+                  f"web {r['web_cpu_ms_per_search']} ms{postgres}; all cores' time: {json.dumps(r['cpu_share'])}")
         met = "MET" if summary["median_round_ratio"] >= TARGET else "NOT met"
         print(f"TARGET search throughput, 2 web processes on PostgreSQL / 1 on SQLite: median of {len(rows)} rounds "
               f"{summary['median_round_ratio']}x (rounds {summary['round_ratios']}; target >= {TARGET}x: {met}); "
