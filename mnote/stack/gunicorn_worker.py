@@ -26,6 +26,8 @@ HOLD = 0.1
 class FreeThreadWorker(ThreadWorker):
     """``--worker-class mnote.stack.gunicorn_worker.FreeThreadWorker``."""
 
+    hold = HOLD
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.in_flight = 0  # connections handed to the thread pool, not yet finished
@@ -48,5 +50,5 @@ class FreeThreadWorker(ThreadWorker):
             super().set_accept_enabled(False)
 
     def set_accept_enabled(self, enabled):
-        free = self.in_flight < self.cfg.threads or time.monotonic() - self.full_since >= HOLD
+        free = self.in_flight < self.cfg.threads or time.monotonic() - self.full_since >= self.hold
         super().set_accept_enabled(enabled and free)
