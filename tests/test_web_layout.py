@@ -67,7 +67,7 @@ def get(conn: http.client.HTTPConnection, ms: int = 150) -> int:
 
 def test_a_burst_of_kept_alive_connections_spreads_over_the_processes(serve):
     # The layout's worker class, holding a waiting connection longer than
-    # its 0.1 s so that a slow wake-up on a busy machine cannot decide it.
+    # its 0.25 s so that a slow wake-up on a busy machine cannot decide it.
     port = serve(2, 2, "--worker-class", "pid_app.PatientWorker")
     for _ in range(3):  # each burst a new set of connections
         conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=30) for _ in range(4)]

@@ -19,8 +19,10 @@ import time
 from gunicorn.workers.gthread import ThreadWorker
 
 # Seconds a busy worker leaves a waiting connection to the other workers: an
-# idle one wakes within a millisecond; a search takes tens of milliseconds.
-HOLD = 0.1
+# idle one wakes within a millisecond on a quiet machine, but was seen to take
+# over 0.1 s on a loaded one (a burst came out 6 + 2); a busy worker's
+# requests wait that long in its queue anyway.
+HOLD = 0.25
 
 
 class FreeThreadWorker(ThreadWorker):
