@@ -430,6 +430,20 @@ class EmbeddedStack:
         self.stop()
 
 
+# The web app's gunicorn layout, for `make run`, `make run-scaled` and
+# bench/scale_bench.py alike: WEB_PROCESSES processes of WEB_THREADS threads.
+WEB_PROCESSES = 2
+WEB_THREADS = 4
+
+
+def gunicorn_layout(processes: int = WEB_PROCESSES, threads: int = WEB_THREADS) -> list[str]:
+    """gunicorn's arguments for ``processes`` worker processes of ``threads``
+    threads, each accepting a connection only with a thread free for it (so
+    a burst of kept-alive connections spreads over the processes)."""
+    return ["--workers", str(processes), "--threads", str(threads),
+            "--worker-class", "mnote.stack.gunicorn_worker.FreeThreadWorker"]  # fmt: skip
+
+
 def web_process(config: StackConfig, bind_host: str, port: int, extra_env: Mapping[str, str]) -> ManagedProcess:
     """The web app served by gunicorn from the app's own virtualenv."""
     return ManagedProcess(
@@ -441,10 +455,7 @@ def web_process(config: StackConfig, bind_host: str, port: int, extra_env: Mappi
             "mnote.wsgi",
             "--bind",
             f"{bind_host}:{port}",
-            "--workers",
-            "2",
-            "--threads",
-            "4",
+            *gunicorn_layout(),
             "--timeout",
             "120",
             "--access-logfile",
