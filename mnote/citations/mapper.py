@@ -11,6 +11,8 @@ import hashlib
 import json
 import string
 from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import NamedTuple
 
 from rapidfuzz import fuzz
 
@@ -139,13 +141,19 @@ def _normalise(text: str) -> str:
     return " ".join(text.split())
 
 
-class _Cleaned(dict):
-    """Display text by raw text, each cleaned once per mapping: a chunk and
-    its blocks are read three or four times over (matching, quote, evidence)."""
+# Display text by raw text, kept by the process: a chunk and its blocks are
+# read three or four times per mapping (matching, quote, evidence), and the
+# same blocks and chunks come back search after search. Cleaning is a pure
+# function of the text; the memo holds a few searches' worth of both.
+_cleaned = lru_cache(maxsize=4096)(clean_display_text)
+# A chunk without a block is de-duplicated by its display text's fingerprint.
+_fingerprint = lru_cache(maxsize=2048)(fingerprint)
 
-    def __missing__(self, raw: str) -> str:
-        text = self[raw] = clean_display_text(raw)
-        return text
+
+def forget_text_memos() -> None:
+    """This process's memos of cleaned text (a cold start, for benchmarks)."""
+    _cleaned.cache_clear()
+    _fingerprint.cache_clear()
 
 
 # A chunk's first and last characters locate the blocks it was cut from.
@@ -177,9 +185,7 @@ def _inside_either(a: str, b: str) -> bool:
     return bool(a and b) and (a in b if len(a) <= len(b) else b in a)
 
 
-def _match_block(
-    chunk_text: str, sidecar: Sidecar, candidate_ids: tuple[str, ...], query: str, cleaned: _Cleaned | None = None
-) -> tuple[Block | None, str]:
+def _match_block(chunk_text: str, sidecar: Sidecar, candidate_ids: tuple[str, ...], query: str) -> tuple[Block | None, str]:
     """The block a chunk comes from: the storage's exact link when there is
     one, else text matching. A chunk spanning several blocks resolves to the
     one holding its query-centred window."""
@@ -192,33 +198,67 @@ def _match_block(
         return None, "no_block_match"
     if len(blocks) == 1:
         return blocks[0], how
-    cleaned = _Cleaned() if cleaned is None else cleaned
     # The block holding the query's terms wins; the query-centred window of
     # the chunk breaks ties between blocks that hold them equally (computed
     # only for those: the fuzzy comparison was most of the mapping's time).
-    scores = [lexical_score(cleaned[b.content], query) for b in blocks]
+    scores = [lexical_score(_cleaned(b.content), query) for b in blocks]
     best = max(scores)
     tied = [b for b, score in zip(blocks, scores) if score == best]
     if len(tied) == 1:
         return tied[0], how + "+query_window"
-    window = evidence_window(cleaned[chunk_text], query)
+    window = evidence_window(_cleaned(chunk_text), query)
     # partial_ratio is 100 exactly when the shorter text lies inside the
     # other: a substring test finds those blocks without the fuzzy scores.
-    whole = [b for b in tied if _inside_either(window, cleaned[b.content])]
+    whole = [b for b in tied if _inside_either(window, _cleaned(b.content))]
     if whole:
         return min(whole, key=lambda b: b.index), how + "+query_window"
+    # The best fuzzy score, the first block on a tie. Each score needs only
+    # to reach the best so far (``score_cutoff``: rapidfuzz gives up early on
+    # a block that cannot, and returns 0), so the likely winner — the block
+    # sharing the longest piece of the window's either end — is scored first.
+    best_block, best_score = None, -1.0
+    for block in sorted(tied, key=lambda b: (-_shared_edge(window, _cleaned(b.content)), b.index)):
+        score = fuzz.partial_ratio(window, _cleaned(block.content), score_cutoff=max(best_score, 0))
+        if score > best_score or (score == best_score and block.index < best_block.index):
+            best_block, best_score = block, score
+    return best_block, how + "+query_window"
 
-    def holds_query(block: Block) -> tuple:
-        return (fuzz.partial_ratio(window, cleaned[block.content]), -block.index)
 
-    return max(tied, key=holds_query), how + "+query_window"
+def _shared_edge(window: str, text: str) -> int:
+    """The length of the longest start or end of ``window`` found in ``text``
+    (a window cut across two blocks holds an end of one and a start of the next)."""
+    longest = 0
+    for piece in (lambda k: window[:k], lambda k: window[len(window) - k :]):
+        low, high = longest, min(len(window), len(text))  # a piece found, one not yet ruled out
+        while low < high:
+            mid = (low + high + 1) // 2
+            if piece(mid) in text:
+                low = mid
+            else:
+                high = mid - 1
+        longest = low
+    return longest
 
 
 def _resource_kind(name: str) -> str:
     return kind_of(name).name
 
 
-def _add_anchor(locator: dict, source: Source) -> None:
+class _SourceFacts(NamedTuple):
+    """What every citation of one source repeats (path properties that build
+    paths, the file's kind): worked out once per source per mapping."""
+
+    file_name: str
+    library_path: str
+    kind: object
+
+    @classmethod
+    def of(cls, source: Source) -> "_SourceFacts":
+        file_name = source.file_name
+        return cls(file_name, source.library_path, kind_of(file_name))
+
+
+def _add_anchor(locator: dict, source: Source, memo: dict | None = None) -> None:
     """The cited words' place in the file's preview when that preview is
     rendered already (``locator["anchor"]``: status exact|fuzzy, start/end
     block + offset, W3C TextPosition and TextQuote): the preview marks that
@@ -226,7 +266,7 @@ def _add_anchor(locator: dict, source: Source) -> None:
     preview answers through a signal: citations never import the preview."""
     if locator["precision"] == Citation.Precision.BBOX:
         return
-    for _receiver, anchor in locator_anchor.send(sender=Source, source=source, locator=locator):
+    for _receiver, anchor in locator_anchor.send(sender=Source, source=source, locator=locator, memo=memo):
         if anchor:
             locator["anchor"] = anchor
             return
@@ -283,29 +323,29 @@ def _cite(
     taken_ids: set[str],
     seen: set[tuple],
     block_hint: str | None = None,
-    cleaned: _Cleaned | None = None,
+    facts: "_SourceFacts | None" = None,
+    memo: dict | None = None,
 ) -> CitationView | None:
     """One chunk of ``source`` as a citation, or None when an earlier chunk
     of the result (``seen``) cited the same place. ``block_hint`` (a
     permalink being opened) names the block the search chose."""
     sidecar = index.sidecar
     stored = index.chunk(chunk_id)
-    cleaned = _Cleaned() if cleaned is None else cleaned
     block, block_how = None, "no_sidecar"
     if sidecar is not None and sidecar.blocks:
         if block_hint is not None:
             block = sidecar.by_id.get(block_hint)
             block_how = "permalink" if block else "no_block_match"
         else:
-            block, block_how = _match_block(raw, sidecar, stored.block_ids if stored else (), query, cleaned)
-    display = cleaned[raw]
-    key = (source.pk, block.block_id) if block else (source.pk, chunk_id, fingerprint(display))
+            block, block_how = _match_block(raw, sidecar, stored.block_ids if stored else (), query)
+    display = _cleaned(raw)
+    key = (source.pk, block.block_id) if block else (source.pk, chunk_id, _fingerprint(display))
     if key in seen:
         return None
     seen.add(key)
-    file_name, library_path = source.file_name, source.library_path  # properties that build paths
+    file_name, library_path, kind = facts or _SourceFacts.of(source)
     heading_path = block.heading_path if block else []
-    evidence_source = cleaned[block.content] if block else display
+    evidence_source = _cleaned(block.content) if block else display
     evidence = evidence_window(evidence_source, query, heading_path=heading_path)
     precision, position = _locator_position(block, sidecar)
     page = position.get("page")
@@ -315,7 +355,7 @@ def _cite(
     locator = {
         "precision": str(precision),
         "degraded": precision == Citation.Precision.FILE,
-        "resourceKind": _resource_kind(file_name),
+        "resourceKind": kind.name,
         "sourceId": source.pk,
         "sourcePath": library_path,
         **position,
@@ -330,13 +370,13 @@ def _cite(
         locator["chunkIndex"] = chunk_index
     if not chunk_id:
         del locator["chunkId"]
-    _add_anchor(locator, source)
+    _add_anchor(locator, source, memo)
     anchored = str(((locator.get("anchor") or {}).get("textQuote") or {}).get("exact") or "")
     if anchored.strip():
         # The card quotes the words the preview marks, not LightRAG's text of them.
         short_display = anchored if len(anchored) <= DISPLAY_QUOTE_LIMIT else evidence_window(anchored, query, width=DISPLAY_QUOTE_LIMIT)
-        short_display = locator["displayQuote"] = ensure_query_terms(short_display, raw, query)
-    prefix = "IMG-" if kind_of(file_name).image else ""
+        short_display = locator["displayQuote"] = ensure_query_terms(short_display, raw, query, cleaned=display)
+    prefix = "IMG-" if kind.image else ""
     # Stable per source version and place (not per search rank): the same passage
     # keeps its id across searches; a collision in one result re-salts it.
     place = block.block_id if block else chunk_id
@@ -425,7 +465,8 @@ def map_query_data(
     data = result.get("data") or {}
     references = _references(data)
     names = [r.file_path for r in references]
-    rows_by_name = {s.lightrag_name: s for s in sources.filter(lightrag_name__in=names).select_related("root")}
+    # No ORDER BY (the model's default joins and sorts): the rows go into a dict.
+    rows_by_name = {s.lightrag_name: s for s in sources.filter(lightrag_name__in=names).select_related("root").order_by()}
     unmatched = set(names) - set(rows_by_name)
     # Registered but outside what this user may see.
     hidden = set(Source.objects.filter(lightrag_name__in=unmatched).values_list("lightrag_name", flat=True)) if unmatched else set()
@@ -434,7 +475,7 @@ def map_query_data(
     dropped: list[dict] = []
     seen: set[tuple] = set()
     taken_ids: set[str] = set()
-    cleaned = _Cleaned()
+    memo: dict = {}  # what the anchor's receivers keep per source, for this mapping
     rank = 0
     for reference in references:
         if reference.file_path in hidden:
@@ -451,6 +492,7 @@ def map_query_data(
             )
             continue
         index = doc_index(source)
+        facts = _SourceFacts.of(source)
         for chunk in reference.chunks:
             rank += 1
             view = _cite(
@@ -462,7 +504,8 @@ def map_query_data(
                 rank=rank,
                 taken_ids=taken_ids,
                 seen=seen,
-                cleaned=cleaned,
+                facts=facts,
+                memo=memo,
             )
             if view is None:
                 continue

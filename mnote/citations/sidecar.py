@@ -12,6 +12,7 @@ import json
 import logging
 import marshal
 import mmap
+import os
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -247,29 +248,38 @@ def load_doc_index(
 ) -> DocIndex:
     """The index of one document version: from this process's memory, else
     from disk, else built from the sidecar and the chunk store (and written)."""
-    sidecar_file = sidecar_path(input_dir, lightrag_name) if lightrag_name else None
+    sidecar_file, store_file, path, key = _places(input_dir, working_dir, data_dir, lightrag_name, doc_id, sha256)
     try:
-        stat = sidecar_file.stat() if sidecar_file else None
+        stat = os.stat(sidecar_file) if sidecar_file else None
     except OSError:
         stat = None
-    store_exists = (working_dir / "kv_store_text_chunks.json").exists()
+    store_exists = os.path.exists(store_file)
     sidecar_key = (stat.st_size, stat.st_mtime_ns) if stat else None
-    path = index_path(data_dir, sha256 or "none", f"{lightrag_name}\0{doc_id}")
     # Deleted and indexed again (new chunk settings), a version gets new chunks.
     validity = (sidecar_key, doc_id, indexed_at)
-    held = _INDEXES.get(str(path))
+    held = _INDEXES.get(key)
     if held and held[0] == validity and (held[1].store_seen or not store_exists):
-        _INDEXES.move_to_end(str(path))
+        _INDEXES.move_to_end(key)
         return held[1]
     index = _read_index(path, validity, store_exists)
     if index is None:
         index, complete = _build_index(input_dir, working_dir, lightrag_name, doc_id, store_exists)
         if complete and sha256:
             _write_index(path, validity, index)
-    _INDEXES[str(path)] = (validity, index)
+    _INDEXES[key] = (validity, index)
     while len(_INDEXES) > _INDEXES_KEPT:
         _INDEXES.popitem(last=False)
     return index
+
+
+@lru_cache(maxsize=1024)
+def _places(input_dir: Path, working_dir: Path, data_dir: Path, lightrag_name: str, doc_id: str, sha256: str) -> tuple:
+    """(sidecar file, chunk store file, index file, its key in memory): the
+    paths a search checks for each cited document, built once (pathlib's
+    joins cost more than the stat calls themselves)."""
+    sidecar_file = str(sidecar_path(input_dir, lightrag_name)) if lightrag_name else ""
+    path = index_path(data_dir, sha256 or "none", f"{lightrag_name}\0{doc_id}")
+    return sidecar_file, str(working_dir / "kv_store_text_chunks.json"), path, str(path)
 
 
 def doc_index(source) -> DocIndex:
