@@ -150,10 +150,20 @@ _cleaned = lru_cache(maxsize=4096)(clean_display_text)
 _fingerprint = lru_cache(maxsize=2048)(fingerprint)
 
 
+_MEMOS = (_cleaned, _fingerprint)
+
+
+def _evidence(text: str, query: str, *, twice: str | None = None, **kwargs) -> str:
+    """``evidence_window`` of a text the mapper cleaned: the window cleans
+    its text once more (cleaning is not always idempotent) — ``twice``, when
+    the caller has that already, else from the memo."""
+    return evidence_window(_cleaned(text) if twice is None else twice, query, cleaned=True, **kwargs)
+
+
 def forget_text_memos() -> None:
     """This process's memos of cleaned text (a cold start, for benchmarks)."""
-    _cleaned.cache_clear()
-    _fingerprint.cache_clear()
+    for memo in _MEMOS:
+        memo.cache_clear()
 
 
 # A chunk's first and last characters locate the blocks it was cut from.
@@ -201,15 +211,16 @@ def _match_block(chunk_text: str, sidecar: Sidecar, candidate_ids: tuple[str, ..
     # The block holding the query's terms wins; the query-centred window of
     # the chunk breaks ties between blocks that hold them equally (computed
     # only for those: the fuzzy comparison was most of the mapping's time).
-    scores = [lexical_score(_cleaned(b.content), query) for b in blocks]
+    shown = {b.index: sidecar.display_text(b)[0] for b in blocks}  # each block's display text
+    scores = [lexical_score(shown[b.index], query) for b in blocks]
     best = max(scores)
     tied = [b for b, score in zip(blocks, scores) if score == best]
     if len(tied) == 1:
         return tied[0], how + "+query_window"
-    window = evidence_window(_cleaned(chunk_text), query)
+    window = _evidence(_cleaned(chunk_text), query)
     # partial_ratio is 100 exactly when the shorter text lies inside the
     # other: a substring test finds those blocks without the fuzzy scores.
-    whole = [b for b in tied if _inside_either(window, _cleaned(b.content))]
+    whole = [b for b in tied if _inside_either(window, shown[b.index])]
     if whole:
         return min(whole, key=lambda b: b.index), how + "+query_window"
     # The best fuzzy score, the first block on a tie. Each score needs only
@@ -217,8 +228,8 @@ def _match_block(chunk_text: str, sidecar: Sidecar, candidate_ids: tuple[str, ..
     # a block that cannot, and returns 0), so the likely winner — the block
     # sharing the longest piece of the window's either end — is scored first.
     best_block, best_score = None, -1.0
-    for block in sorted(tied, key=lambda b: (-_shared_edge(window, _cleaned(b.content)), b.index)):
-        score = fuzz.partial_ratio(window, _cleaned(block.content), score_cutoff=max(best_score, 0))
+    for block in sorted(tied, key=lambda b: (-_shared_edge(window, shown[b.index]), b.index)):
+        score = fuzz.partial_ratio(window, shown[block.index], score_cutoff=max(best_score, 0))
         if score > best_score or (score == best_score and block.index < best_block.index):
             best_block, best_score = block, score
     return best_block, how + "+query_window"
@@ -345,11 +356,14 @@ def _cite(
     seen.add(key)
     file_name, library_path, kind = facts or _SourceFacts.of(source)
     heading_path = block.heading_path if block else []
-    evidence_source = _cleaned(block.content) if block else display
-    evidence = evidence_window(evidence_source, query, heading_path=heading_path)
+    if block:
+        evidence_source, twice = sidecar.display_text(block)
+    else:
+        evidence_source, twice = display, None
+    evidence = _evidence(evidence_source, query, twice=twice, heading_path=heading_path)
     precision, position = _locator_position(block, sidecar)
     page = position.get("page")
-    short_display = display if len(display) <= DISPLAY_QUOTE_LIMIT else evidence_window(display, query, width=DISPLAY_QUOTE_LIMIT)
+    short_display = display if len(display) <= DISPLAY_QUOTE_LIMIT else _evidence(display, query, width=DISPLAY_QUOTE_LIMIT)
     # Shortened first, then checked: the quote never loses the user's query terms.
     short_display = ensure_query_terms(short_display, raw, query, cleaned=display)
     locator = {

@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from mnote.private_files import write_private_file
-from mnote.text import is_real_heading
+from mnote.text import clean_display_text, is_real_heading
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +53,14 @@ class Sidecar:
     blocks: Sequence[Block]  # a tuple, or the index file's blocks decoded when first used
     by_id: Mapping[str, Block] = field(repr=False)
 
+    def display_text(self, block: Block) -> tuple[str, str]:
+        """(the block's display text, that text cleaned once more): what the
+        mapper scores and quotes. An index file holds them from when it was
+        written; a sidecar read now cleans each block when first asked."""
+        known = getattr(self.blocks, "display_text", None)
+        found = known(block.index) if known else None
+        return found if found is not None else _display_texts(block.content)
+
     @cached_property
     def normalised_contents(self) -> tuple[str, ...]:
         """Each block's content with whitespace collapsed, computed once per
@@ -66,6 +74,19 @@ class Sidecar:
             return float(attributes.get("max", 1000)) or 1000.0
         except (TypeError, ValueError):
             return 1000.0
+
+
+@lru_cache(maxsize=4096)
+def _display_texts(content: str) -> tuple[str, str]:
+    # Cleaning clean text changes nothing but rare entity-kept tags; the
+    # evidence window cleans its text again, so both are kept.
+    once = clean_display_text(content)
+    return once, clean_display_text(once)
+
+
+def forget_display_texts() -> None:
+    """This process's memo of blocks' display texts (a cold start, for benchmarks)."""
+    _display_texts.cache_clear()
 
 
 def sidecar_path(input_dir: Path, lightrag_name: str) -> Path:
@@ -194,7 +215,7 @@ def chunk_index_of(chunk_id: str) -> int | None:
 # mtime, the time MNote saw it indexed and whether the chunk store existed
 # are checked on each read.
 
-INDEX_FORMAT = 3
+INDEX_FORMAT = 4
 _INDEXES: "OrderedDict[str, tuple[tuple, DocIndex]]" = OrderedDict()
 _INDEXES_KEPT = 64
 
@@ -321,10 +342,12 @@ def _sidecar_exists(input_dir: Path, lightrag_name: str) -> bool:
 
 
 # The file: a 12-byte head (magic, header length), the header (marshal: the
-# validity, block ids, each block's end offset, the chunk links), then each
-# block marshalled on its own. A search uses a few dozen of a document's
-# thousands of blocks, so a new process decodes only those (issue 17: reading
-# every block's text took most of a cold search's mapping).
+# validity, block ids → order, each block's end offset, the chunk links), then
+# each block marshalled on its own, with its display text (cleaned when the
+# file is written: cleaning markup-heavy blocks was much of a new process's
+# first searches). A search uses a few dozen of a document's thousands of
+# blocks, so a new process decodes only those (issue 17: reading every
+# block's text took most of a cold search's mapping).
 _MAGIC = b"MNIX"
 
 
@@ -336,6 +359,7 @@ class _StoredBlocks(Sequence):
         self._base = base
         self._ends = ends
         self._decoded: list[Block | None] = [None] * len(ends)
+        self._display: list[tuple[str, str] | None] = [None] * len(ends)
 
     def __len__(self) -> int:
         return len(self._ends)
@@ -349,14 +373,20 @@ class _StoredBlocks(Sequence):
         if block is None:
             start = self._base + (self._ends[i - 1] if i else 0)
             row = marshal.loads(self._data[start : self._base + self._ends[i]])
-            block = self._decoded[i] = Block._make((i, *row))
+            block = self._decoded[i] = Block._make((i, *row[:5]))
+            once, twice = row[5], row[6]
+            self._display[i] = (once, once if twice is None else twice)
         return block
+
+    def display_text(self, i: int) -> tuple[str, str]:
+        self[i]
+        return self._display[i]
 
 
 class _BlocksById(Mapping):
-    def __init__(self, blocks: _StoredBlocks, ids: list[str]):
+    def __init__(self, blocks: _StoredBlocks, where: dict[str, int]):
         self._blocks = blocks
-        self._where = {block_id: i for i, block_id in enumerate(ids)}
+        self._where = where
 
     def __getitem__(self, block_id: str) -> Block:
         return self._blocks[self._where[block_id]]
@@ -376,14 +406,16 @@ def _write_index(path: Path, validity: tuple, index: DocIndex) -> None:
     rows: list[bytes] = []
     header_sidecar = None
     if sidecar is not None:
-        rows = [
-            marshal.dumps((b.block_id, b.content, b.heading, b.parent_headings, b.positions)) for b in sidecar.blocks
-        ]
+        rows = []
+        for b in sidecar.blocks:
+            once, twice = _display_texts(b.content)
+            row = (b.block_id, b.content, b.heading, b.parent_headings, b.positions, once, None if twice == once else twice)
+            rows.append(marshal.dumps(row))
         ends, end = [], 0
         for row in rows:
             end += len(row)
             ends.append(end)
-        header_sidecar = (str(sidecar.path), sidecar.meta, [b.block_id for b in sidecar.blocks], ends)
+        header_sidecar = (str(sidecar.path), sidecar.meta, {b.block_id: b.index for b in sidecar.blocks}, ends)
     header = marshal.dumps(
         {
             "format": INDEX_FORMAT,
@@ -425,11 +457,11 @@ def _read_index(path: Path, validity: tuple, store_exists: bool) -> DocIndex | N
             return None  # built before the chunk store existed: its block links are missing
         sidecar = None
         if payload["sidecar"] is not None:
-            sidecar_name, meta, ids, ends = payload["sidecar"]
-            if len(ids) != len(ends) or (ends and 12 + length + ends[-1] != len(data)):
+            sidecar_name, meta, where, ends = payload["sidecar"]
+            if not isinstance(where, dict) or (ends and 12 + length + ends[-1] != len(data)):
                 raise ValueError("blocks")
             blocks = _StoredBlocks(data, 12 + length, ends)
-            sidecar = Sidecar(Path(sidecar_name), meta, blocks, _BlocksById(blocks, ids))
+            sidecar = Sidecar(Path(sidecar_name), meta, blocks, _BlocksById(blocks, where))
         refs = payload["chunks"]
         if not isinstance(refs, dict):
             raise TypeError("chunks")
