@@ -122,6 +122,15 @@ def _references(data: dict) -> list[_Reference]:
     return list(by_file.values())
 
 
+# What mapping reads of a registry row (and the anchor's receiver, and the
+# document index): another field read would cost a query per source, which
+# tests/test_citation_mapper.py would see.
+_ROW_FIELDS = (
+    "pk", "root_id", "relative_path", "absolute_path", "sha256", "lightrag_name", "lightrag_doc_id", "status", "stale",
+    "deleted_at", "indexed_at", "root__path",
+)  # fmt: skip
+
+
 def _registry_row(reference: _Reference, rows_by_name: dict[str, Source]) -> tuple[Source | None, str]:
     """The registry row a reference maps to, or the reason it maps to none."""
     source = rows_by_name.get(reference.file_path)
@@ -479,8 +488,11 @@ def map_query_data(
     data = result.get("data") or {}
     references = _references(data)
     names = [r.file_path for r in references]
-    # No ORDER BY (the model's default joins and sorts): the rows go into a dict.
-    rows_by_name = {s.lightrag_name: s for s in sources.filter(lightrag_name__in=names).select_related("root").order_by()}
+    # No ORDER BY (the model's default joins and sorts): the rows go into a
+    # dict. Only the columns a citation reads (``_ROW_FIELDS``): building the
+    # SQL for all forty was most of this query's cost.
+    rows = sources.filter(lightrag_name__in=names).select_related("root").only(*_ROW_FIELDS).order_by()
+    rows_by_name = {s.lightrag_name: s for s in rows}
     unmatched = set(names) - set(rows_by_name)
     # Registered but outside what this user may see.
     hidden = set(Source.objects.filter(lightrag_name__in=unmatched).values_list("lightrag_name", flat=True)) if unmatched else set()
