@@ -76,12 +76,15 @@ class Sidecar:
             return 1000.0
 
 
-@lru_cache(maxsize=4096)
-def _display_texts(content: str) -> tuple[str, str]:
+def _clean_twice(content: str) -> tuple[str, str]:
     # Cleaning clean text changes nothing but rare entity-kept tags; the
     # evidence window cleans its text again, so both are kept.
     once = clean_display_text(content)
     return once, clean_display_text(once)
+
+
+# Blocks of a sidecar read now (no index file yet), as searches ask for them.
+_display_texts = lru_cache(maxsize=4096)(_clean_twice)
 
 
 def forget_display_texts() -> None:
@@ -408,7 +411,7 @@ def _write_index(path: Path, validity: tuple, index: DocIndex) -> None:
     if sidecar is not None:
         rows = []
         for b in sidecar.blocks:
-            once, twice = _display_texts(b.content)
+            once, twice = _clean_twice(b.content)  # not through the memo: all of a document's blocks
             row = (b.block_id, b.content, b.heading, b.parent_headings, b.positions, once, None if twice == once else twice)
             rows.append(marshal.dumps(row))
         ends, end = [], 0
