@@ -462,7 +462,7 @@ def breakdown(fn, runs: int, before=None) -> dict:
 
     from rapidfuzz import fuzz
 
-    from mnote.citations import mapper, sidecar
+    from mnote.citations import mapper, matching, sidecar
     from mnote.citations.models import Citation
     from mnote.text import display, evidence, terms
 
@@ -496,21 +496,21 @@ def breakdown(fn, runs: int, before=None) -> dict:
         "_references",
         "_registry_row",
         "_match_block",
-        "_normalise",
         "_locator_position",
         "_citation_id",
         "doc_index",
-        "clean_display_text",
         "evidence_window",
         "ensure_query_terms",
-        "fingerprint",
         "lexical_score",
-        "_cleaned",  # the mapper's memo of clean_display_text
+        "_cleaned",  # the memo of clean_display_text (mnote/citations/matching.py)
         "_fingerprint",
         "_add_anchor",
         "reference_url",
     ):
         patch(mapper, attr, f"{attr}")
+    # Block matching and the text memos live in matching.py: patched where called.
+    for attr in ("_normalise", "_cleaned", "_fingerprint", "evidence_window", "lexical_score"):
+        patch(matching, attr, f"{attr}")
     # Each text module binds the names it imports: patch them where they are called.
     for module, attr in (
         (display, "clean_display_text"),
@@ -523,8 +523,8 @@ def breakdown(fn, runs: int, before=None) -> dict:
     ):
         patch(module, attr, f"{attr}")
     shim = types.SimpleNamespace(partial_ratio=wrap("rapidfuzz partial_ratio", fuzz.partial_ratio))
-    patches.append((mapper, "fuzz", mapper.fuzz))
-    mapper.fuzz = shim
+    patches.append((matching, "fuzz", matching.fuzz))
+    matching.fuzz = shim
     for attr in ("load_sidecar", "load_chunk_store", "_read_index"):
         patch(sidecar, attr, attr)
     patch(Citation, "get_absolute_url", "Citation.get_absolute_url (reverse)")
