@@ -37,8 +37,8 @@ Prints a table (with each mapping case's CPU time, which other processes'
 load does not stretch as it does wall time) and the ratios mapping ÷
 query_data (medians; best in parentheses), writes
 bench/results/mapping_bench.json. A cold case forgets everything a new
-process would not have: the document indexes in memory and the text
-helpers' memos. ``--breakdown`` adds
+process would not have: the document indexes in memory, the mapper's
+memos of cleaned text and the text helpers' memos. ``--breakdown`` adds
 the exclusive time of each piece of the mapper (a wrapper timer, no
 profiler); ``--profile`` adds cProfile listings. The stack is always stopped
 and the temporary dir removed.
@@ -462,7 +462,7 @@ def breakdown(fn, runs: int, before=None) -> dict:
 
     from rapidfuzz import fuzz
 
-    from mnote.citations import mapper, sidecar
+    from mnote.citations import mapper, matching, sidecar
     from mnote.citations.models import Citation
     from mnote.text import display, evidence, terms
 
@@ -496,17 +496,21 @@ def breakdown(fn, runs: int, before=None) -> dict:
         "_references",
         "_registry_row",
         "_match_block",
-        "_normalise",
         "_locator_position",
         "_citation_id",
         "doc_index",
-        "clean_display_text",
         "evidence_window",
         "ensure_query_terms",
-        "fingerprint",
         "lexical_score",
+        "_cleaned",  # the memo of clean_display_text (mnote/citations/matching.py)
+        "_fingerprint",
+        "_add_anchor",
+        "reference_url",
     ):
         patch(mapper, attr, f"{attr}")
+    # Block matching and the text memos live in matching.py: patched where called.
+    for attr in ("_normalise", "_cleaned", "_fingerprint", "evidence_window", "lexical_score"):
+        patch(matching, attr, f"{attr}")
     # Each text module binds the names it imports: patch them where they are called.
     for module, attr in (
         (display, "clean_display_text"),
@@ -519,8 +523,8 @@ def breakdown(fn, runs: int, before=None) -> dict:
     ):
         patch(module, attr, f"{attr}")
     shim = types.SimpleNamespace(partial_ratio=wrap("rapidfuzz partial_ratio", fuzz.partial_ratio))
-    patches.append((mapper, "fuzz", mapper.fuzz))
-    mapper.fuzz = shim
+    patches.append((matching, "fuzz", matching.fuzz))
+    matching.fuzz = shim
     for attr in ("load_sidecar", "load_chunk_store", "_read_index"):
         patch(sidecar, attr, attr)
     patch(Citation, "get_absolute_url", "Citation.get_absolute_url (reverse)")
@@ -652,6 +656,7 @@ def main(argv=None) -> int:
         from mnote.library.models import IndexedRoot, Source
         from mnote.text import display as display_module
         from mnote.text import terms as terms_module
+        from mnote.text import evidence as evidence_module
 
         urlconf_note = ensure_urlconf()
 
@@ -718,7 +723,9 @@ def main(argv=None) -> int:
             sidecar_module._read_sidecar.cache_clear()
             sidecar_module._read_chunk_store.cache_clear()
             sidecar_module.forget_doc_indexes()
-            for module in (display_module, terms_module):  # the text helpers' memos too
+            sidecar_module.forget_display_texts()
+            mapper_module.forget_text_memos()  # the mapper's memos of cleaned text
+            for module in (display_module, terms_module, evidence_module):  # the text helpers' memos too
                 for value in vars(module).values():
                     if callable(getattr(value, "cache_clear", None)):
                         value.cache_clear()

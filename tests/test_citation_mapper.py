@@ -245,3 +245,19 @@ def test_the_substring_shortcut_agrees_with_the_fuzzy_score_it_replaces():
         a = "".join(rng.choice("ab主镜 ") for _ in range(rng.randint(1, 8)))
         b = "".join(rng.choice("ab主镜 ") for _ in range(rng.randint(0, 12)))
         assert _inside_either(a, b) == (fuzz.partial_ratio(a, b) == 100), (a, b)
+
+
+def test_mapping_reads_the_registry_in_one_query_whatever_it_cites(root, lightrag_dirs, django_assert_num_queries):
+    """Each citation reads only the registry columns fetched with the rows:
+    one more field read would be a query per cited file on every search."""
+    inputs, _ = lightrag_dirs
+    zeta = indexed_source(root, "zeta.docx", ZETA_DOC)
+    install_sidecar(inputs, zeta.lightrag_name, "sidecar_docx_sample.blocks.jsonl")
+    notes = indexed_source(root, "notes.md", "doc-66666666666666666666666666666666")
+    first, power, drawings = (b["content"] for b in blocks("sidecar_docx_sample.blocks.jsonl"))
+    body = result(chunk(zeta, 1, power), chunk(notes, 0, "Pump maintenance notes."), chunk(zeta, 3, drawings))
+    with django_assert_num_queries(1):
+        mapped = map_query_data(body, query="pump", sources=Source.objects.all())
+    # Grouped by file, as LightRAG's references are.
+    assert [c.source_path for c in mapped.citations] == ["specs/zeta.docx", "specs/zeta.docx", "specs/notes.md"]
+    assert [c.precision for c in mapped.citations] == ["paragraph", "paragraph", "file"]

@@ -104,3 +104,18 @@ def test_a_damaged_index_file_is_built_again(gamma, settings):
     again = doc_index(gamma)
     assert [b.block_id for b in again.sidecar.blocks] == list(again.sidecar.by_id) != []
     assert path.stat().st_size > 10 and doc_index(gamma).sidecar.blocks[-1].content
+
+
+def test_a_new_process_cites_exactly_what_the_first_did(gamma):
+    """The blocks' display texts come from the index file in a new process
+    (cleaned when it was written): quotes, evidence and links stay the same."""
+    from mnote.citations.mapper import forget_text_memos
+
+    _, body = recorded("query_data_naive.json")
+    first = map_query_data(body, query=QUERY, sources=Source.objects.all()).citations
+    forget_doc_indexes()
+    forget_text_memos()
+    sidecar_module.forget_display_texts()
+    again = map_query_data(body, query=QUERY, sources=Source.objects.all()).citations
+    assert [c.as_json() for c in again] == [c.as_json() for c in first]
+    assert first and all(c.evidence_text and c.block_id for c in first)

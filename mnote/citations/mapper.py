@@ -11,15 +11,16 @@ import hashlib
 import json
 import string
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from rapidfuzz import fuzz
-
-from mnote.text import (
-    clean_display_text,
-    ensure_query_terms,
-    evidence_window,
-    fingerprint,
-    lexical_score,
+from mnote.text import ensure_query_terms, evidence_window, lexical_score
+from mnote.citations.matching import (  # noqa: F401 (_inside_either, forget_text_memos: tests and benchmarks use them here)
+    _cleaned,
+    _evidence,
+    _fingerprint,
+    _inside_either,
+    _match_block,
+    forget_text_memos,
 )
 from mnote.citations.models import Citation
 from mnote.citations.permalinks import precision_label, reference_url
@@ -30,8 +31,6 @@ from mnote.library.models import Source
 
 PROVIDER = "lightrag"
 _BASE36 = string.digits + string.ascii_lowercase
-# Below this rapidfuzz score a chunk is not said to come from a block.
-FUZZY_BLOCK_THRESHOLD = 70
 DISPLAY_QUOTE_LIMIT = 700
 
 
@@ -120,6 +119,15 @@ def _references(data: dict) -> list[_Reference]:
     return list(by_file.values())
 
 
+# What mapping reads of a registry row (and the anchor's receiver, and the
+# document index): another field read would cost a query per source, which
+# tests/test_citation_mapper.py would see.
+_ROW_FIELDS = (
+    "pk", "root_id", "relative_path", "absolute_path", "sha256", "lightrag_name", "lightrag_doc_id", "status", "stale",
+    "deleted_at", "indexed_at", "root__path",
+)  # fmt: skip
+
+
 def _registry_row(reference: _Reference, rows_by_name: dict[str, Source]) -> tuple[Source | None, str]:
     """The registry row a reference maps to, or the reason it maps to none."""
     source = rows_by_name.get(reference.file_path)
@@ -135,90 +143,25 @@ def _registry_row(reference: _Reference, rows_by_name: dict[str, Source]) -> tup
     return source, ""
 
 
-def _normalise(text: str) -> str:
-    return " ".join(text.split())
-
-
-class _Cleaned(dict):
-    """Display text by raw text, each cleaned once per mapping: a chunk and
-    its blocks are read three or four times over (matching, quote, evidence)."""
-
-    def __missing__(self, raw: str) -> str:
-        text = self[raw] = clean_display_text(raw)
-        return text
-
-
-# A chunk's first and last characters locate the blocks it was cut from.
-ANCHOR_CHARS = 60
-
-
-def _blocks_by_text(chunk_text: str, sidecar: Sidecar) -> tuple[list[Block], str]:
-    """The blocks a chunk was made from, by text: LightRAG joins whole blocks
-    (cut at the chunk's edges), so the chunk's head and tail each sit in a
-    block, and the blocks between them belong to it too."""
-    chunk = _normalise(chunk_text)
-    contents = sidecar.normalised_contents
-    if not chunk:
-        return [], "no_block_match"
-    head, tail = chunk[:ANCHOR_CHARS], chunk[-ANCHOR_CHARS:]
-    first = next((i for i, text in enumerate(contents) if head in text), None)
-    start = first or 0
-    last = next((i for i in range(start, len(contents)) if tail in contents[i]), None)
-    if first is not None and last is not None:
-        return list(sidecar.blocks[first : last + 1]), "text_exact"
-    if first is not None or last is not None:
-        return [sidecar.blocks[first if first is not None else last]], "text_exact_one_edge"
-    # Rare (text rewritten by the parser): fuzzy, on a bounded slice of text.
-    scored = [(fuzz.partial_ratio(chunk[:600], text[:1500]), b) for text, b in zip(contents, sidecar.blocks)]
-    return [b for score, b in scored if score >= FUZZY_BLOCK_THRESHOLD], "text_fuzzy"
-
-
-def _inside_either(a: str, b: str) -> bool:
-    return bool(a and b) and (a in b if len(a) <= len(b) else b in a)
-
-
-def _match_block(
-    chunk_text: str, sidecar: Sidecar, candidate_ids: tuple[str, ...], query: str, cleaned: _Cleaned | None = None
-) -> tuple[Block | None, str]:
-    """The block a chunk comes from: the storage's exact link when there is
-    one, else text matching. A chunk spanning several blocks resolves to the
-    one holding its query-centred window."""
-    if candidate_ids:
-        blocks = [sidecar.by_id[i] for i in candidate_ids if i in sidecar.by_id]
-        how = "chunk_store_refs"
-    else:
-        blocks, how = _blocks_by_text(chunk_text, sidecar)
-    if not blocks:
-        return None, "no_block_match"
-    if len(blocks) == 1:
-        return blocks[0], how
-    cleaned = _Cleaned() if cleaned is None else cleaned
-    # The block holding the query's terms wins; the query-centred window of
-    # the chunk breaks ties between blocks that hold them equally (computed
-    # only for those: the fuzzy comparison was most of the mapping's time).
-    scores = [lexical_score(cleaned[b.content], query) for b in blocks]
-    best = max(scores)
-    tied = [b for b, score in zip(blocks, scores) if score == best]
-    if len(tied) == 1:
-        return tied[0], how + "+query_window"
-    window = evidence_window(cleaned[chunk_text], query)
-    # partial_ratio is 100 exactly when the shorter text lies inside the
-    # other: a substring test finds those blocks without the fuzzy scores.
-    whole = [b for b in tied if _inside_either(window, cleaned[b.content])]
-    if whole:
-        return min(whole, key=lambda b: b.index), how + "+query_window"
-
-    def holds_query(block: Block) -> tuple:
-        return (fuzz.partial_ratio(window, cleaned[block.content]), -block.index)
-
-    return max(tied, key=holds_query), how + "+query_window"
-
-
 def _resource_kind(name: str) -> str:
     return kind_of(name).name
 
 
-def _add_anchor(locator: dict, source: Source) -> None:
+class _SourceFacts(NamedTuple):
+    """What every citation of one source repeats (path properties that build
+    paths, the file's kind): worked out once per source per mapping."""
+
+    file_name: str
+    library_path: str
+    kind: object
+
+    @classmethod
+    def of(cls, source: Source) -> "_SourceFacts":
+        file_name = source.file_name
+        return cls(file_name, source.library_path, kind_of(file_name))
+
+
+def _add_anchor(locator: dict, source: Source, memo: dict | None = None) -> None:
     """The cited words' place in the file's preview when that preview is
     rendered already (``locator["anchor"]``: status exact|fuzzy, start/end
     block + offset, W3C TextPosition and TextQuote): the preview marks that
@@ -226,7 +169,7 @@ def _add_anchor(locator: dict, source: Source) -> None:
     preview answers through a signal: citations never import the preview."""
     if locator["precision"] == Citation.Precision.BBOX:
         return
-    for _receiver, anchor in locator_anchor.send(sender=Source, source=source, locator=locator):
+    for _receiver, anchor in locator_anchor.send(sender=Source, source=source, locator=locator, memo=memo):
         if anchor:
             locator["anchor"] = anchor
             return
@@ -283,39 +226,42 @@ def _cite(
     taken_ids: set[str],
     seen: set[tuple],
     block_hint: str | None = None,
-    cleaned: _Cleaned | None = None,
+    facts: "_SourceFacts | None" = None,
+    memo: dict | None = None,
 ) -> CitationView | None:
     """One chunk of ``source`` as a citation, or None when an earlier chunk
     of the result (``seen``) cited the same place. ``block_hint`` (a
     permalink being opened) names the block the search chose."""
     sidecar = index.sidecar
     stored = index.chunk(chunk_id)
-    cleaned = _Cleaned() if cleaned is None else cleaned
     block, block_how = None, "no_sidecar"
     if sidecar is not None and sidecar.blocks:
         if block_hint is not None:
             block = sidecar.by_id.get(block_hint)
             block_how = "permalink" if block else "no_block_match"
         else:
-            block, block_how = _match_block(raw, sidecar, stored.block_ids if stored else (), query, cleaned)
-    display = cleaned[raw]
-    key = (source.pk, block.block_id) if block else (source.pk, chunk_id, fingerprint(display))
+            block, block_how = _match_block(raw, sidecar, stored.block_ids if stored else (), query)
+    display = _cleaned(raw)
+    key = (source.pk, block.block_id) if block else (source.pk, chunk_id, _fingerprint(display))
     if key in seen:
         return None
     seen.add(key)
-    file_name, library_path = source.file_name, source.library_path  # properties that build paths
+    file_name, library_path, kind = facts or _SourceFacts.of(source)
     heading_path = block.heading_path if block else []
-    evidence_source = cleaned[block.content] if block else display
-    evidence = evidence_window(evidence_source, query, heading_path=heading_path)
+    if block:
+        evidence_source, twice = sidecar.display_text(block)
+    else:
+        evidence_source, twice = display, None
+    evidence = _evidence(evidence_source, query, twice=twice, heading_path=heading_path)
     precision, position = _locator_position(block, sidecar)
     page = position.get("page")
-    short_display = display if len(display) <= DISPLAY_QUOTE_LIMIT else evidence_window(display, query, width=DISPLAY_QUOTE_LIMIT)
+    short_display = display if len(display) <= DISPLAY_QUOTE_LIMIT else _evidence(display, query, width=DISPLAY_QUOTE_LIMIT)
     # Shortened first, then checked: the quote never loses the user's query terms.
     short_display = ensure_query_terms(short_display, raw, query, cleaned=display)
     locator = {
         "precision": str(precision),
         "degraded": precision == Citation.Precision.FILE,
-        "resourceKind": _resource_kind(file_name),
+        "resourceKind": kind.name,
         "sourceId": source.pk,
         "sourcePath": library_path,
         **position,
@@ -330,13 +276,13 @@ def _cite(
         locator["chunkIndex"] = chunk_index
     if not chunk_id:
         del locator["chunkId"]
-    _add_anchor(locator, source)
+    _add_anchor(locator, source, memo)
     anchored = str(((locator.get("anchor") or {}).get("textQuote") or {}).get("exact") or "")
     if anchored.strip():
         # The card quotes the words the preview marks, not LightRAG's text of them.
         short_display = anchored if len(anchored) <= DISPLAY_QUOTE_LIMIT else evidence_window(anchored, query, width=DISPLAY_QUOTE_LIMIT)
-        short_display = locator["displayQuote"] = ensure_query_terms(short_display, raw, query)
-    prefix = "IMG-" if kind_of(file_name).image else ""
+        short_display = locator["displayQuote"] = ensure_query_terms(short_display, raw, query, cleaned=display)
+    prefix = "IMG-" if kind.image else ""
     # Stable per source version and place (not per search rank): the same passage
     # keeps its id across searches; a collision in one result re-salts it.
     place = block.block_id if block else chunk_id
@@ -425,7 +371,11 @@ def map_query_data(
     data = result.get("data") or {}
     references = _references(data)
     names = [r.file_path for r in references]
-    rows_by_name = {s.lightrag_name: s for s in sources.filter(lightrag_name__in=names).select_related("root")}
+    # No ORDER BY (the model's default joins and sorts): the rows go into a
+    # dict. Only the columns a citation reads (``_ROW_FIELDS``): building the
+    # SQL for all forty was most of this query's cost.
+    rows = sources.filter(lightrag_name__in=names).select_related("root").only(*_ROW_FIELDS).order_by()
+    rows_by_name = {s.lightrag_name: s for s in rows}
     unmatched = set(names) - set(rows_by_name)
     # Registered but outside what this user may see.
     hidden = set(Source.objects.filter(lightrag_name__in=unmatched).values_list("lightrag_name", flat=True)) if unmatched else set()
@@ -434,7 +384,7 @@ def map_query_data(
     dropped: list[dict] = []
     seen: set[tuple] = set()
     taken_ids: set[str] = set()
-    cleaned = _Cleaned()
+    memo: dict = {}  # what the anchor's receivers keep per source, for this mapping
     rank = 0
     for reference in references:
         if reference.file_path in hidden:
@@ -451,6 +401,7 @@ def map_query_data(
             )
             continue
         index = doc_index(source)
+        facts = _SourceFacts.of(source)
         for chunk in reference.chunks:
             rank += 1
             view = _cite(
@@ -462,7 +413,8 @@ def map_query_data(
                 rank=rank,
                 taken_ids=taken_ids,
                 seen=seen,
-                cleaned=cleaned,
+                facts=facts,
+                memo=memo,
             )
             if view is None:
                 continue

@@ -14,6 +14,7 @@ source, as for any permalink.
 from dataclasses import dataclass
 from functools import lru_cache
 
+from django.conf import settings
 from django.core import signing
 from django.urls import get_script_prefix, reverse
 
@@ -36,7 +37,13 @@ class Reference:
 
 
 def _signer() -> signing.Signer:
-    return signing.Signer(salt=SALT)
+    return _signer_for(settings.SECRET_KEY, tuple(settings.SECRET_KEY_FALLBACKS))
+
+
+@lru_cache(maxsize=4)
+def _signer_for(key: str, fallbacks: tuple[str, ...]) -> signing.Signer:
+    # One per key, not one per citation of every search (a rotated key makes a new one).
+    return signing.Signer(key=key, fallback_keys=list(fallbacks), salt=SALT)
 
 
 def encode_reference(*, source_id: int, sha256: str, chunk_id: str, block_id: str, query: str, quote: str | None) -> str:

@@ -12,6 +12,7 @@ import json
 import logging
 import marshal
 import mmap
+import os
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from mnote.private_files import write_private_file
-from mnote.text import is_real_heading
+from mnote.text import clean_display_text, is_real_heading
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,14 @@ class Sidecar:
     blocks: Sequence[Block]  # a tuple, or the index file's blocks decoded when first used
     by_id: Mapping[str, Block] = field(repr=False)
 
+    def display_text(self, block: Block) -> tuple[str, str]:
+        """(the block's display text, that text cleaned once more): what the
+        mapper scores and quotes. An index file holds them from when it was
+        written; a sidecar read now cleans each block when first asked."""
+        known = getattr(self.blocks, "display_text", None)
+        found = known(block.index) if known else None
+        return found if found is not None else _display_texts(block.content)
+
     @cached_property
     def normalised_contents(self) -> tuple[str, ...]:
         """Each block's content with whitespace collapsed, computed once per
@@ -65,6 +74,22 @@ class Sidecar:
             return float(attributes.get("max", 1000)) or 1000.0
         except (TypeError, ValueError):
             return 1000.0
+
+
+def _clean_twice(content: str) -> tuple[str, str]:
+    # Cleaning clean text changes nothing but rare entity-kept tags; the
+    # evidence window cleans its text again, so both are kept.
+    once = clean_display_text(content)
+    return once, clean_display_text(once)
+
+
+# Blocks of a sidecar read now (no index file yet), as searches ask for them.
+_display_texts = lru_cache(maxsize=4096)(_clean_twice)
+
+
+def forget_display_texts() -> None:
+    """This process's memo of blocks' display texts (a cold start, for benchmarks)."""
+    _display_texts.cache_clear()
 
 
 def sidecar_path(input_dir: Path, lightrag_name: str) -> Path:
@@ -193,7 +218,7 @@ def chunk_index_of(chunk_id: str) -> int | None:
 # mtime, the time MNote saw it indexed and whether the chunk store existed
 # are checked on each read.
 
-INDEX_FORMAT = 3
+INDEX_FORMAT = 4
 _INDEXES: "OrderedDict[str, tuple[tuple, DocIndex]]" = OrderedDict()
 _INDEXES_KEPT = 64
 
@@ -247,29 +272,38 @@ def load_doc_index(
 ) -> DocIndex:
     """The index of one document version: from this process's memory, else
     from disk, else built from the sidecar and the chunk store (and written)."""
-    sidecar_file = sidecar_path(input_dir, lightrag_name) if lightrag_name else None
+    sidecar_file, store_file, path, key = _places(input_dir, working_dir, data_dir, lightrag_name, doc_id, sha256)
     try:
-        stat = sidecar_file.stat() if sidecar_file else None
+        stat = os.stat(sidecar_file) if sidecar_file else None
     except OSError:
         stat = None
-    store_exists = (working_dir / "kv_store_text_chunks.json").exists()
+    store_exists = os.path.exists(store_file)
     sidecar_key = (stat.st_size, stat.st_mtime_ns) if stat else None
-    path = index_path(data_dir, sha256 or "none", f"{lightrag_name}\0{doc_id}")
     # Deleted and indexed again (new chunk settings), a version gets new chunks.
     validity = (sidecar_key, doc_id, indexed_at)
-    held = _INDEXES.get(str(path))
+    held = _INDEXES.get(key)
     if held and held[0] == validity and (held[1].store_seen or not store_exists):
-        _INDEXES.move_to_end(str(path))
+        _INDEXES.move_to_end(key)
         return held[1]
     index = _read_index(path, validity, store_exists)
     if index is None:
         index, complete = _build_index(input_dir, working_dir, lightrag_name, doc_id, store_exists)
         if complete and sha256:
             _write_index(path, validity, index)
-    _INDEXES[str(path)] = (validity, index)
+    _INDEXES[key] = (validity, index)
     while len(_INDEXES) > _INDEXES_KEPT:
         _INDEXES.popitem(last=False)
     return index
+
+
+@lru_cache(maxsize=1024)
+def _places(input_dir: Path, working_dir: Path, data_dir: Path, lightrag_name: str, doc_id: str, sha256: str) -> tuple:
+    """(sidecar file, chunk store file, index file, its key in memory): the
+    paths a search checks for each cited document, built once (pathlib's
+    joins cost more than the stat calls themselves)."""
+    sidecar_file = str(sidecar_path(input_dir, lightrag_name)) if lightrag_name else ""
+    path = index_path(data_dir, sha256 or "none", f"{lightrag_name}\0{doc_id}")
+    return sidecar_file, str(working_dir / "kv_store_text_chunks.json"), path, str(path)
 
 
 def doc_index(source) -> DocIndex:
@@ -311,10 +345,12 @@ def _sidecar_exists(input_dir: Path, lightrag_name: str) -> bool:
 
 
 # The file: a 12-byte head (magic, header length), the header (marshal: the
-# validity, block ids, each block's end offset, the chunk links), then each
-# block marshalled on its own. A search uses a few dozen of a document's
-# thousands of blocks, so a new process decodes only those (issue 17: reading
-# every block's text took most of a cold search's mapping).
+# validity, block ids → order, each block's end offset, the chunk links), then
+# each block marshalled on its own, with its display text (cleaned when the
+# file is written: cleaning markup-heavy blocks was much of a new process's
+# first searches). A search uses a few dozen of a document's thousands of
+# blocks, so a new process decodes only those (issue 17: reading every
+# block's text took most of a cold search's mapping).
 _MAGIC = b"MNIX"
 
 
@@ -326,6 +362,7 @@ class _StoredBlocks(Sequence):
         self._base = base
         self._ends = ends
         self._decoded: list[Block | None] = [None] * len(ends)
+        self._display: list[tuple[str, str] | None] = [None] * len(ends)
 
     def __len__(self) -> int:
         return len(self._ends)
@@ -339,14 +376,20 @@ class _StoredBlocks(Sequence):
         if block is None:
             start = self._base + (self._ends[i - 1] if i else 0)
             row = marshal.loads(self._data[start : self._base + self._ends[i]])
-            block = self._decoded[i] = Block._make((i, *row))
+            block = self._decoded[i] = Block._make((i, *row[:5]))
+            once, twice = row[5], row[6]
+            self._display[i] = (once, once if twice is None else twice)
         return block
+
+    def display_text(self, i: int) -> tuple[str, str]:
+        self[i]
+        return self._display[i]
 
 
 class _BlocksById(Mapping):
-    def __init__(self, blocks: _StoredBlocks, ids: list[str]):
+    def __init__(self, blocks: _StoredBlocks, where: dict[str, int]):
         self._blocks = blocks
-        self._where = {block_id: i for i, block_id in enumerate(ids)}
+        self._where = where
 
     def __getitem__(self, block_id: str) -> Block:
         return self._blocks[self._where[block_id]]
@@ -366,14 +409,16 @@ def _write_index(path: Path, validity: tuple, index: DocIndex) -> None:
     rows: list[bytes] = []
     header_sidecar = None
     if sidecar is not None:
-        rows = [
-            marshal.dumps((b.block_id, b.content, b.heading, b.parent_headings, b.positions)) for b in sidecar.blocks
-        ]
+        rows = []
+        for b in sidecar.blocks:
+            once, twice = _clean_twice(b.content)  # not through the memo: all of a document's blocks
+            row = (b.block_id, b.content, b.heading, b.parent_headings, b.positions, once, None if twice == once else twice)
+            rows.append(marshal.dumps(row))
         ends, end = [], 0
         for row in rows:
             end += len(row)
             ends.append(end)
-        header_sidecar = (str(sidecar.path), sidecar.meta, [b.block_id for b in sidecar.blocks], ends)
+        header_sidecar = (str(sidecar.path), sidecar.meta, {b.block_id: b.index for b in sidecar.blocks}, ends)
     header = marshal.dumps(
         {
             "format": INDEX_FORMAT,
@@ -415,11 +460,11 @@ def _read_index(path: Path, validity: tuple, store_exists: bool) -> DocIndex | N
             return None  # built before the chunk store existed: its block links are missing
         sidecar = None
         if payload["sidecar"] is not None:
-            sidecar_name, meta, ids, ends = payload["sidecar"]
-            if len(ids) != len(ends) or (ends and 12 + length + ends[-1] != len(data)):
+            sidecar_name, meta, where, ends = payload["sidecar"]
+            if not isinstance(where, dict) or (ends and 12 + length + ends[-1] != len(data)):
                 raise ValueError("blocks")
             blocks = _StoredBlocks(data, 12 + length, ends)
-            sidecar = Sidecar(Path(sidecar_name), meta, blocks, _BlocksById(blocks, ids))
+            sidecar = Sidecar(Path(sidecar_name), meta, blocks, _BlocksById(blocks, where))
         refs = payload["chunks"]
         if not isinstance(refs, dict):
             raise TypeError("chunks")

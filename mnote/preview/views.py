@@ -183,6 +183,18 @@ def cached_anchor(sender=None, *, source: Source, locator: dict, **kwargs) -> di
     """Where a locator's passage is in the preview of this version of the
     file, when that preview has been rendered already (a search never renders
     a file). The anchor names the version; a preview of other content ignores it."""
+    # ``memo`` (one mapping's): the text map of each source looked up once,
+    # not once per citation of it — a file's render is looked for on disk.
+    memo = kwargs.get("memo")
+    key = ("preview text map", source.pk, source.sha256)
+    held = memo.get(key, False) if memo is not None else False
+    text_map = held if held is not False else _cached_text_map(source)
+    if memo is not None:
+        memo[key] = text_map
+    return anchor_locator(text_map, locator, source=source) if text_map else None
+
+
+def _cached_text_map(source: Source) -> TextMap | None:
     kind = kind_of(source.file_name)
     if renderer_for(kind) is None or not source.sha256:
         return None
@@ -195,7 +207,7 @@ def cached_anchor(sender=None, *, source: Source, locator: dict, **kwargs) -> di
         # A search reads at most a few MB per file it cites; a bigger preview is anchored when opened.
         rendered = peek(render_cache_key(kind, ctx, get_language() or ""), source.sha256, max_bytes=4 * 1024 * 1024)
         text_map = _text_map(version, rendered) if rendered else None
-    return anchor_locator(text_map, locator, source=source) if text_map else None
+    return text_map
 
 
 def _page_of_passage(source: Source, kind, path: Path, sha256: str, evidence: str) -> int | None:

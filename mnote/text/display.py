@@ -14,7 +14,7 @@ import lxml.etree
 import lxml.html
 
 from mnote.text.latex import _SYMBOLS, _script, latex_to_text
-from mnote.text.terms import _contains, _first_span, _fold, _primary_terms, _window_bounds
+from mnote.text.terms import _first_span, _fold, _occurs, _primary_terms, _window_bounds
 
 # --- raw chunk → display text ------------------------------------------------
 
@@ -288,19 +288,22 @@ def ensure_query_terms(display: str, raw: str, query: str, *, cleaned: str | Non
         cleaned = clean_display_text(raw)
     symbol_names = None  # read from the raw markup only when a term is missing
     additions: list[str] = []
+    shown = _fold(display)[0]  # folded again only when something is added
     for term in _primary_terms(query):
-        if _contains(" ".join([display, *additions]), term):
+        if _occurs(shown, term):
             continue
         span = _first_span(cleaned, term)
         if span:
             start, end = _window_bounds(cleaned, *span, _FRAGMENT_WIDTH)
             additions.append(cleaned[start:end])
+            shown = _fold(" ".join([display, *additions]))[0]
             continue
         if symbol_names is None:
             symbol_names = _latex_symbol_names(raw) if "<" in (raw or "") else []
         named = next((n for n in symbol_names if _fold(n)[0].startswith(term)), None)
         if named:
             additions.append(named)
+            shown = _fold(" ".join([display, *additions]))[0]
     return " … ".join(part for part in [display, *additions] if part)
 
 

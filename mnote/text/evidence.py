@@ -2,6 +2,7 @@
 
 import hashlib
 import unicodedata
+from functools import lru_cache
 
 from mnote.text.display import _ALNUM_RUN, clean_display_text
 from mnote.text.terms import (
@@ -50,7 +51,9 @@ def _densest_cluster(text: str, query: str, width: int) -> tuple[int, int] | Non
     return spans[i][0], max(end for _, end, _ in spans[i:j])
 
 
-def evidence_window(text: str, query: str, *, heading_path: list[str] | None = None, width: int = 280) -> str:
+def evidence_window(
+    text: str, query: str, *, heading_path: list[str] | None = None, width: int = 280, cleaned: bool = False
+) -> str:
     """The locator evidence text: ``"<last heading> — <window>"``.
 
     The window is about ``width`` characters of the cleaned text, centred on
@@ -58,11 +61,14 @@ def evidence_window(text: str, query: str, *, heading_path: list[str] | None = N
     found), cut only between whole words (anywhere between CJK characters).
     The heading is left out when there is none or the window already starts
     with it. No markup, no ellipses: the browser scorer tokenises it as is.
+    ``cleaned``: ``text`` is ``clean_display_text``'s output for the text
+    already (a caller that keeps those), so it is not cleaned again here.
     """
-    cleaned = clean_display_text(text)
-    cluster = _densest_cluster(cleaned, query, width) or (0, 0)
-    start, end = _window_bounds(cleaned, cluster[0], cluster[1], width)
-    window = cleaned[start:end]
+    if not cleaned:
+        text = clean_display_text(text)
+    cluster = _densest_cluster(text, query, width) or (0, 0)
+    start, end = _window_bounds(text, cluster[0], cluster[1], width)
+    window = text[start:end]
     heading = clean_display_text(next((h for h in reversed(heading_path or []) if is_real_heading(h)), ""))
     if not heading or _fold(window)[0].startswith(_fold(heading)[0]):
         return window
@@ -89,16 +95,22 @@ def _phrase(text: str) -> str:
     return " ".join(_WORD_TOKEN.findall(_fold(text)[0]))
 
 
+@lru_cache(maxsize=256)
+def _scored_query(query: str) -> tuple[tuple[str, ...], str]:
+    """A query's terms and phrase, worked out once per query (a mapping
+    scores a few dozen texts against the same query)."""
+    return tuple(query_terms(query)), _phrase(query)
+
+
 def lexical_score(text: str, query: str) -> float:
     """MNote's lexical score in [0, 1]: 0.9 × the fraction of query terms the
     text contains, + 0.1 when it contains the whole query as a phrase.
     Shown as "MNote lexical score", never as rerank."""
-    terms = query_terms(query)
+    terms, phrase = _scored_query(query)
     if not terms or not text:
         return 0.0
     folded = _fold(text)[0]
     found = sum(1 for term in terms if _occurs(folded, term))
-    phrase = _phrase(query)
     # Every term is a piece of the phrase's words: a text missing one cannot
     # hold the phrase, and tokenising all of it (the costly part) is skipped.
     has_phrase = found == len(terms) and bool(phrase) and _occurs(_phrase(text), phrase)

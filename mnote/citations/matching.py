@@ -1,0 +1,128 @@
+"""Which sidecar block a LightRAG chunk comes from, and the display texts
+the mapper reads over and over (kept by the process: cleaning is a pure
+function of the text, and the same blocks and chunks come back search after
+search)."""
+
+from functools import lru_cache
+
+from rapidfuzz import fuzz
+
+from mnote.citations.sidecar import Block, Sidecar
+from mnote.text import clean_display_text, evidence_window, fingerprint, lexical_score
+
+# Below this rapidfuzz score a chunk is not said to come from a block.
+FUZZY_BLOCK_THRESHOLD = 70
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.split())
+
+
+# Display text by raw text, kept by the process: a chunk and its blocks are
+# read three or four times per mapping (matching, quote, evidence), and the
+# same blocks and chunks come back search after search. Cleaning is a pure
+# function of the text; the memo holds a few searches' worth of both.
+_cleaned = lru_cache(maxsize=4096)(clean_display_text)
+# A chunk without a block is de-duplicated by its display text's fingerprint.
+_fingerprint = lru_cache(maxsize=2048)(fingerprint)
+
+
+_MEMOS = (_cleaned, _fingerprint)
+
+
+def _evidence(text: str, query: str, *, twice: str | None = None, **kwargs) -> str:
+    """``evidence_window`` of a text the mapper cleaned: the window cleans
+    its text once more (cleaning is not always idempotent) — ``twice``, when
+    the caller has that already, else from the memo."""
+    return evidence_window(_cleaned(text) if twice is None else twice, query, cleaned=True, **kwargs)
+
+
+def forget_text_memos() -> None:
+    """This process's memos of cleaned text (a cold start, for benchmarks)."""
+    for memo in _MEMOS:
+        memo.cache_clear()
+
+
+# A chunk's first and last characters locate the blocks it was cut from.
+ANCHOR_CHARS = 60
+
+
+def _blocks_by_text(chunk_text: str, sidecar: Sidecar) -> tuple[list[Block], str]:
+    """The blocks a chunk was made from, by text: LightRAG joins whole blocks
+    (cut at the chunk's edges), so the chunk's head and tail each sit in a
+    block, and the blocks between them belong to it too."""
+    chunk = _normalise(chunk_text)
+    contents = sidecar.normalised_contents
+    if not chunk:
+        return [], "no_block_match"
+    head, tail = chunk[:ANCHOR_CHARS], chunk[-ANCHOR_CHARS:]
+    first = next((i for i, text in enumerate(contents) if head in text), None)
+    start = first or 0
+    last = next((i for i in range(start, len(contents)) if tail in contents[i]), None)
+    if first is not None and last is not None:
+        return list(sidecar.blocks[first : last + 1]), "text_exact"
+    if first is not None or last is not None:
+        return [sidecar.blocks[first if first is not None else last]], "text_exact_one_edge"
+    # Rare (text rewritten by the parser): fuzzy, on a bounded slice of text.
+    scored = [(fuzz.partial_ratio(chunk[:600], text[:1500]), b) for text, b in zip(contents, sidecar.blocks)]
+    return [b for score, b in scored if score >= FUZZY_BLOCK_THRESHOLD], "text_fuzzy"
+
+
+def _inside_either(a: str, b: str) -> bool:
+    return bool(a and b) and (a in b if len(a) <= len(b) else b in a)
+
+
+def _match_block(chunk_text: str, sidecar: Sidecar, candidate_ids: tuple[str, ...], query: str) -> tuple[Block | None, str]:
+    """The block a chunk comes from: the storage's exact link when there is
+    one, else text matching. A chunk spanning several blocks resolves to the
+    one holding its query-centred window."""
+    if candidate_ids:
+        blocks = [sidecar.by_id[i] for i in candidate_ids if i in sidecar.by_id]
+        how = "chunk_store_refs"
+    else:
+        blocks, how = _blocks_by_text(chunk_text, sidecar)
+    if not blocks:
+        return None, "no_block_match"
+    if len(blocks) == 1:
+        return blocks[0], how
+    # The block holding the query's terms wins; the query-centred window of
+    # the chunk breaks ties between blocks that hold them equally (computed
+    # only for those: the fuzzy comparison was most of the mapping's time).
+    shown = {b.index: sidecar.display_text(b)[0] for b in blocks}  # each block's display text
+    scores = [lexical_score(shown[b.index], query) for b in blocks]
+    best = max(scores)
+    tied = [b for b, score in zip(blocks, scores) if score == best]
+    if len(tied) == 1:
+        return tied[0], how + "+query_window"
+    window = _evidence(_cleaned(chunk_text), query)
+    # partial_ratio is 100 exactly when the shorter text lies inside the
+    # other: a substring test finds those blocks without the fuzzy scores.
+    whole = [b for b in tied if _inside_either(window, shown[b.index])]
+    if whole:
+        return min(whole, key=lambda b: b.index), how + "+query_window"
+    # The best fuzzy score, the first block on a tie. Each score needs only
+    # to reach the best so far (``score_cutoff``: rapidfuzz gives up early on
+    # a block that cannot, and returns 0), so the likely winner — the block
+    # sharing the longest piece of the window's either end — is scored first.
+    best_block, best_score = None, -1.0
+    for block in sorted(tied, key=lambda b: (-_shared_edge(window, shown[b.index]), b.index)):
+        score = fuzz.partial_ratio(window, shown[block.index], score_cutoff=max(best_score, 0))
+        if score > best_score or (score == best_score and block.index < best_block.index):
+            best_block, best_score = block, score
+    return best_block, how + "+query_window"
+
+
+def _shared_edge(window: str, text: str) -> int:
+    """The length of the longest start or end of ``window`` found in ``text``
+    (a window cut across two blocks holds an end of one and a start of the next)."""
+    longest = 0
+    for piece in (lambda k: window[:k], lambda k: window[len(window) - k :]):
+        low, high = longest, min(len(window), len(text))  # a piece found, one not yet ruled out
+        while low < high:
+            mid = (low + high + 1) // 2
+            if piece(mid) in text:
+                low = mid
+            else:
+                high = mid - 1
+        longest = low
+    return longest
