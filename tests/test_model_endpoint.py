@@ -412,14 +412,6 @@ def test_it_lists_when_the_engine_computed_for_which_lane(endpoint):
     assert status == 400 and "since" in json.loads(body)["error"]["message"]
 
 
-def test_a_search_query_runs_on_one_thread_beside_the_ingest_engine(endpoint):
-    """The query engine's one thread is set where OpenMP reads it (the calling
-    thread), not only in an environment variable read before: otherwise a
-    search beside an ingest piece puts four threads on two cores."""
-    _embed(endpoint, "which telescope mirror")
-    assert _health(endpoint)["query_threads"] == 1
-
-
 def test_a_search_query_is_embedded_before_waiting_ingest_batches(endpoint):
     import threading
 
