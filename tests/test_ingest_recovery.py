@@ -7,7 +7,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from mnote.library.failures import MAX_AUTO_RETRIES, RETRY_WAVE, classify_failure, resend_due_retries, retry_failed
+from mnote.library.failures import (
+    MAX_AUTO_RETRIES, NO_TEXT_AT_ALL, RETRY_WAVE, classify_failure, resend_due_retries, retry_failed,
+)
 from mnote.library.ingest import run_due_jobs
 from mnote.library.status_bridge import MAX_UNLISTED_SCANS, bridge_statuses, rescan_stuck
 from mnote.library.models import IndexedRoot, Job, Source
@@ -151,6 +153,102 @@ def test_it_sends_a_docx_the_native_parser_found_empty_through_the_legacy_parser
     stem = source.lightrag_name.removesuffix(".docx")
     assert (input_dir / f"{stem}.[legacy].docx").is_symlink()
     assert not (input_dir / source.lightrag_name).exists()
+
+
+def test_one_worker_round_takes_a_legacy_resend_from_its_delete_to_the_scan(root, input_dir, fake_lightrag, settings):
+    """Once LightRAG is idle, the failed record's delete, the file sent again
+    and its scan all go in one round of the worker, not one worker interval
+    apart each (the ingest's tail: LightRAG would sit idle meanwhile)."""
+    import httpx
+
+    from mnote.library.ingest import work_once
+
+    source = indexing(root, "a.docx")
+    old_name = source.lightrag_name
+    failed = document(old_name, "failed", error=f"DOCX parser returned empty content for {old_name}")
+    fake_lightrag.on("POST", "/documents/paginated", listing(failed))
+    fake_lightrag.on("GET", "/health", HEALTH_BUSY)
+    fake_lightrag.on("DELETE", "/documents/delete_document", "delete_document_while_busy.json")
+    with lightrag_client() as client:
+        work_once(client)  # the failure seen: the record's delete is owed
+        work_once(client)  # LightRAG busy: the delete waits, so does the file
+    source.refresh_from_db()
+    assert source.status == Source.Status.RETRYING and source.parser_hint == "legacy"
+    assert Job.objects.get(kind=Job.Kind.DELETE).last_error.startswith("LightRAG busy")
+
+    # LightRAG went idle; a delete it accepts no longer lists the record.
+    def handler(request):
+        response = fake_lightrag.handler(request)
+        if request.method == "DELETE":
+            fake_lightrag.on("POST", "/documents/paginated", listing())
+        return response
+
+    settings.MNOTE_LIGHTRAG_TRANSPORT = httpx.MockTransport(handler)
+    fake_lightrag.on("GET", "/health", HEALTH_IDLE)
+    fake_lightrag.on("DELETE", "/documents/delete_document", "delete_document.json")
+    fake_lightrag.on("POST", "/documents/scan", "scan.json")
+    with lightrag_client() as client:
+        work_once(client)
+    source.refresh_from_db()
+    assert source.status == Source.Status.INDEXING and source.lightrag_name != old_name
+    assert [(r.method, r.url.path) for r in fake_lightrag.requests].count(("POST", "/documents/scan")) == 1
+    assert not Job.objects.filter(state=Job.State.PENDING).exists()
+
+
+W_NS = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+
+
+def write_docx(path, body: str, **parts: str) -> None:
+    """A minimal WordprocessingML package: ``body`` inside w:body, other
+    word/ parts by name (header1="..." -> word/header1.xml)."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as package:
+        package.writestr("[Content_Types].xml", "<Types/>")
+        package.writestr("word/document.xml", f"<w:document {W_NS}><w:body>{body}</w:body></w:document>")
+        for name, xml in parts.items():
+            package.writestr(f"word/{name}.xml", xml)
+
+
+def native_found_nothing(fake_lightrag, source):
+    error = f"DOCX parser returned empty content for {source.lightrag_name}"
+    fake_lightrag.on("POST", "/documents/paginated", listing(document(source.lightrag_name, "failed", error=error)))
+    with lightrag_client() as client:
+        bridge_statuses(client)
+    source.refresh_from_db()
+    return error
+
+
+def test_a_docx_with_no_text_anywhere_fails_at_once_instead_of_a_second_parse(root, fake_lightrag):
+    """Nothing for the legacy parser either (an empty table, a tab, a picture):
+    failed for good with both reasons, no delete owed, nothing sent again."""
+    write_docx(root.absolute_path / "a.docx", '<w:p><w:r><w:tab/><w:t xml:space="preserve">  </w:t></w:r></w:p>'
+               "<w:tbl><w:tr><w:tc><w:p/></w:tc></w:tr></w:tbl>", header1=f"<w:hdr {W_NS}><w:p/></w:hdr>")
+    source = indexing(root, "a.docx")
+    error = native_found_nothing(fake_lightrag, source)
+    assert (source.status, source.failure_kind) == (Source.Status.FAILED, Source.Failure.PERMANENT)
+    assert source.last_error == f"{error} {NO_TEXT_AT_ALL}"
+    assert source.parser_hint != "legacy" and source.retry_at is None
+    assert not Job.objects.filter(state=Job.State.PENDING).exists()
+
+
+@pytest.mark.parametrize("body, parts", [
+    ("<w:tbl><w:tr><w:tc><w:p><w:r><w:t>Only in a table cell</w:t></w:r></w:p></w:tc></w:tr></w:tbl>", {}),
+    ("<w:p/>", {"footer1": f'<w:ftr {W_NS}><w:p><w:r><w:t xml:space="preserve"> page </w:t></w:r></w:p></w:ftr>'}),
+])
+def test_a_docx_holding_text_the_native_parser_missed_goes_to_the_legacy_parser(root, fake_lightrag, body, parts):
+    write_docx(root.absolute_path / "a.docx", body, **parts)
+    source = indexing(root, "a.docx")
+    native_found_nothing(fake_lightrag, source)
+    assert (source.status, source.parser_hint) == (Source.Status.RETRYING, "legacy")
+
+
+def test_a_docx_that_cannot_be_read_as_a_package_goes_to_the_legacy_parser(root, fake_lightrag):
+    """Whether it holds text cannot be told: LightRAG's legacy parser decides."""
+    (root.absolute_path / "a.docx").write_bytes(b"PK\x03\x04 not really a zip")
+    source = indexing(root, "a.docx")
+    native_found_nothing(fake_lightrag, source)
+    assert (source.status, source.parser_hint) == (Source.Status.RETRYING, "legacy")
 
 
 def test_it_marks_a_legacy_parsed_docx_as_citable_at_file_level(root, fake_lightrag, admin_client):

@@ -392,6 +392,26 @@ def test_it_counts_the_compute_time_of_each_lane_in_health(endpoint):
     assert after["ingest"]["seconds"] > before["ingest"]["seconds"]
 
 
+def test_it_lists_when_the_engine_computed_for_which_lane(endpoint):
+    """The ingest benchmark finds where the engine sat idle from these turns
+    (wall clock, so they line up with LightRAG's log)."""
+    import time
+
+    since = time.time()
+    _post_json(endpoint, "/v1/embeddings", {"model": EMBEDDING_MODEL, "input": [_chunk("turn one"), _chunk("turn two")]})
+    _embed(endpoint, "a short query")
+    status, _, body = _request(endpoint, f"/stats/engine?since={since}")
+    turns = json.loads(body)["turns"]
+    assert status == 200
+    assert sum(n for _, _, lane, n in turns if lane == "ingest") == 2
+    assert [n for _, _, lane, n in turns if lane == "query"] == [1]
+    assert all(since <= start <= end <= time.time() for start, end, _, _ in turns)
+    later = json.loads(_request(endpoint, f"/stats/engine?since={time.time()}")[2])["turns"]
+    assert later == []
+    status, _, body = _request(endpoint, "/stats/engine?since=yesterday")
+    assert status == 400 and "since" in json.loads(body)["error"]["message"]
+
+
 def test_a_search_query_is_embedded_before_waiting_ingest_batches(endpoint):
     import threading
 

@@ -48,6 +48,9 @@ def test_it_gives_lightrag_the_local_model_endpoint_by_default(tmp_path):
     # LightRAG reranks through the same local endpoint.
     assert env["RERANK_BINDING"] == "cohere"
     assert env["RERANK_BINDING_HOST"] == f"{local}/rerank"
+    # The stand-in finds no entities: no cached extraction replies (each chunk
+    # is embedded while its extraction is asked), no second "gleaning" call.
+    assert env["ENABLE_LLM_CACHE_FOR_EXTRACT"] == "false" and env["MAX_GLEANING"] == "0"
 
 
 def test_it_parses_docx_natively_and_keeps_every_folder_under_the_data_dir(tmp_path):
@@ -84,6 +87,8 @@ def test_it_replaces_only_the_llm_when_an_external_llm_is_set(tmp_path):
     assert env["LLM_BINDING_HOST"] == "https://llm.example.org/v1"
     assert env["LLM_MODEL"] == "big-model"
     assert env["LLM_BINDING_API_KEY"] == "llm-secret"
+    # A real model extracts entities: LightRAG's own defaults for it.
+    assert "MAX_GLEANING" not in env and "ENABLE_LLM_CACHE_FOR_EXTRACT" not in env
     # Embeddings still come from the local endpoint, so it is still needed.
     assert env["EMBEDDING_BINDING_HOST"] == config.model_url
     assert env["EMBEDDING_MODEL"] == EMBEDDING_MODEL

@@ -7,6 +7,8 @@ others fail; permanent ones stay failed with LightRAG's whole message; a DOCX
 the native parser found empty goes through the legacy parser.
 """
 
+import re
+import zipfile
 from datetime import timedelta
 
 from django.db import transaction
@@ -28,6 +30,12 @@ TRANSIENT_MARKERS = (
     "flush failed", "server error",
 )
 NATIVE_DOCX_EMPTY = "docx parser returned empty content"
+# Said when a DOCX the native parser found empty holds no text for any parser.
+NO_TEXT_AT_ALL = "The file holds no text (none in its body, tables, text boxes, headers, footers or notes)."
+# A run's text in WordprocessingML (w:t) or Office Math (m:t).
+_DOCX_TEXT = re.compile(rb"<[wm]:t(?:\s[^>]*)?>([^<]*)</[wm]:t>")
+# Past this much XML the check gives up and the legacy parser decides.
+_TEXT_CHECK_MAX_BYTES = 64 * 1024 * 1024
 MAX_AUTO_RETRIES = 4
 RETRY_BASE = timedelta(seconds=20)
 RETRY_MAX = timedelta(minutes=10)
@@ -52,7 +60,13 @@ def record_failure(source: Source, document) -> None:
     message = document.error_msg or "LightRAG reported the document failed."
     kind = classify_failure(message)
     source.progress = ""
-    if kind == "legacy" and source.parser_hint != "legacy" and source.file_name.lower().endswith(".docx"):
+    to_legacy = kind == "legacy" and source.parser_hint != "legacy" and source.file_name.lower().endswith(".docx")
+    if to_legacy and docx_holds_text(source) is False:
+        # Nothing for the legacy parser either: failed now, not after a second
+        # parse that LightRAG could only run once it is idle (the ingest's tail).
+        kind, to_legacy = "permanent", False
+        message = f"{message} {NO_TEXT_AT_ALL}"
+    if to_legacy:
         source.parser_hint = "legacy"
         source.last_error = message
         schedule_retry(source, document.id, delay=timedelta(0), count=False)
@@ -70,6 +84,35 @@ def record_failure(source: Source, document) -> None:
         source.last_error = f"Gave up after {source.attempts + 1} attempts. {message}"
     else:
         source.last_error = message
+
+
+def docx_holds_text(source: Source) -> bool | None:
+    """Whether any part of the DOCX (body, tables, text boxes, headers,
+    footers, notes) holds a character of text; None when that cannot be told
+    (not a readable package, gone, too large), and the legacy parser decides."""
+    from mnote.library.source_files import SourceUnavailable, open_source_file
+
+    try:
+        with open_source_file(source) as handle:
+            return package_holds_text(handle)
+    except SourceUnavailable:
+        return None
+
+
+def package_holds_text(handle) -> bool | None:
+    """:func:`docx_holds_text` for an open file."""
+    try:
+        with zipfile.ZipFile(handle) as package:
+            parts = [info for info in package.infolist()
+                     if info.filename.startswith("word/") and info.filename.lower().endswith(".xml")]
+            if not parts or sum(info.file_size for info in parts) > _TEXT_CHECK_MAX_BYTES:
+                return None
+            for info in parts:
+                if any(text.strip() for text in _DOCX_TEXT.findall(package.read(info))):
+                    return True
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError):
+        return None
+    return False
 
 
 def schedule_retry(source: Source, failed_doc_id: str = "", *, delay: timedelta | None = None, count: bool = True) -> None:
@@ -158,15 +201,21 @@ def resend_due_retries(client: LightRAGClient) -> int:
     """Send a small wave of sources whose retry is due, when LightRAG is idle,
     owes us no scan and no longer lists their failed records. Returns how
     many were sent."""
+    return advance_retries(client)[0]
+
+
+def advance_retries(client: LightRAGClient) -> tuple[int, bool]:
+    """:func:`resend_due_retries`, also saying whether it moved deletes up
+    (owed before the files can go): (files sent, deletes moved up)."""
     due = Source.objects.filter(status=Source.Status.RETRYING, retry_at__lte=timezone.now()).order_by("retry_at")
     if not due.exists():
-        return 0
+        return 0, False
     if Job.objects.filter(kind=Job.Kind.SCAN, state=Job.State.PENDING).exists():
-        return 0
+        return 0, False
     if Source.objects.filter(status__in=[Source.Status.QUEUED, Source.Status.INDEXING]).exists():
-        return 0
+        return 0, False
     if client.health().pipeline_busy:
-        return 0
+        return 0, False
     documents = {document.id: document for document in client.iter_documents()}
     ready, deletes_moved_up = [], False
     for source in due.prefetch_related("jobs"):
@@ -175,7 +224,7 @@ def resend_due_retries(client: LightRAGClient) -> int:
         if verdict:
             ready.append(source)
     if deletes_moved_up:
-        return 0  # the deletes go next round; the files follow together after them
+        return 0, True  # the deletes go first; the files follow together after them
     # A file going to the legacy parser after the native one found nothing is
     # no retry of a timeout: small, cheap to parse, so all of them go at once.
     legacy = [source for source in ready if _first_legacy_attempt(source)]
@@ -189,5 +238,5 @@ def resend_due_retries(client: LightRAGClient) -> int:
         source.generation += 1
         sent.append(source)
     queue_many(sent)
-    return len(sent)
+    return len(sent), False
 

@@ -321,17 +321,30 @@ def mark_indexed(source: Source, document) -> None:
             job.save(update_fields=["state", "finished_at", "last_error", "updated_at"])
 
 
+# deletes moved up -> files sent -> their scan (see work_once).
+RETRY_STEPS_PER_ROUND = 3
+
+
 def work_once(client: LightRAGClient) -> None:
     """One round of the worker: jobs, the status bridge, recovery of stuck
     sources, then a wave of due retries."""
     # Imported here: both modules build on this one.
-    from mnote.library.failures import resend_due_retries
+    from mnote.library.failures import advance_retries
     from mnote.library.status_bridge import bridge_statuses, rescan_stuck
 
     run_due_jobs(client)
     bridge_statuses(client)
     rescan_stuck(client)
-    resend_due_retries(client)
+    # A wave of retries owes LightRAG its steps in order -- the failed
+    # records' deletes (moved up once LightRAG is idle), then the files sent
+    # again, then their scan. Each step taken in this round rather than one
+    # worker interval after the last: a file the native parser found empty
+    # reaches the legacy parser seconds sooner, and LightRAG does not sit idle
+    # meanwhile. Bounded: a step that cannot go yet waits for the next round.
+    for _ in range(RETRY_STEPS_PER_ROUND):
+        sent, deletes_moved_up = advance_retries(client)
+        if not (sent or deletes_moved_up) or not run_due_jobs(client):
+            break
 
 
 def wait_until_settled(client: LightRAGClient, *, timeout: float, interval: float = 1.0) -> bool:

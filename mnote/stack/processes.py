@@ -255,8 +255,12 @@ def lightrag_server_env(config: StackConfig) -> dict[str, str]:
         # The local stand-in answers extraction at once, and embeds the chunk
         # meanwhile so the vector store's flush finds it (mnote/stack/embedder.py):
         # a cached reply would skip that, and a retried document would be
-        # embedded under the lock searches wait for.
-        **({} if config.llm else {"ENABLE_LLM_CACHE_FOR_EXTRACT": "false"}),
+        # embedded under the lock searches wait for. And no "gleaning": a
+        # second extraction call per chunk asking for entities the first
+        # missed, which the stand-in never finds -- LightRAG's prompt building
+        # and token counting for it took CPU from the embedding engine, and
+        # the last chunk's one delayed each document's end.
+        **({} if config.llm else {"ENABLE_LLM_CACHE_FOR_EXTRACT": "false", "MAX_GLEANING": "0"}),
         **(config.embedding_limits.env() if config.embedding_limits else _overrides_only(config)),
     }
     if config.lightrag_postgres:
