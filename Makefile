@@ -67,13 +67,20 @@ $(VENV)/.installed: requirements/app.txt requirements/test.txt
 	$(PY) -m pip install --quiet -r requirements/app.txt -r requirements/test.txt
 	touch $@
 
-install-lightrag: $(LIGHTRAG_VENV)/.installed
+install-lightrag: $(LIGHTRAG_VENV)/.installed $(LIGHTRAG_VENV)/tiktoken/.seeded
 
 # LightRAG lives in its own virtualenv: it is a separate service with its own
 # dependency tree, as it is in production.
 $(LIGHTRAG_VENV)/.installed: requirements/lightrag.txt
 	$(LIGHTRAG_PYTHON) -m venv $(LIGHTRAG_VENV)
 	$(LIGHTRAG_VENV)/bin/pip install --quiet -r requirements/lightrag.txt
+	touch $@
+
+# tiktoken's BPE files, rebuilt once from the js-tiktoken npm package (LightRAG
+# needs them at start and the machines reach only package registries). Each
+# test session's LightRAG copies them from here instead of fetching again.
+$(LIGHTRAG_VENV)/tiktoken/.seeded: $(LIGHTRAG_VENV)/.installed
+	$(LIGHTRAG_VENV)/bin/python -m mnote.stack.tiktoken_cache $(LIGHTRAG_VENV)/tiktoken
 	touch $@
 
 # Browser tests drive Debian's Chromium (a test tool's own browser download

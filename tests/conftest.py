@@ -242,15 +242,22 @@ def member_client(client, member):
 # --- the real embedded stack, for integration tests -----------------------
 
 
+def copy_tiktoken_cache(data_dir: Path) -> None:
+    """Give a test LightRAG the tiktoken cache `make install-lightrag` seeded
+    (or `make run` built), when there is one: fetching it from npm again
+    costs ~15 s of a session."""
+    for cache in (REPO_DIR / ".venv-lightrag" / "tiktoken", REPO_DIR / "data" / "tiktoken"):
+        if cache.is_dir():
+            shutil.copytree(cache, data_dir / "tiktoken", ignore=shutil.ignore_patterns(".seeded"))
+            return
+
+
 @pytest.fixture(scope="session")
 def embedded_stack(tmp_path_factory):
     """A real lightrag-server and the local model endpoint, on free loopback
     ports, with their data in a temporary folder. Started once per session."""
     data_dir = tmp_path_factory.mktemp("stack")
-    # Reuse the tiktoken cache `make run` built, when there is one.
-    cache = REPO_DIR / "data" / "tiktoken"
-    if cache.is_dir():
-        shutil.copytree(cache, data_dir / "tiktoken")
+    copy_tiktoken_cache(data_dir)
     stack = EmbeddedStack(
         StackConfig(data_dir=data_dir, lightrag_port=free_port(), model_port=free_port(), test_answers=True, test_knobs=True)
     )

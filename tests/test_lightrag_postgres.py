@@ -20,7 +20,7 @@ from mnote.library.sync import sync_root
 from mnote.lightrag.provider import lightrag_client
 from mnote.search.answers import answer_question, full_library_search
 from mnote.stack.processes import EmbeddedStack, StackConfig, free_port
-from tests.conftest import REPO_DIR, _use_lightrag_of
+from tests.conftest import REPO_DIR, _use_lightrag_of, copy_tiktoken_cache
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 
@@ -38,9 +38,7 @@ def postgres_lightrag(postgres_server, tmp_path_factory):
         conn.execute("DROP DATABASE IF EXISTS mnote_lightrag WITH (FORCE)")
         conn.execute("CREATE DATABASE mnote_lightrag")
     data_dir = tmp_path_factory.mktemp("postgres-lightrag")
-    cache = REPO_DIR / "data" / "tiktoken"
-    if cache.is_dir():
-        shutil.copytree(cache, data_dir / "tiktoken")
+    copy_tiktoken_cache(data_dir)
     stack = EmbeddedStack(
         StackConfig(
             data_dir=data_dir, lightrag_port=free_port(), model_port=free_port(),
