@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from mnote.library.failures import (
-    MAX_AUTO_RETRIES, NO_TEXT_AT_ALL, RETRY_WAVE, classify_failure, resend_due_retries, retry_failed,
+    MAX_AUTO_RETRIES, NO_TEXT_AT_ALL, RETRY_WAVE, advance_retries, classify_failure, retry_failed,
 )
 from mnote.library.ingest import run_due_jobs
 from mnote.library.status_bridge import MAX_UNLISTED_SCANS, bridge_statuses, rescan_stuck
@@ -146,7 +146,7 @@ def test_it_sends_a_docx_the_native_parser_found_empty_through_the_legacy_parser
         fake_lightrag.on("DELETE", "/documents/delete_document", "delete_document.json")
         assert run_due_jobs(client) == 1
         fake_lightrag.on("POST", "/documents/paginated", listing())
-        assert resend_due_retries(client) == 1
+        assert advance_retries(client)[0] == 1
 
     source.refresh_from_db()
     assert source.status == Source.Status.QUEUED and source.lightrag_name != old_name
@@ -273,11 +273,11 @@ def test_it_resends_due_retries_in_small_waves_and_only_while_lightrag_is_idle(r
     fake_lightrag.on("GET", "/health", HEALTH_BUSY)
     fake_lightrag.on("POST", "/documents/paginated", listing())
     with lightrag_client() as client:
-        assert resend_due_retries(client) == 0
+        assert advance_retries(client)[0] == 0
         fake_lightrag.on("GET", "/health", HEALTH_IDLE)
-        assert resend_due_retries(client) == RETRY_WAVE
+        assert advance_retries(client)[0] == RETRY_WAVE
         # The wave must settle before the next one goes.
-        assert resend_due_retries(client) == 0
+        assert advance_retries(client)[0] == 0
     assert Source.objects.filter(status=Source.Status.QUEUED).count() == RETRY_WAVE
     assert Job.objects.filter(kind=Job.Kind.SCAN, state=Job.State.PENDING).count() == 1
 
@@ -295,7 +295,7 @@ def test_files_going_to_the_legacy_parser_go_together_beside_a_wave_of_retries(r
     fake_lightrag.on("GET", "/health", HEALTH_IDLE)
     fake_lightrag.on("POST", "/documents/paginated", listing())
     with lightrag_client() as client:
-        assert resend_due_retries(client) == 4 + RETRY_WAVE
+        assert advance_retries(client)[0] == 4 + RETRY_WAVE
     assert Source.objects.filter(status=Source.Status.QUEUED, parser_hint="legacy").count() == 4
     assert Source.objects.filter(status=Source.Status.RETRYING).count() == 4 - RETRY_WAVE
 
@@ -315,23 +315,23 @@ def test_a_retry_waits_until_lightrag_has_let_go_of_the_failed_record(root, inpu
         delete = Job.objects.get(kind=Job.Kind.DELETE, source=source)
 
         # The delete is still owed: no retry yet.
-        assert resend_due_retries(client) == 0
+        assert advance_retries(client)[0] == 0
         # Answered "busy" while LightRAG worked: LightRAG is idle now, so it is asked at once.
         delete.retry_later("LightRAG busy: Pipeline is busy", give_up=False)
         assert delete.next_attempt_at > timezone.now()
-        assert resend_due_retries(client) == 0
+        assert advance_retries(client)[0] == 0
         delete.refresh_from_db()
         assert delete.next_attempt_at <= timezone.now() and delete.state == Job.State.PENDING
         # Accepted, but LightRAG still lists the record (as "analyzing" after another scan).
         delete.finish()
         fake_lightrag.on("POST", "/documents/paginated", listing({**failed, "status": "analyzing"}))
-        assert resend_due_retries(client) == 0
+        assert advance_retries(client)[0] == 0
         source.refresh_from_db()
         assert source.status == Source.Status.RETRYING
 
         # Gone from LightRAG's list: now it goes, under a new name.
         fake_lightrag.on("POST", "/documents/paginated", listing())
-        assert resend_due_retries(client) == 1
+        assert advance_retries(client)[0] == 1
     source.refresh_from_db()
     assert source.status == Source.Status.QUEUED and source.generation == 1
     assert source.lightrag_name != failed["file_path"]
@@ -345,7 +345,7 @@ def test_a_failed_record_lightrag_itself_processed_meanwhile_makes_the_file_inde
     fake_lightrag.on("GET", "/health", HEALTH_IDLE)
     fake_lightrag.on("POST", "/documents/paginated", listing(document(source.lightrag_name, doc_id="doc-old", chunks=4)))
     with lightrag_client() as client:
-        assert resend_due_retries(client) == 0
+        assert advance_retries(client)[0] == 0
     source.refresh_from_db()
     assert source.status == Source.Status.INDEXED and source.lightrag_doc_id == "doc-old" and source.chunk_count == 4
     assert not Job.objects.filter(state=Job.State.PENDING).exists()  # its delete called off
@@ -358,10 +358,10 @@ def test_a_delete_that_went_through_but_left_the_record_is_asked_again(root, fak
     fake_lightrag.on("GET", "/health", HEALTH_IDLE)
     fake_lightrag.on("POST", "/documents/paginated", listing(document("old-name", "failed", doc_id="doc-old")))
     with lightrag_client() as client:
-        assert resend_due_retries(client) == 0
+        assert advance_retries(client)[0] == 0
         assert not Job.objects.filter(state=Job.State.PENDING).exists()  # LightRAG may still be deleting it
         Job.objects.filter(pk=job.pk).update(finished_at=timezone.now() - timedelta(minutes=5))
-        assert resend_due_retries(client) == 0
+        assert advance_retries(client)[0] == 0
     again = Job.objects.get(kind=Job.Kind.DELETE, state=Job.State.PENDING)
     assert again.payload == {"doc_ids": ["doc-old"]} and again.source == source
 

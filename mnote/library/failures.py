@@ -197,16 +197,11 @@ def _first_legacy_attempt(source: Source) -> bool:
     return source.parser_hint == "legacy" and classify_failure(source.last_error) == "legacy"
 
 
-def resend_due_retries(client: LightRAGClient) -> int:
-    """Send a small wave of sources whose retry is due, when LightRAG is idle,
-    owes us no scan and no longer lists their failed records. Returns how
-    many were sent."""
-    return advance_retries(client)[0]
-
-
 def advance_retries(client: LightRAGClient) -> tuple[int, bool]:
-    """:func:`resend_due_retries`, also saying whether it moved deletes up
-    (owed before the files can go): (files sent, deletes moved up)."""
+    """Send a small wave of sources whose retry is due, when LightRAG is idle,
+    owes us no scan and no longer lists their failed records; or first move
+    up the deletes of their failed records, owed before the files can go.
+    Returns (files sent, whether deletes were moved up)."""
     due = Source.objects.filter(status=Source.Status.RETRYING, retry_at__lte=timezone.now()).order_by("retry_at")
     if not due.exists():
         return 0, False
