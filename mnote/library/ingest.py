@@ -256,11 +256,11 @@ def link_for_scan(limit: int | None = None) -> tuple[dict[int, str], bool]:
     input_dir.mkdir(parents=True, exist_ok=True)
     # A descriptor of the folder: each link one symlink(2) relative to it.
     folder = os.open(input_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    linked = {}
+    linked, roots = {}, {}
     try:
         for source in batch:
             try:
-                real = source_real_path(source)
+                real = source_real_path(source, roots=roots)
             except SourceUnavailable as e:
                 unlink_from_inputs(source)  # one an earlier attempt made
                 source.status = Source.Status.NOT_INDEXED
