@@ -225,3 +225,20 @@ def test_it_reports_already_registered_for_the_same_content(root, input_dir):
     source.refresh_from_db()
     assert queue_for_ingest(source) == "already_registered"
     assert queue_for_ingest(source, force=True) == "queued"
+
+
+def test_an_input_directory_it_cannot_link_into_leaves_the_files_queued_and_says_why(root, tmp_path, settings, fake_lightrag):
+    import dataclasses
+
+    from mnote.library.sync import sync_root
+
+    not_a_folder = tmp_path / "inputs-file"
+    not_a_folder.write_text("")
+    settings.MNOTE_LIGHTRAG = dataclasses.replace(settings.MNOTE_LIGHTRAG, input_dir=not_a_folder)
+    sync_root(root)
+    with lightrag_client() as client:
+        assert run_due_jobs(client) == 0  # no exception out of the worker's round
+    assert fake_lightrag.requests == []  # no scan asked for files not linked
+    job = Job.objects.get(kind=Job.Kind.SCAN)
+    assert job.state == Job.State.PENDING and "LightRAG's input directory" in job.last_error
+    assert root.sources.get(relative_path="alpha.md").status == Source.Status.QUEUED

@@ -328,6 +328,11 @@ def run_due_jobs(client: LightRAGClient) -> int:
         except LightRAGError as e:
             job.retry_later(str(e))
             continue
+        except OSError as e:
+            # LightRAG's input directory missing or not writable: the files
+            # stay queued and the ledger says why, the worker goes on.
+            job.retry_later(f"Could not link files into LightRAG's input directory: {e}")
+            continue
         done += 1
     return done
 
