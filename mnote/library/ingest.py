@@ -225,6 +225,11 @@ def _carry_out_delete(client: LightRAGClient, job: Job) -> bool:
     return True
 
 
+_LINK_FIELDS = (
+    "root_id", "relative_path", "absolute_path", "sha256", "generation", "lightrag_name", "parser_hint", "status", "deleted_at",
+)
+
+
 def link_for_scan(limit: int | None = None) -> tuple[dict[int, str], bool]:
     """The scan job's first step: link the oldest queued sources, at most
     ``limit`` (``MNOTE_SCAN_BATCH``), into LightRAG's inputs. Returns the
@@ -248,6 +253,9 @@ def link_for_scan(limit: int | None = None) -> tuple[dict[int, str], bool]:
 
     limit = limit or settings.MNOTE_SCAN_BATCH
     queued = Source.objects.filter(status=Source.Status.QUEUED).select_related("root")
+    # The columns the checks and the name read: a batch's other columns
+    # (a dozen dates among them) cost more to convert than the link to make.
+    queued = queued.only(*_LINK_FIELDS, "root__path")
     batch = list(queued.order_by("updated_at", "pk")[: limit + 1])
     more, batch = len(batch) > limit, batch[:limit]
     if not batch:
