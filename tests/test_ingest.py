@@ -242,3 +242,25 @@ def test_an_input_directory_it_cannot_link_into_leaves_the_files_queued_and_says
     job = Job.objects.get(kind=Job.Kind.SCAN)
     assert job.state == Job.State.PENDING and "LightRAG's input directory" in job.last_error
     assert root.sources.get(relative_path="alpha.md").status == Source.Status.QUEUED
+
+
+def test_a_scan_job_waits_while_another_worker_links_for_its_own(root, input_dir, fake_lightrag):
+    from mnote.library.sync import sync_root
+
+    sync_root(root)
+    # Another worker claimed the owed scan and is linking; a sync meanwhile owed a second one.
+    Job.objects.update(claimed_by="other:1", lease_until=timezone.now() + timedelta(minutes=5))
+    waiting = Job.objects.create(kind=Job.Kind.SCAN)
+    with lightrag_client() as client:
+        assert run_due_jobs(client) == 0
+    assert fake_lightrag.requests == [] and list(input_dir.iterdir()) == []
+    waiting.refresh_from_db()
+    assert waiting.state == Job.State.PENDING and "another worker" in waiting.last_error
+
+    # The other worker died: once its lease ran out, its job is this worker's to carry out.
+    Job.objects.update(lease_until=timezone.now() - timedelta(seconds=1), next_attempt_at=timezone.now())
+    fake_lightrag.on("POST", "/documents/scan", "scan.json")
+    with lightrag_client() as client:
+        assert run_due_jobs(client) >= 1
+    assert linked_names(input_dir) == ["alpha.md"]
+    assert root.sources.get(relative_path="alpha.md").status == Source.Status.INDEXING

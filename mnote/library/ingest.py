@@ -306,6 +306,13 @@ def _mark_scanned(linked: dict[int, str]) -> None:
             Source.objects.filter(pk__in=scanned).update(status=Source.Status.INDEXING, updated_at=timezone.now())
 
 
+def _another_scan_under_way(job: Job) -> bool:
+    """A scan job another live worker holds (owe_scan adds a new one while a
+    claimed one runs)."""
+    held = Job.objects.filter(kind=Job.Kind.SCAN, state=Job.State.PENDING, lease_until__gte=timezone.now())
+    return held.exclude(pk=job.pk).exists()
+
+
 def run_due_jobs(client: LightRAGClient) -> int:
     """Carry out the ledger's due jobs once; transient failures wait with backoff.
     Each job is claimed first, so several workers never carry out one job twice."""
@@ -313,6 +320,11 @@ def run_due_jobs(client: LightRAGClient) -> int:
     for job in claim_due_jobs():
         try:
             if job.kind == Job.Kind.SCAN:
+                if _another_scan_under_way(job):
+                    # Two workers would link the same oldest files and ask
+                    # LightRAG twice; this one waits for the other's scan.
+                    job.retry_later("another worker is linking files for its scan", give_up=False)
+                    continue
                 linked, more = link_for_scan()
                 result = client.scan()
                 job.finish(track_id=result.track_id)
