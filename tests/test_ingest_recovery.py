@@ -150,6 +150,10 @@ def test_it_sends_a_docx_the_native_parser_found_empty_through_the_legacy_parser
 
     source.refresh_from_db()
     assert source.status == Source.Status.QUEUED and source.lightrag_name != old_name
+    # The worker links it, with the parser hint, right before the scan.
+    fake_lightrag.on("POST", "/documents/scan", "scan.json")
+    with lightrag_client() as client:
+        assert run_due_jobs(client) == 1
     stem = source.lightrag_name.removesuffix(".docx")
     assert (input_dir / f"{stem}.[legacy].docx").is_symlink()
     assert not (input_dir / source.lightrag_name).exists()
@@ -518,7 +522,12 @@ def test_reconcile_sends_again_an_indexed_file_lightrag_lost(root, input_dir, fa
         assert reconcile(client).resent == ["books/c.md"]
     source.refresh_from_db()
     assert source.status == Source.Status.QUEUED and source not in Source.objects.citable()
+    fake_lightrag.on("POST", "/documents/scan", "scan.json")
+    with lightrag_client() as client:
+        assert run_due_jobs(client) == 1
     assert (input_dir / source.lightrag_name).is_symlink()
+    source.refresh_from_db()
+    assert source.status == Source.Status.INDEXING
 
 
 def test_reconcile_asks_again_for_a_delete_that_never_went_through(root, fake_lightrag):

@@ -76,7 +76,8 @@ def test_it_adds_a_root_and_registers_exactly_its_files(papers_dir, input_dir):
     assert "Added root “Papers” (papers)" in output
     assert "Papers: 2 new, 0 changed, 0 missing, 0 unchanged, 1 excluded, 2 queued" in output
     assert statuses(root) == {"intro.md": "queued", "2024/report.txt": "queued", "drafts/idea.md": "excluded"}
-    assert len(list(input_dir.iterdir())) == 2
+    assert Job.objects.filter(kind=Job.Kind.SCAN, state=Job.State.PENDING).count() == 1
+    assert list(input_dir.iterdir()) == []  # linked by the worker, right before its scan
     assert (papers_dir / "intro.md").read_text() == "# Intro\nWelcome."
 
 

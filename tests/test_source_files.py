@@ -168,17 +168,47 @@ def test_the_workspace_index_never_reads_a_swapped_file(two_roots, library_dir):
     assert not WorkspaceText.objects.filter(body__contains="root:x").exists()
 
 
-def test_a_file_swapped_before_lightrag_scans_loses_its_link(two_roots, library_dir, input_dir, fake_lightrag):
+def test_a_file_swapped_before_lightrag_scans_is_never_linked(two_roots, library_dir, input_dir, fake_lightrag):
     from mnote.library.ingest import run_due_jobs
     from mnote.lightrag.provider import lightrag_client
 
     open_root, _, passwd = two_roots
     (library_dir / "open" / "b.md").write_text("second file")
     sync_root(open_root)
-    assert len(list(input_dir.iterdir())) == 2
+    assert dict(open_root.sources.values_list("relative_path", "status")) == {"a.txt": "queued", "b.md": "queued"}
+    # Between the sync and the worker's round, a.txt becomes a symlink to /etc/passwd.
     swap_for_symlink(library_dir / "open" / "a.txt", passwd)
     fake_lightrag.on("POST", "/documents/scan", "scan.json")
     with lightrag_client() as client:
         run_due_jobs(client)
     assert [p.name.split("-", 2)[2] for p in input_dir.iterdir()] == ["b.md"]
+    assert [r.url.path for r in fake_lightrag.requests] == ["/documents/scan"]
+    swapped = open_root.sources.get(relative_path="a.txt")
+    assert swapped.status == "not_indexed" and swapped.last_error.startswith("Not sent to LightRAG")
+    assert open_root.sources.get(relative_path="b.md").status == "indexing"
+
+
+def test_a_link_whose_file_was_swapped_before_a_retried_scan_goes(two_roots, library_dir, input_dir, fake_lightrag):
+    """Linked for a scan LightRAG answered "busy"; swapped before the scan is
+    asked again: the next attempt checks again and takes the link away."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from mnote.library.ingest import run_due_jobs
+    from mnote.library.models import Job
+    from mnote.lightrag.provider import lightrag_client
+
+    open_root, _, passwd = two_roots
+    sync_root(open_root)
+    fake_lightrag.on("POST", "/documents/scan", "scan_second_immediately.json")
+    with lightrag_client() as client:
+        assert run_due_jobs(client) == 0
+    assert len(list(input_dir.iterdir())) == 1
+    swap_for_symlink(library_dir / "open" / "a.txt", passwd)
+    Job.objects.update(next_attempt_at=timezone.now() - timedelta(seconds=1))
+    fake_lightrag.on("POST", "/documents/scan", "scan.json")
+    with lightrag_client() as client:
+        assert run_due_jobs(client) == 1
+    assert list(input_dir.iterdir()) == []
     assert open_root.sources.get(relative_path="a.txt").status == "not_indexed"

@@ -11,6 +11,7 @@ import zipfile
 import pytest
 
 from mnote.api.models import ApiToken
+from mnote.library.ingest import link_for_scan
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.sync import sync_root
 from mnote.library.text_size import estimated_text_bytes
@@ -32,6 +33,12 @@ def flood(library_dir, input_dir, settings):
     return IndexedRoot.objects.create(name="Books", path="books")
 
 
+def link_for_scan_now(root):
+    """The worker's step before a scan: the sources it links into LightRAG's inputs."""
+    linked, _more = link_for_scan()
+    return list(root.sources.filter(pk__in=linked))
+
+
 def statuses(root):
     return dict(root.sources.values_list("relative_path", "status"))
 
@@ -47,6 +54,7 @@ def test_a_file_with_too_much_text_is_held_back_with_the_reason(flood, input_dir
     assert summary.held == 2 and "2 held back" in summary.line()
     held = flood.sources.get(relative_path="huge.txt")
     assert held.excluded_by.startswith("the text-size limit (about 2 MB of text, more than MNOTE_MAX_TEXT_MB=1)")
+    assert [s.relative_path for s in link_for_scan_now(flood)] == ["short.md"]
     assert [p.name.split("-", 2)[2] for p in input_dir.iterdir()] == ["short.md"]
     # Still held at the next sync.
     assert sync_root(flood).held == 2
@@ -60,6 +68,7 @@ def test_an_admin_reindex_lets_a_held_file_go_and_it_stays_allowed(flood, input_
     client.post(f"/library/sources/{held.pk}/reindex/")
     held.refresh_from_db()
     assert held.status == "queued" and held.allow_large_text
+    assert held in link_for_scan_now(flood)
     assert any(p.name.endswith("-huge.txt") for p in input_dir.iterdir())
     sync_root(flood)
     assert statuses(flood)["huge.txt"] == "queued"

@@ -1,7 +1,9 @@
 """Ingest without copies, and the work owed to LightRAG.
 
-A symlink in LightRAG's input directory points at the user's file, a scan is
-owed to LightRAG in the job ledger, and a bounded status bridge
+A sync (or a reindex, a retry) queues a source and owes LightRAG a scan in the
+job ledger; the worker's scan job then links the oldest queued sources, a
+batch at a time, into LightRAG's input directory (a symlink to the user's
+file, never a copy) right before it asks LightRAG to scan. A bounded status bridge
 (:mod:`mnote.library.status_bridge`) follows LightRAG's document list until
 each source is indexed or failed; failures are told apart and retried by
 :mod:`mnote.library.failures`. Deletes of derived documents go through the
@@ -82,24 +84,6 @@ def stored_inode(stat: os.stat_result) -> int:
     return stat.st_ino if stat.st_ino < 2**63 else stat.st_ino - 2**64
 
 
-def _link_into_inputs(source: Source, input_dir: int, present: set[str]) -> None:
-    """``input_dir``: a descriptor of LightRAG's input folder, so that each
-    link is one ``symlink`` relative to it, without the folder's path looked
-    up again per file."""
-    name = source.link_name
-    if name in present:
-        return
-    # symlink(2) makes the entry whole in one step, so a scan never sees a
-    # half-made one; no temporary name and rename needed (they were two thirds
-    # of a first sync's time on 10,000 files). The name is ours: one path
-    # component, never a "/" (Source.unique_lightrag_name).
-    try:
-        os.symlink(source.absolute_path, name, dir_fd=input_dir)
-    except FileExistsError:
-        pass  # made meanwhile by another process: the same name is the same link
-    present.add(name)
-
-
 def unlink_from_inputs(source: Source) -> None:
     """Remove our own not-yet-scanned link (never the user's file), so a later
     scan does not pick up a file that left the library."""
@@ -138,34 +122,20 @@ def mark_queued_many(sources) -> None:
         mark_queued(source, now)
 
 
-def send_to_lightrag(sources: list[Source]) -> None:
-    """Link saved, queued sources into LightRAG's inputs; one scan covers them all."""
-    if not sources:
-        return
-    owe_scan()
-    input_dir = settings.MNOTE_LIGHTRAG.input_dir
-    input_dir.mkdir(parents=True, exist_ok=True)
-    folder = os.open(input_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        # One listing instead of two lookups per link: a first sync links every file.
-        present = set(os.listdir(folder))
-        for source in sources:
-            _link_into_inputs(source, folder, present)
-    finally:
-        os.close(folder)
-
-
 def queue_many(sources: list[Source]) -> int:
-    """Queue already-saved, fingerprinted sources."""
+    """Queue already-saved, fingerprinted sources and owe LightRAG a scan; the
+    worker links them into LightRAG's inputs right before that scan
+    (:func:`link_for_scan`)."""
     mark_queued_many(sources)
     with transaction.atomic():
         Source.objects.bulk_update(sources, _QUEUED_FIELDS, batch_size=500)
-        send_to_lightrag(sources)
+        if sources:
+            owe_scan()
     return len(sources)
 
 
 def queue_for_ingest(source: Source, *, force: bool = False) -> str:
-    """Link the file into LightRAG's inputs and owe LightRAG a scan.
+    """Queue the file for LightRAG and owe LightRAG a scan (the worker links it).
 
     Returns "queued", or "already_registered" when the same path with the same
     content is already indexed (unless forced).
@@ -186,11 +156,19 @@ def queue_for_ingest(source: Source, *, force: bool = False) -> str:
     return "queued"
 
 
-def owe_scan() -> Job:
-    """One pending scan covers every file waiting in the input directory."""
-    # Not one a worker has claimed: its scan may already be under way, before these files were linked.
+# The scan of the next batch waits this long after the last one started: a
+# scan answered "started" makes LightRAG busy only once its background task
+# gets going, and a scan it took before that would pull the next batch's
+# links into this batch. Then "busy" answers hold it until LightRAG is done.
+NEXT_BATCH_AFTER = timedelta(seconds=5)
+
+
+def owe_scan(*, after: timedelta | None = None) -> Job:
+    """One pending scan covers every queued file (the worker links them,
+    a batch per scan); ``after``: not due before then."""
+    # Not one a worker has claimed: it may have picked the sources it links already.
     job = Job.objects.unclaimed().filter(kind=Job.Kind.SCAN, state=Job.State.PENDING).first()
-    return job or Job.objects.create(kind=Job.Kind.SCAN)
+    return job or Job.objects.create(kind=Job.Kind.SCAN, next_attempt_at=timezone.now() + (after or timedelta(0)))
 
 
 def owe_delete(source: Source | None, doc_id: str = "", *, lightrag_name: str = "") -> Job:
@@ -247,21 +225,92 @@ def _carry_out_delete(client: LightRAGClient, job: Job) -> bool:
     return True
 
 
-def _unlink_sources_that_left_their_root() -> None:
-    """LightRAG follows our links when it scans, maybe long after the sync
-    that made them: a file swapped meanwhile for a symlink out of its root
-    (another root's file, /etc/passwd) loses its link before the scan. The
-    next sync sees the symlink and refuses it."""
+_LINK_FIELDS = (
+    "root_id", "relative_path", "absolute_path", "sha256", "generation", "lightrag_name", "parser_hint", "status", "deleted_at",
+)
+
+
+def link_for_scan(limit: int | None = None) -> tuple[dict[int, str], bool]:
+    """The scan job's first step: link the oldest queued sources, at most
+    ``limit`` (``MNOTE_SCAN_BATCH``), into LightRAG's inputs. Returns the
+    link name of each source linked, and whether more wait for another scan.
+
+    Here, not in the sync: a first sync of 10,000 files would otherwise wait
+    on 10,000 symlinks (ext4 kernel time, more than hashing the files), and
+    LightRAG follows a link only when it scans, maybe long after the sync.
+    So each source's real path is checked right before its link is made: a
+    file swapped meanwhile for a symlink out of its root (another root's file,
+    /etc/passwd) is never linked (the next sync sees the symlink and refuses
+    it). In batches: LightRAG takes one scan's files as one batch through its
+    pipeline, so a 10,000-file root in one scan would hold every later change
+    (a file edited, a reindex) behind all of them, and searches and the status
+    would show nothing done until LightRAG had worked through the lot.
+
+    A link left by a worker that died before its scan is found again by the
+    next attempt (the same sources are still the oldest queued): the same name
+    is the same link."""
     from mnote.library.source_files import SourceUnavailable, source_real_path
 
-    for source in Source.objects.filter(status=Source.Status.QUEUED).select_related("root"):
-        try:
-            source_real_path(source)
-        except SourceUnavailable as e:
-            unlink_from_inputs(source)
-            source.status = Source.Status.NOT_INDEXED
-            source.last_error = f"Not sent to LightRAG: {e.message}"
-            source.save(update_fields=["status", "last_error", "updated_at"])
+    limit = limit or settings.MNOTE_SCAN_BATCH
+    queued = Source.objects.filter(status=Source.Status.QUEUED).select_related("root")
+    # The columns the checks and the name read: a batch's other columns
+    # (a dozen dates among them) cost more to convert than the link to make.
+    queued = queued.only(*_LINK_FIELDS, "root__path")
+    batch = list(queued.order_by("updated_at", "pk")[: limit + 1])
+    more, batch = len(batch) > limit, batch[:limit]
+    if not batch:
+        return {}, False
+    input_dir = settings.MNOTE_LIGHTRAG.input_dir
+    input_dir.mkdir(parents=True, exist_ok=True)
+    # A descriptor of the folder: each link one symlink(2) relative to it.
+    folder = os.open(input_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    linked, roots = {}, {}
+    try:
+        for source in batch:
+            try:
+                real = source_real_path(source, roots=roots)
+            except SourceUnavailable as e:
+                unlink_from_inputs(source)  # one an earlier attempt made
+                source.status = Source.Status.NOT_INDEXED
+                source.last_error = f"Not sent to LightRAG: {e.message}"
+                source.save(update_fields=["status", "last_error", "updated_at"])
+                continue
+            if source.lightrag_name != source.unique_lightrag_name():
+                # Queued by a content change past a sync's batch limit: a
+                # name of its own, never the old version's (being deleted).
+                source.lightrag_name = source.unique_lightrag_name()
+                source.save(update_fields=["lightrag_name", "updated_at"])
+            name = source.link_name  # ours: one path component, never a "/"
+            try:
+                # To the real path just checked: a swap after the check
+                # cannot lead the link elsewhere. symlink(2) makes the entry
+                # whole in one step, so a scan never sees a half-made one.
+                os.symlink(real, name, dir_fd=folder)
+            except FileExistsError:
+                pass  # made by an attempt whose scan did not happen: the same name is the same link
+            linked[source.pk] = name
+    finally:
+        os.close(folder)
+    return linked, more
+
+
+def _mark_scanned(linked: dict[int, str]) -> None:
+    """The sources linked for a scan LightRAG started become "indexing" --
+    unless a sync changed one meanwhile (its name is not the one linked)."""
+    ids = list(linked)
+    with transaction.atomic():
+        for start in range(0, len(ids), 500):
+            rows = Source.objects.filter(pk__in=ids[start : start + 500], status=Source.Status.QUEUED)
+            rows = rows.select_for_update().only("pk", "lightrag_name", "parser_hint")
+            scanned = [row.pk for row in rows if row.link_name == linked[row.pk]]
+            Source.objects.filter(pk__in=scanned).update(status=Source.Status.INDEXING, updated_at=timezone.now())
+
+
+def _another_scan_under_way(job: Job) -> bool:
+    """A scan job another live worker holds (owe_scan adds a new one while a
+    claimed one runs)."""
+    held = Job.objects.filter(kind=Job.Kind.SCAN, state=Job.State.PENDING, lease_until__gte=timezone.now())
+    return held.exclude(pk=job.pk).exists()
 
 
 def run_due_jobs(client: LightRAGClient) -> int:
@@ -271,12 +320,17 @@ def run_due_jobs(client: LightRAGClient) -> int:
     for job in claim_due_jobs():
         try:
             if job.kind == Job.Kind.SCAN:
-                _unlink_sources_that_left_their_root()
+                if _another_scan_under_way(job):
+                    # Two workers would link the same oldest files and ask
+                    # LightRAG twice; this one waits for the other's scan.
+                    job.retry_later("another worker is linking files for its scan", give_up=False)
+                    continue
+                linked, more = link_for_scan()
                 result = client.scan()
                 job.finish(track_id=result.track_id)
-                Source.objects.filter(status=Source.Status.QUEUED).update(
-                    status=Source.Status.INDEXING, updated_at=timezone.now()
-                )
+                _mark_scanned(linked)
+                if more:
+                    owe_scan(after=NEXT_BATCH_AFTER)  # the next batch, once LightRAG has taken this one
             elif job.kind == Job.Kind.DELETE:
                 if not _carry_out_delete(client, job):
                     job.retry_later("LightRAG does not list the document yet")
@@ -293,6 +347,11 @@ def run_due_jobs(client: LightRAGClient) -> int:
             continue
         except LightRAGError as e:
             job.retry_later(str(e))
+            continue
+        except OSError as e:
+            # LightRAG's input directory missing or not writable: the files
+            # stay queued and the ledger says why, the worker goes on.
+            job.retry_later(f"Could not link files into LightRAG's input directory: {e}")
             continue
         done += 1
     return done

@@ -45,12 +45,16 @@ def _gone() -> SourceUnavailable:
     return SourceUnavailable(_("This file is no longer in the library (it was moved, renamed or deleted)."), gone=True)
 
 
-def _root_real_path(source: Source) -> str:
+def _root_real_path(source: Source, roots: dict | None = None) -> str:
     # Strings, not Path objects: the workspace index opens every new file of a sync through here.
+    if roots is not None and source.root_id in roots:
+        return roots[source.root_id]
     base = os.path.realpath(settings.MNOTE_LIBRARY_BASE_DIR)
     root = os.path.realpath(os.path.join(base, source.root.path))
     if not _inside(root, base):
         raise _gone()
+    if roots is not None:
+        roots[source.root_id] = root
     return root
 
 
@@ -59,13 +63,15 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def source_real_path(source: Source) -> Path:
+def source_real_path(source: Source, *, roots: dict | None = None) -> Path:
     """The source's file as it is now: its real path, checked to be a regular
     file inside its root's real path, of a row still in the library. For a
-    path handed to another program; to read the bytes use ``open_source_file``."""
+    path handed to another program; to read the bytes use ``open_source_file``.
+    ``roots``: a dict the caller keeps while it checks a batch of files, so
+    each root's real path is worked out once for the batch, not per file."""
     if source.deleted_at is not None or source.status in _OUT_OF_LIBRARY:
         raise _gone()
-    root = _root_real_path(source)
+    root = _root_real_path(source, roots)
     real = os.path.realpath(source.absolute_path)
     if not _inside(real, root):
         # A symlink now leads out of the root: never another file in its place.

@@ -19,8 +19,8 @@ from mnote.library.expansion import PathRefused, expand_root, included
 from mnote.library.ingest import (
     mark_queued_many,
     owe_delete,
+    owe_scan,
     queue_many,
-    send_to_lightrag,
     set_fingerprint,
     stored_inode,
     submit_delete,
@@ -421,7 +421,8 @@ def _apply(root: IndexedRoot, look: _Look, limit: int, summary: SyncSummary, *, 
         dirty.append(source)
     _save(dirty)
     queue_many(queue_known)
-    send_to_lightrag(queue_fresh)
+    if queue_fresh:
+        owe_scan()  # the worker links the queued files right before LightRAG's scan
     summary.queued = len(queue_known) + len(queue_fresh)
     summary.capped = len(to_queue) + len(fresh) - summary.queued
     return []
