@@ -531,7 +531,7 @@ wrap(mapper, "_match_block", "    mapper: _match_block (block of each chunk)")
 wrap(mapper, "doc_index", "    mapper: doc_index (sidecar + chunks of a document)")
 wrap(views, "visible_sources", "visible_sources (visible roots, once per page)")
 wrap(views, "not_in_lightrag", "not_in_lightrag (files matching by name)")
-wrap(views, "_cards", "_cards (quote marks, card strings)")
+wrap(views, "cards_html", "cards_html (the cards' HTML, made in Python)")
 wrap(views, "render", "render (template)")
 
 # The bodies the app really sends to /query/data, to compare with the bench's bare one.
@@ -835,7 +835,7 @@ def main(argv=None) -> int:
                  "  map_query_data (mapper)",
                  "    mapper: _match_block (block of each chunk)", "    mapper: doc_index (sidecar + chunks of a document)",
                  "visible_sources (visible roots, once per page)", "not_in_lightrag (files matching by name)",
-                 "_cards (quote marks, card strings)", "render (template)",
+                 "cards_html (the cards' HTML, made in Python)", "render (template)",
                  "rest: middleware, session, auth, URL, response"]
         keys = [k for k in order if k in parts["medians"]] + [k for k in parts["medians"] if k not in order]
         cpu = parts["cpu_medians"]
