@@ -21,9 +21,8 @@ from mnote.search.answers import (
     default_mode,
     full_library_search,
     not_in_lightrag,
-    visible_sources,
 )
-from mnote.library.models import Source
+from mnote.library.models import IndexedRoot, Source
 from mnote.lightrag.provider import lightrag_client, recent_health
 from mnote.lightrag import LightRAGBusy, LightRAGError, LightRAGRejected, LightRAGUnavailable
 from mnote.search.forms import AskForm, SearchForm
@@ -62,7 +61,9 @@ def search(request):
         if mode == "workspace":
             context["hits"] = workspace_search(request.user, query, scope=scope)
         else:
-            sources = visible_sources(request.user)
+            # The visible roots read once, for the mapper and the name matches.
+            roots = IndexedRoot.objects.visible_ids(request.user)
+            sources = Source.objects.filter(root_id__in=roots)
             try:
                 mapped = full_library_search(
                     request.user, query, mode=form.cleaned_data["retrieval"], scope=scope, sources=sources
@@ -73,7 +74,7 @@ def search(request):
                 context["problem"] = _unknown_scope(e)
             except LightRAGError as e:
                 context["problem"] = _lightrag_problem(e)
-            context["missing"] = not_in_lightrag(request.user, query, sources=sources)
+            context["missing"] = not_in_lightrag(request.user, query, root_ids=roots)
             context["scope"] = scope
     status = 200
     if form.is_bound and not form.is_valid():
