@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
+import orjson
 
 from .config import LightRAGConfig
 from .errors import (
@@ -33,6 +34,17 @@ ANSWER_TIMEOUT = httpx.Timeout(120.0, connect=3.0)
 
 # The query modes MNote offers (pages, API, MCP); "hybrid" is sent as "mix".
 QUERY_MODES = ("naive", "local", "global", "hybrid", "mix")
+
+
+def _json_loads(content: bytes) -> Any:
+    """A response body's JSON. orjson first: a search's /query/data answer
+    (~40 KB, 60 chunks) decodes in 0.08 ms against 0.3 ms with the standard
+    library (issue 17); whatever orjson refuses (NaN, a lone surrogate) goes to
+    the standard library, which accepts or refuses it as before."""
+    try:
+        return orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return jsonlib.loads(content)
 
 
 def lightrag_mode(mode: str) -> str:
@@ -307,7 +319,7 @@ class LightRAGClient:
     def _raise_for_status(self, response: httpx.Response, request_name: str) -> tuple[Any, ValueError | None]:
         """The response's JSON body (or the error decoding it); a typed error for a non-2xx status."""
         try:
-            body = response.json()
+            body = _json_loads(response.content)
             decode_error = None
         except ValueError as e:
             body, decode_error = None, e
