@@ -18,32 +18,6 @@ from django.utils.translation import gettext as _
 
 from mnote.text import mark_terms
 
-# The card's markup. The leading and trailing blank lines are the ones the
-# card partial (``{% partialdef %}`` + ``{% with %}``) left in the page.
-_CARD = """
-
-<article class="card source-card" id="cite-{id}" data-citation-id="{id}"
-         data-locator="{locator}" data-preview-url="{preview}">
-  <header class="card-head">
-    <span class="cite-id">[{id}]</span>
-    <strong class="file-name" title="{path}">{file_name}</strong>
-    <span class="badge precision-{precision}">{precision_label}</span>
-    <span class="located" aria-live="polite"></span>
-  </header>
-  {heading}
-  <blockquote class="quote">{quote}</blockquote>
-  <footer class="card-foot muted">
-    <span title="{score_title}">{score_label} {score}</span>
-    · <span>{rank}</span>
-    · <span class="path">{path}</span>
-    <a class="open-card" href="{url}">{open}</a>
-    <button type="button" class="small copy-link" data-url="{url}">{copy}</button>
-  </footer>
-</article>
-
-"""
-
-
 def marked_quote(display: str, query: str) -> str:
     """The quote as HTML, query terms in ``<mark>``, every segment escaped."""
     return "".join(f"<mark>{escape(text)}</mark>" if hit else escape(text) for text, hit in mark_terms(display, query))
@@ -60,6 +34,7 @@ def _labels() -> dict:
 
 
 def _precision_labels() -> dict:
+    """Translated once per page; a region's label is completed per card with its page."""
     return {"paragraph": escape(_("paragraph")), "file": escape(_("file only")), "bbox": _("page %(page)s region")}
 
 
@@ -74,29 +49,55 @@ def cards_html(citations, query: str) -> list[SafeString]:
     rank = _("LightRAG order #%(n)s")
     cards = []
     for c in citations:
-        heading = " › ".join(c.heading_path)
         precision = str(c.precision)
         if precision == "bbox":
             precision_label = escape(precisions["bbox"] % {"page": c.page})
         else:
             precision_label = precisions["paragraph" if precision == "paragraph" else "file"]
+        heading = " › ".join(c.heading_path)
         cards.append(
-            SafeString(
-                _CARD.format(
-                    id=escape(str(c.citation_id)),
-                    locator=escape(c.locator_json),
-                    preview=previews[c.source_id],
-                    path=escape(c.source_path),
-                    file_name=escape(c.file_name),
-                    precision=escape(precision),
-                    precision_label=precision_label,
-                    heading=f'<p class="muted heading-path">{escape(heading)}</p>' if heading else "",
-                    quote=marked_quote(c.display_quote, query),
-                    score=f"{c.relevance_score:.2f}",
-                    rank=escape(rank % {"n": c.provider_rank}),
-                    url=escape(c.citation_url),
-                    **labels,
-                )
+            _card(
+                id=escape(str(c.citation_id)),
+                locator=escape(c.locator_json),
+                preview=previews[c.source_id],
+                path=escape(c.source_path),
+                file_name=escape(c.file_name),
+                precision=escape(precision),
+                precision_label=precision_label,
+                heading=f'<p class="muted heading-path">{escape(heading)}</p>' if heading else "",
+                quote=marked_quote(c.display_quote, query),
+                score=f"{c.relevance_score:.2f}",
+                rank=escape(rank % {"n": c.provider_rank}),
+                url=escape(c.citation_url),
+                labels=labels,
             )
         )
     return cards
+
+
+def _card(*, id, locator, preview, path, file_name, precision, precision_label, heading, quote, score, rank, url, labels):
+    """One card's markup, every value already escaped. The blank lines before
+    and after are the ones the card partial ({% partialdef %} + {% with %}) left
+    in the page."""
+    return SafeString(f"""
+
+<article class="card source-card" id="cite-{id}" data-citation-id="{id}"
+         data-locator="{locator}" data-preview-url="{preview}">
+  <header class="card-head">
+    <span class="cite-id">[{id}]</span>
+    <strong class="file-name" title="{path}">{file_name}</strong>
+    <span class="badge precision-{precision}">{precision_label}</span>
+    <span class="located" aria-live="polite"></span>
+  </header>
+  {heading}
+  <blockquote class="quote">{quote}</blockquote>
+  <footer class="card-foot muted">
+    <span title="{labels["score_title"]}">{labels["score_label"]} {score}</span>
+    · <span>{rank}</span>
+    · <span class="path">{path}</span>
+    <a class="open-card" href="{url}">{labels["open"]}</a>
+    <button type="button" class="small copy-link" data-url="{url}">{labels["copy"]}</button>
+  </footer>
+</article>
+
+""")
