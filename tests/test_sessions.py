@@ -73,3 +73,24 @@ def test_logging_in_through_the_form_gives_a_session_the_next_request_knows(memb
     page = client.get("/")
     assert page.status_code == 200 and page.wsgi_request.user == member
     assert page.wsgi_request.user.last_login is not None and page.wsgi_request.user.is_active
+
+
+def test_a_session_from_before_naming_djangos_backend_stays_logged_in(member):
+    client = Client()
+    client.force_login(member, backend="django.contrib.auth.backends.ModelBackend")
+    page = client.get("/")
+    assert page.status_code == 200 and page.wsgi_request.user == member
+
+
+def test_a_failed_login_checks_the_password_once(member, monkeypatch):
+    from django.contrib.auth.hashers import get_hasher
+
+    member.set_password("correct horse battery")
+    member.save()
+    hasher = type(get_hasher())
+    checks = []
+    real = hasher.verify
+    monkeypatch.setattr(hasher, "verify", lambda self, password, encoded: checks.append(1) or real(self, password, encoded))
+    assert Client().login(username=member.username, password="wrong") is False
+    assert len(checks) == 1
+    assert Client().login(username=member.username, password="correct horse battery") is True

@@ -6,17 +6,35 @@ account or a changed password ends its sessions at once); Django's ORM spent
 ~0.2 ms for the same row through ``raw()`` (issue 17). Logging in, passwords
 and permissions are Django's ``ModelBackend`` unchanged.
 
-    AUTHENTICATION_BACKENDS = ["mnote.accounts.backends.ModelBackend"]
+    AUTHENTICATION_BACKENDS = [
+        "mnote.accounts.backends.ModelBackend",
+        # Only for sessions made before it, which name Django's backend: they stay logged in.
+        "django.contrib.auth.backends.ModelBackend",
+    ]
 """
 
 import functools
 
 from django.contrib.auth import backends, get_user_model
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connections
 
 
 class ModelBackend(backends.ModelBackend):
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        user = super().authenticate(request, username=username, password=password, **kwargs)
+        if user is None:
+            # Stop here: Django's backend listed after this one would check
+            # the same password again (twice the hashing for a failed login).
+            raise PermissionDenied
+        return user
+
+    async def aauthenticate(self, request, username=None, password=None, **kwargs):
+        user = await super().aauthenticate(request, username=username, password=password, **kwargs)
+        if user is None:
+            raise PermissionDenied
+        return user
+
     def get_user(self, user_id):
         model = get_user_model()
         try:
