@@ -18,6 +18,7 @@ from django.utils.translation import gettext as _
 
 from mnote.text import mark_terms
 
+
 def marked_quote(display: str, query: str) -> str:
     """The quote as HTML, query terms in ``<mark>``, every segment escaped."""
     return "".join(f"<mark>{escape(text)}</mark>" if hit else escape(text) for text, hit in mark_terms(display, query))
