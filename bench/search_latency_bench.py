@@ -529,9 +529,10 @@ wrap(csearch, "map_query_data", "  map_query_data (mapper)")
 import mnote.citations.mapper as mapper
 wrap(mapper, "_match_block", "    mapper: _match_block (block of each chunk)")
 wrap(mapper, "doc_index", "    mapper: doc_index (sidecar + chunks of a document)")
-wrap(views, "visible_sources", "visible_sources (visible roots, once per page)")
+from mnote.library.models import IndexedRootQuerySet
+wrap(IndexedRootQuerySet, "visible_ids", "visible_ids (visible roots, once per page)")
 wrap(views, "not_in_lightrag", "not_in_lightrag (files matching by name)")
-wrap(views, "_cards", "_cards (quote marks, card strings)")
+wrap(views, "cards_html", "cards_html (the cards' HTML, made in Python)")
 wrap(views, "render", "render (template)")
 
 # The bodies the app really sends to /query/data, to compare with the bench's bare one.
@@ -834,8 +835,8 @@ def main(argv=None) -> int:
                  "  GET /health", "  POST /query/data (app side: request, JSON decode)", "  client.close()",
                  "  map_query_data (mapper)",
                  "    mapper: _match_block (block of each chunk)", "    mapper: doc_index (sidecar + chunks of a document)",
-                 "visible_sources (visible roots, once per page)", "not_in_lightrag (files matching by name)",
-                 "_cards (quote marks, card strings)", "render (template)",
+                 "visible_ids (visible roots, once per page)", "not_in_lightrag (files matching by name)",
+                 "cards_html (the cards' HTML, made in Python)", "render (template)",
                  "rest: middleware, session, auth, URL, response"]
         keys = [k for k in order if k in parts["medians"]] + [k for k in parts["medians"] if k not in order]
         cpu = parts["cpu_medians"]

@@ -413,6 +413,41 @@ def test_it_raises_unavailable_on_a_body_that_is_not_json(lightrag):
     assert isinstance(raised.value.__cause__, ValueError)
 
 
+def test_it_reads_every_recorded_answer_and_what_only_the_standard_json_reader_accepts(lightrag):
+    """Bodies are decoded by orjson (issue 17: CPU per search), falling back to
+    the standard library for what orjson refuses, so nothing once read is refused now."""
+    for name in sorted(p.name for p in FIXTURES.glob("query*.json")):
+        data = recorded(name)
+        if data["_http_status"] != 200:
+            continue
+        _, client = lightrag({("POST", "/query/data"): name})
+        assert client.query_data("Gamma telescope mirror") == data["body"], name
+    odd = b'{"status": "success", "data": {"chunks": [{"score": NaN, "content": "\\ud800 lone"}]}}'
+    _, client = lightrag({("POST", "/query/data"): lambda request: httpx.Response(200, content=odd)})
+    assert client.query_data("Gamma telescope mirror") == json.loads(odd)
+
+
+def test_behind_a_path_prefix_every_call_goes_under_it():
+    """The search's calls use URLs joined to the base once; behind a proxy's
+    path prefix they must still land under it, like every other call."""
+    import dataclasses
+
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        body = recorded("health.json")["body"] if request.url.path.endswith("/health") else {"status": "scanning_started", "track_id": "t"}
+        return httpx.Response(200, json=body)
+
+    for base in ("http://proxy.test/lightrag", "http://proxy.test/lightrag/"):
+        seen.clear()
+        with make_client(dataclasses.replace(config(), base_url=base), transport=httpx.MockTransport(handler)) as client:
+            client.health()
+            client.query_data("Gamma telescope mirror")
+            client.scan()
+        assert seen == [f"http://proxy.test/lightrag/{p}" for p in ("health", "query/data", "documents/scan")]
+
+
 def test_it_fails_the_test_on_an_unexpected_request():
     fake = FakeLightRAG({("GET", "/health"): "health.json"})
     client = make_client(config(), transport=httpx.MockTransport(fake))

@@ -2,14 +2,18 @@
 first opened (or its answer saved), for whoever may see the source, and
 never for a link the app did not sign. LightRAG is faked at the transport."""
 
+import html
 import json
+import re
 
 import pytest
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+import mnote.search.views as search_views
 from mnote.citations.models import Citation
+from mnote.search.cards import cards_html
 from tests.test_api import QUERY, add_gamma, post
 
 pytestmark = pytest.mark.django_db
@@ -35,10 +39,28 @@ def lightrag_answers(fake_lightrag):
     return fake_lightrag
 
 
+def search_page(client):
+    return client.get("/search/", {"q": QUERY, "mode": "library"}, HTTP_HX_REQUEST="true")
+
+
 def card_link(client) -> str:
-    page = client.get("/search/", {"q": QUERY, "mode": "library"}, HTTP_HX_REQUEST="true")
-    [card] = page.context["cards"]
-    return card["citation"].citation_url
+    """The one card's link, as the page gives it (its Copy link button)."""
+    [url] = re.findall(r'class="small copy-link" data-url="([^"]*)"', search_page(client).content.decode())
+    return html.unescape(url)
+
+
+def card_citation(client):
+    """The citation the search page's first card shows."""
+    seen = []
+
+    def spy(citations, query):
+        seen.extend(citations)
+        return cards_html(citations, query)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(search_views, "cards_html", spy)
+        search_page(client)
+    return seen[0]
 
 
 def test_a_search_writes_no_rows(member_client, lightrag_answers, gamma):
@@ -63,7 +85,7 @@ def test_opening_a_card_link_makes_its_permalink_once(member_client, lightrag_an
     assert member_client.get(link)["Location"] == row.get_absolute_url()
     assert Citation.objects.count() == 1
     # The row says what the card said.
-    card = member_client.get("/search/", {"q": QUERY, "mode": "library"}, HTTP_HX_REQUEST="true").context["cards"][0]["citation"]
+    card = card_citation(member_client)
     assert (row.display_quote, row.block_id, row.locator) == (card.display_quote, card.block_id, card.locator)
     page = member_client.get(row.get_absolute_url())
     assert page.status_code == 200 and card.display_quote[:40] in page.content.decode()
@@ -106,7 +128,7 @@ def test_without_lightrags_chunk_store_the_link_still_opens_the_same_quote(membe
     _, storage = lightrag_dirs
     (storage / "kv_store_text_chunks.json").unlink()  # another storage back-end
     link = card_link(member_client)
-    card = member_client.get("/search/", {"q": QUERY, "mode": "library"}, HTTP_HX_REQUEST="true").context["cards"][0]["citation"]
+    card = card_citation(member_client)
     assert member_client.get(link).status_code == 302
     [row] = Citation.objects.all()
     assert row.display_quote == card.display_quote and row.block_id == card.block_id

@@ -323,3 +323,41 @@ def test_a_quote_is_escaped_around_and_inside_its_marks(member_client, settings,
         '<blockquote class="quote"><mark>Budget</mark> alert(&quot;x&quot;) &amp; the <mark>budget</mark>’s holder, &lt; 5'
         in page
     )
+
+
+def test_files_matching_by_name_are_found_as_the_registry_query_found_them(member, library):
+    """The name matches run as plain SQL: the same rows, order and limit as
+    the ORM's ``relative_path__icontains`` query over the registry's ordering,
+    ``%`` and ``_`` in a term taken literally."""
+    from django.db.models import Q
+
+    from mnote.search.answers import _name_matches
+
+    other = IndexedRoot.objects.create(name="Archive", path="archive")  # sorts before "Office"
+    rows = [
+        (other, "Budget-2025.xlsx", Source.Status.FAILED, False),
+        (other, "old/budget_50%.md", Source.Status.NOT_INDEXED, False),
+        (other, "old/budget-500.md", Source.Status.QUEUED, False),
+        (library["handbook"].root, "a/BUDGET plan.docx", Source.Status.INDEXED, True),  # indexed but stale: listed
+        (library["handbook"].root, "a/budget current.docx", Source.Status.INDEXED, False),  # citable: not listed
+        (library["handbook"].root, "z/travel.md", Source.Status.EXCLUDED, False),
+    ]
+    for root, path, status, stale in rows:
+        source = _source(root, path, path.replace("/", "-"))
+        Source.objects.filter(pk=source.pk).update(status=status, stale=stale)
+    roots = [other.pk, library["handbook"].root.pk]
+
+    def orm(terms, limit):
+        matches = Q()
+        for term in terms:
+            matches |= Q(relative_path__icontains=term)
+        rows = Source.objects.filter(root_id__in=roots).filter(matches).exclude(status=Source.Status.INDEXED, stale=False)
+        return [tuple(r) for r in rows.values_list("pk", "root__path", "relative_path", "status")[:limit]]
+
+    for terms, limit in [(["budget"], 10), (["budget"], 2), (["50%"], 10), (["t_50"], 10), (["_"], 10), (["TRAVEL", "plan"], 10)]:
+        assert [tuple(r) for r in _name_matches(roots, terms, limit)] == orm(terms, limit), terms
+    assert [r[2] for r in _name_matches(roots, ["budget"], 10)] == [
+        "Budget-2025.xlsx", "old/budget-500.md", "old/budget_50%.md", "a/BUDGET plan.docx"
+    ]
+    assert [r[2] for r in _name_matches(roots, ["50%"], 10)] == ["old/budget_50%.md"]
+    assert _name_matches([library["handbook"].root.pk], ["budget"], 10)[0][2] == "a/BUDGET plan.docx"

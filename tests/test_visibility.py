@@ -81,3 +81,36 @@ def test_it_never_shows_a_member_lightrags_document_count(roots, member_client, 
     fake_lightrag.on("POST", "/documents/paginated", "documents_paginated_after_delete.json")
     client.force_login(admin_user)
     assert "Documents in LightRAG" in client.get("/").content.decode()
+
+
+def test_visible_ids_are_the_ids_of_visible_to_for_every_kind_of_user(roots, member, admin_user, django_user_model):
+    """``visible_ids`` runs ``visible_to``'s SQL compiled once, with the asker's
+    id put in: it must answer as ``visible_to`` for everyone, and follow a
+    change of groups at once (the SQL is kept, never the answer)."""
+    from django.contrib.auth.models import AnonymousUser
+
+    public, private, chemists = roots
+    other = Group.objects.create(name="others")
+    shared = IndexedRoot.objects.create(name="Shared", path="shared", visible_to_all=False)
+    shared.visible_to_groups.add(chemists, other)
+    inactive = django_user_model.objects.create_user("gone", is_active=False)
+    inactive.groups.add(chemists)
+    both = django_user_model.objects.create_user("both")
+    both.groups.add(chemists, other)
+
+    def same(user) -> list[int]:
+        ids = IndexedRoot.objects.visible_ids(user)
+        assert sorted(ids) == sorted(IndexedRoot.objects.visible_to(user).values_list("pk", flat=True))
+        return sorted(ids)
+
+    assert same(member) == [public.pk]
+    assert same(AnonymousUser()) == [] and same(inactive) == []
+    assert same(both) == sorted([public.pk, private.pk, shared.pk])  # each root once
+    assert same(admin_user) == sorted([public.pk, private.pk, shared.pk])
+    member.groups.add(other)
+    assert same(member) == sorted([public.pk, shared.pk])
+    private.visible_to_all = True
+    private.save()
+    assert same(member) == sorted([public.pk, private.pk, shared.pk])
+    with pytest.raises(TypeError):
+        IndexedRoot.objects.filter(pk=public.pk).visible_ids(member)

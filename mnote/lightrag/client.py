@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
+import orjson
 
 from .config import LightRAGConfig
 from .errors import (
@@ -33,6 +34,17 @@ ANSWER_TIMEOUT = httpx.Timeout(120.0, connect=3.0)
 
 # The query modes MNote offers (pages, API, MCP); "hybrid" is sent as "mix".
 QUERY_MODES = ("naive", "local", "global", "hybrid", "mix")
+
+
+def _json_loads(content: bytes) -> Any:
+    """A response body's JSON. orjson first: a search's /query/data answer
+    (~40 KB, 60 chunks) decodes in 0.08 ms against 0.3 ms with the standard
+    library (issue 17); whatever orjson refuses (NaN, a lone surrogate) goes to
+    the standard library, which accepts or refuses it as before."""
+    try:
+        return orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return jsonlib.loads(content)
 
 
 def lightrag_mode(mode: str) -> str:
@@ -80,6 +92,13 @@ class LightRAGClient:
         self._http = http
         self.base_url = base_url
         self.shared = shared
+        # The URLs of the calls a search makes, joined to the base once: httpx
+        # parses and merges a relative URL on every request (~0.1 ms; issue 17).
+        base = http.base_url  # httpx keeps its path ending in "/"
+        self._urls = {
+            path: base.copy_with(raw_path=base.raw_path + path.lstrip("/").encode())
+            for path in ("/health", "/query/data", "/query")
+        }
 
     def __enter__(self) -> LightRAGClient:
         return self
@@ -281,7 +300,7 @@ class LightRAGClient:
         try:
             response = self._http.request(
                 method,
-                path,
+                self._urls.get(path, path),
                 json=json,
                 timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
             )
@@ -307,7 +326,7 @@ class LightRAGClient:
     def _raise_for_status(self, response: httpx.Response, request_name: str) -> tuple[Any, ValueError | None]:
         """The response's JSON body (or the error decoding it); a typed error for a non-2xx status."""
         try:
-            body = response.json()
+            body = _json_loads(response.content)
             decode_error = None
         except ValueError as e:
             body, decode_error = None, e

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.db import connections, router
 from django.db.models import Q
 from django.utils.translation import gettext_noop
 
@@ -96,15 +97,6 @@ def _drop_unreadable(mapped: MappedResult) -> None:
     mapped.citations[:] = readable
 
 
-def visible_sources(user):
-    """``Source.objects.visible_to(user)`` on the visible roots' ids, read
-    once: building the visibility subquery cost more CPU than running the
-    search's SQL, and a search page asks for the visible sources twice (the
-    mapper, the files matching by name)."""
-    ids = IndexedRoot.objects.visible_to(user).order_by().values_list("pk", flat=True)  # ids only: no ORDER BY
-    return Source.objects.filter(root_id__in=list(ids))
-
-
 def _mapping(user, query: str, scope: list[str] | None, enable_rerank: bool | None, health, sources=None) -> dict:
     """What the mapper needs besides LightRAG's result, alike for a search and an answer."""
     return {
@@ -130,7 +122,8 @@ def full_library_search(
     """LightRAG references only (no answer), mapped to citations the user may see.
 
     ``sources``: the user's visible sources when the caller has them already
-    (``visible_sources``); read here otherwise.
+    (``Source.objects.filter(root_id__in=IndexedRoot.objects.visible_ids(user))``);
+    read here otherwise.
 
     With a scope, LightRAG's top chunks may all lie outside it (the scope is a
     post-filter), so LightRAG is asked again with a wider ``chunk_top_k``
@@ -178,28 +171,52 @@ def full_library_search(
     return mapped
 
 
-def not_in_lightrag(user, query: str, *, limit: int = 10, sources=None) -> list[dict]:
+def not_in_lightrag(user, query: str, *, limit: int = 10, root_ids: list[int] | None = None) -> list[dict]:
     """Files whose name matches the query but that LightRAG cannot cite, with why.
-    ``sources`` as for ``full_library_search``."""
+    ``root_ids``: the roots the user may see (``IndexedRoot.objects.visible_ids``)
+    when the caller has them already; read here otherwise."""
     terms = [t for t in query_terms(query) if len(t) >= 2][:8]
     if not terms:
         return []
-    matches = Q()
-    for term in terms:
-        matches |= Q(relative_path__icontains=term)
-    rows = (
-        (sources if sources is not None else Source.objects.visible_to(user))
-        .filter(matches)
-        .exclude(status=Source.Status.INDEXED, stale=False)
-        # Four columns, not two models' worth: the usual answer is no row,
-        # and building the wider query was most of this function's time.
-        .values_list("pk", "root__path", "relative_path", "status")[:limit]
-    )
+    roots = IndexedRoot.objects.visible_ids(user) if root_ids is None else root_ids
+    if not roots:
+        return []
     found = []
-    for pk, root_path, relative_path, status in rows:
+    for pk, root_path, relative_path, status in _name_matches(roots, terms, limit):
         path = Source(root=IndexedRoot(path=root_path), relative_path=relative_path).library_path
         found.append({"sourceId": pk, "sourcePath": path, "status": status, "reason": _WHY_NOT_IN_LIGHTRAG.get(status, status)})
     return found
+
+
+def _name_matches(root_ids: list[int], terms: list[str], limit: int) -> list[tuple]:
+    """(id, root path, relative path, status) of the sources in ``root_ids``
+    whose relative path holds one of ``terms`` (as ``relative_path__icontains``
+    on this database), not indexed and current, in the registry's order.
+
+    Plain SQL: the usual answer is no row, and building and compiling the
+    ORM's query cost a search ~1.8 ms of CPU against ~0.3 ms to run it
+    (issue 17)."""
+    connection = connections[router.db_for_read(Source)]
+    quote, ops = connection.ops.quote_name, connection.ops
+    column = {name: "s." + quote(Source._meta.get_field(name).column) for name in ("id", "root", "relative_path", "status", "stale")}
+    root_column = {name: "r." + quote(IndexedRoot._meta.get_field(name).column) for name in ("id", "path", "name")}
+    # The lookup Django would write for ``relative_path__icontains`` (LIKE on
+    # SQLite, UPPER(…) LIKE UPPER(…) on PostgreSQL), and its escaped pattern.
+    contains = f"{ops.lookup_cast('icontains', 'CharField') % column['relative_path']} {connection.operators['icontains']}"
+    sql = (
+        f"SELECT {column['id']}, {root_column['path']}, {column['relative_path']}, {column['status']}"
+        f" FROM {quote(Source._meta.db_table)} s INNER JOIN {quote(IndexedRoot._meta.db_table)} r"
+        f" ON {root_column['id']} = {column['root']}"
+        f" WHERE {column['root']} IN ({', '.join(['%s'] * len(root_ids))})"
+        f" AND ({' OR '.join([contains] * len(terms))})"
+        f" AND NOT ({column['stale']} = %s AND {column['status']} = %s)"
+        # Source's Meta ordering (root name, relative path), as the ORM's query had it.
+        f" ORDER BY {root_column['name']}, {column['relative_path']} LIMIT %s"
+    )
+    patterns = [f"%{ops.prep_for_like_query(term)}%" for term in terms]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*root_ids, *patterns, False, Source.Status.INDEXED.value, limit])
+        return cursor.fetchall()
 
 
 NO_LLM_NOTE = gettext_noop("Extractive answer: no LLM is configured, so these are the cited sentences that best match.")

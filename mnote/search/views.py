@@ -1,19 +1,16 @@
 import json
-from html import escape
 from types import SimpleNamespace
 
 from django.contrib import messages
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
-from django.urls import reverse
-from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from mnote.search.badges import AnsweredSentence
-from mnote.text import mark_terms
+from mnote.search.cards import cards_html
 from mnote.citations.permalinks import persist
 from mnote.search.answers import (
     WITHHELD_NOTE,
@@ -24,9 +21,8 @@ from mnote.search.answers import (
     default_mode,
     full_library_search,
     not_in_lightrag,
-    visible_sources,
 )
-from mnote.library.models import Source
+from mnote.library.models import IndexedRoot, Source
 from mnote.lightrag.provider import lightrag_client, recent_health
 from mnote.lightrag import LightRAGBusy, LightRAGError, LightRAGRejected, LightRAGUnavailable
 from mnote.search.forms import AskForm, SearchForm
@@ -51,59 +47,6 @@ def _unknown_scope(error: UnknownScope) -> str:
     }
 
 
-def _marked_quote(display: str, query: str) -> str:
-    """The quote as HTML, query terms in ``<mark>``, every segment escaped as
-    the template's auto-escaping would: a loop of a few dozen template nodes
-    per card was a fifth of the page's render time."""
-    return mark_safe(
-        "".join(f"<mark>{escape(text)}</mark>" if hit else escape(text) for text, hit in mark_terms(display, query))
-    )
-
-
-def _card_labels() -> dict:
-    """The words every card repeats, translated once per page, not once per card."""
-    return {
-        "score_title": _("MNote’s own lexical score: how many of your terms the quote holds. Not a rerank."),
-        "score": _("MNote lexical score"),
-        "open": _("Open"),
-        "copy": _("Copy link"),
-    }
-
-
-def _precision_label(precision: str, page) -> str:
-    if precision == "bbox":
-        return _("page %(page)s region") % {"page": page}
-    return _("paragraph") if precision == "paragraph" else _("file only")
-
-
-def _cards(citations, query):
-    """What the card partial shows, its strings made here: the template's
-    per-card loops, translations and filters were most of the page's render
-    time (issue 17)."""
-    # One preview URL per source, not a reverse() per card in the template.
-    previews = {sid: reverse("preview", args=[sid]) for sid in {c.source_id for c in citations}}
-    labels = _card_labels()
-    return [
-        {
-            "citation": c,
-            "id": c.citation_id,
-            "locator_json": c.locator_json,
-            "path": c.source_path,
-            "file_name": c.file_name,
-            "precision": c.precision,
-            "url": c.citation_url,
-            "quote_html": _marked_quote(c.display_quote, query),
-            "preview_url": previews[c.source_id],
-            "precision_label": _precision_label(c.precision, c.page),
-            "heading": " › ".join(c.heading_path),
-            "score": f"{c.relevance_score:.2f}",
-            "rank_label": _("LightRAG order #%(n)s") % {"n": c.provider_rank},
-            "labels": labels,
-        }
-        for c in citations
-    ]
-
-
 @require_GET
 @vary_on_headers("HX-Request")
 def search(request):
@@ -118,18 +61,20 @@ def search(request):
         if mode == "workspace":
             context["hits"] = workspace_search(request.user, query, scope=scope)
         else:
-            sources = visible_sources(request.user)
+            # The visible roots read once, for the mapper and the name matches.
+            roots = IndexedRoot.objects.visible_ids(request.user)
+            sources = Source.objects.filter(root_id__in=roots)
             try:
                 mapped = full_library_search(
                     request.user, query, mode=form.cleaned_data["retrieval"], scope=scope, sources=sources
                 )
-                context["cards"] = _cards(mapped.citations, query)
+                context["cards"] = cards_html(mapped.citations, query)
                 context["diagnostics"] = mapped.diagnostics
             except UnknownScope as e:
                 context["problem"] = _unknown_scope(e)
             except LightRAGError as e:
                 context["problem"] = _lightrag_problem(e)
-            context["missing"] = not_in_lightrag(request.user, query, sources=sources)
+            context["missing"] = not_in_lightrag(request.user, query, root_ids=roots)
             context["scope"] = scope
     status = 200
     if form.is_bound and not form.is_valid():
@@ -161,7 +106,7 @@ def _provider_health():
 
 
 def _stored_card(item: dict) -> SimpleNamespace:
-    """A card saved with a turn, with the attributes the card template reads."""
+    """A card saved with a turn, with the attributes `cards_html` reads."""
     locator = item.get("locator") or {}
     relevance = item.get("relevance") or {}
     return SimpleNamespace(
@@ -187,7 +132,7 @@ def _cited_first(citations, sentences, query) -> tuple[list, list]:
     by_id = {c.citation_id: c for c in citations}
     cited = [by_id[cid] for cid in order if cid in by_id]
     rest = [c for c in citations if c.citation_id not in set(order)]
-    return _cards(cited, query), _cards(rest, query)
+    return cards_html(cited, query), cards_html(rest, query)
 
 
 def _turn(question, answer=None, *, kind="", sentences=(), citations=(), notes=(), problem="", streaming=False) -> dict:
@@ -195,7 +140,7 @@ def _turn(question, answer=None, *, kind="", sentences=(), citations=(), notes=(
         kind, sentences, citations, notes = answer.kind, answer.sentences, answer.mapped.citations, answer.notes
     cited, rest = _cited_first(list(citations), list(sentences), question)
     if streaming:
-        cited, rest = _cards(list(citations), question), []
+        cited, rest = cards_html(list(citations), question), []
     return {
         "question": question,
         "kind": kind,
@@ -288,7 +233,7 @@ def _streamed_answer(request, question: str, arguments: dict, conversation: Conv
                 yield _sse("context", {"html": render_to_string("search/ask.html#turn", {"turn": turn}, request)})
             elif event.kind == "context":
                 rest = [c for c in event.answer.mapped.citations if c.citation_id not in shown]
-                html = render_to_string("search/ask.html#more_cards", {"cards": _cards(rest, question)}, request)
+                html = render_to_string("search/ask.html#more_cards", {"cards": cards_html(rest, question)}, request)
                 yield _sse("cards", {"html": html})
             elif event.kind == "text":
                 html = render_to_string("search/ask.html#sentences", {"sentences": event.sentences}, request)

@@ -1,0 +1,96 @@
+"""Sessions and the logged-in user are read with plain queries
+(mnote.accounts.sessions, mnote.accounts.backends; issue 17), still from the
+database on every request: whatever ends a session in one web process — a
+logout, an expiry, a deactivated account, a new password — holds at once in
+every other. Another process's logout is a deleted session row here; a
+process-local cache of sessions would keep serving it and fail these tests."""
+
+from datetime import timedelta
+
+import pytest
+from django.conf import settings
+from django.contrib.sessions.models import Session
+from django.test import Client
+from django.utils import timezone
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def two_processes(member):
+    """Two browsers' worth of requests on one session, as two web processes see it."""
+    first = Client()
+    first.force_login(member)
+    second = Client()
+    second.cookies[settings.SESSION_COOKIE_NAME] = first.cookies[settings.SESSION_COOKIE_NAME].value
+    for client in (first, second):
+        assert client.get("/").status_code == 200
+    return first, second
+
+
+def _logged_out(client) -> bool:
+    response = client.get("/")
+    return response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+
+
+def test_a_logout_in_one_process_ends_the_session_in_the_other(two_processes):
+    first, second = two_processes
+    assert first.post("/accounts/logout/").status_code == 302
+    assert _logged_out(second) and _logged_out(first)
+
+
+def test_a_session_row_deleted_elsewhere_is_over_on_the_next_request(two_processes):
+    _, second = two_processes
+    Session.objects.all().delete()
+    assert _logged_out(second)
+
+
+def test_an_expired_session_is_over(two_processes):
+    _, second = two_processes
+    Session.objects.update(expire_date=timezone.now() - timedelta(seconds=1))
+    assert _logged_out(second)
+
+
+def test_a_deactivated_account_or_a_new_password_ends_its_sessions(two_processes, member, django_user_model):
+    first, second = two_processes
+    django_user_model.objects.filter(pk=member.pk).update(is_active=False)  # no signal, as another process would
+    assert _logged_out(second)
+    django_user_model.objects.filter(pk=member.pk).update(is_active=True)
+    assert first.get("/").status_code == 200
+    member.set_password("a new password 2026")
+    django_user_model.objects.filter(pk=member.pk).update(password=member.password)
+    assert _logged_out(first)
+
+
+def test_logging_in_through_the_form_gives_a_session_the_next_request_knows(member, django_user_model):
+    member.set_password("correct horse battery")
+    member.save()
+    client = Client()
+    assert client.post("/accounts/login/", {"username": member.username, "password": "wrong"}).status_code == 200
+    assert _logged_out(client)
+    response = client.post("/accounts/login/", {"username": member.username, "password": "correct horse battery"})
+    assert response.status_code == 302
+    page = client.get("/")
+    assert page.status_code == 200 and page.wsgi_request.user == member
+    assert page.wsgi_request.user.last_login is not None and page.wsgi_request.user.is_active
+
+
+def test_a_session_from_before_naming_djangos_backend_stays_logged_in(member):
+    client = Client()
+    client.force_login(member, backend="django.contrib.auth.backends.ModelBackend")
+    page = client.get("/")
+    assert page.status_code == 200 and page.wsgi_request.user == member
+
+
+def test_a_failed_login_checks_the_password_once(member, monkeypatch):
+    from django.contrib.auth.hashers import get_hasher
+
+    member.set_password("correct horse battery")
+    member.save()
+    hasher = type(get_hasher())
+    checks = []
+    real = hasher.verify
+    monkeypatch.setattr(hasher, "verify", lambda self, password, encoded: checks.append(1) or real(self, password, encoded))
+    assert Client().login(username=member.username, password="wrong") is False
+    assert len(checks) == 1
+    assert Client().login(username=member.username, password="correct horse battery") is True
