@@ -1,0 +1,61 @@
+"""Issue 17: the mapper's shortcuts give exactly what the work they skip
+would have given."""
+
+import random
+from collections import Counter, namedtuple
+
+from rapidfuzz import fuzz
+
+from mnote.citations.matching import _best_fuzzy, _fuzzy_ceiling, _fuzzy_floor, _shared_edge_at
+
+_Block = namedtuple("_Block", "index")
+_LETTERS = "abcde fgh主镜铝膜 ,."
+
+
+def _text(rng, low, high):
+    return "".join(rng.choice(_LETTERS) for _ in range(rng.randint(low, high)))
+
+
+def _mutated(rng, text, rate=0.08):
+    return "".join(rng.choice(_LETTERS) if rng.random() < rate else ch for ch in text)
+
+
+def _window_across(rng, texts):
+    """A window cut across two neighbouring blocks, a few characters changed
+    (what the tie-break sees: no block holds it whole)."""
+    i = rng.randrange(len(texts) - 1)
+    joined = texts[i] + " " + texts[i + 1]
+    cut = rng.randint(0, max(0, len(texts[i]) - 5))
+    return _mutated(rng, joined[cut : cut + rng.randint(70, 300)])
+
+
+def _every_score(window, tied, shown):
+    """What the tie-break did before: every block scored, the best kept, the first on a tie."""
+    scores = [(fuzz.partial_ratio(window, shown[b.index]), -b.index, b) for b in tied]
+    return max(scores, key=lambda s: s[:2])[2]
+
+
+def test_the_fuzzy_tie_break_picks_the_block_scoring_every_block_picks():
+    rng = random.Random(17)
+    for case in range(300):
+        texts = [_text(rng, 20, 700) for _ in range(rng.randint(2, 5))]
+        if case % 2:  # near-copies of one passage, some exact: scores close together or equal
+            base = _text(rng, 60, 400)
+            texts = [rng.choice([base, _mutated(rng, base, rng.choice([0.01, 0.05, 0.1])), _text(rng, 20, 400)]) for _ in texts]
+            window = _mutated(rng, base[rng.randint(0, 30) :], 0.05)
+        else:
+            window = _window_across(rng, texts)
+        tied = [_Block(i) for i in range(len(texts))]
+        shown = dict(enumerate(texts))
+        assert _best_fuzzy(window, tied, shown) == _every_score(window, tied, shown)
+
+
+def test_the_ceiling_and_the_floor_hold_the_fuzzy_score_between_them():
+    rng = random.Random(18)
+    for _ in range(200):
+        texts = [_text(rng, 1, 600) for _ in range(2)]
+        window = _window_across(rng, texts) or "a"
+        for text in texts:
+            score = fuzz.partial_ratio(window, text)
+            assert _fuzzy_floor(window, text, *_shared_edge_at(window, text)) <= score + 1e-9
+            assert score <= _fuzzy_ceiling(window, Counter(window), text) + 1e-9
