@@ -84,3 +84,27 @@ def test_links_are_signed_with_the_same_bytes_as_djangos_signer(settings):
     assert permalinks.read_reference(old).query == "primary mirror"
     forged = old[:-2] + ("AA" if not old.endswith("AA") else "BB")
     assert permalinks.read_reference(forged) is None
+
+
+def test_a_moved_file_is_cited_under_its_new_path_and_the_path_memo_stays_bounded(db, lightrag_dirs):
+    """The per-file facts kept between searches are keyed by the row's path
+    fields: a file moved (or its root renamed) is never cited at its old path."""
+    from mnote.citations import mapper
+    from mnote.library.models import IndexedRoot, Source
+    from tests.test_citation_mapper import chunk, indexed_source, result
+
+    root = IndexedRoot.objects.create(name="Specs", path="specs")
+    notes = indexed_source(root, "notes.md", "doc-66666666666666666666666666666666")
+    body = result(chunk(notes, 0, "Pump maintenance notes."))
+    [before] = mapper.map_query_data(body, query="pump", sources=Source.objects.all()).citations
+    assert (before.source_path, before.file_name) == ("specs/notes.md", "notes.md")
+    Source.objects.filter(pk=notes.pk).update(relative_path="old/pump notes.md")
+    IndexedRoot.objects.filter(pk=root.pk).update(path="archive")
+    [after] = mapper.map_query_data(body, query="pump", sources=Source.objects.all()).citations
+    assert (after.source_path, after.file_name) == ("archive/old/pump notes.md", "pump notes.md")
+    assert after.locator["sourcePath"] == "archive/old/pump notes.md"
+    while len(mapper._FACTS) < 4096:  # other files' facts, up to the bound
+        mapper._FACTS[(f"f{len(mapper._FACTS)}.md", "specs")] = mapper._SourceFacts("x.md", "specs/x.md", None)
+    Source.objects.filter(pk=notes.pk).update(relative_path="new.md")
+    [moved] = mapper.map_query_data(body, query="pump", sources=Source.objects.all()).citations
+    assert moved.source_path == "archive/new.md" and len(mapper._FACTS) < 4096

@@ -11,6 +11,7 @@ import hashlib
 import json
 import string
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import NamedTuple
 
 from mnote.text import ensure_query_terms, evidence_window, lexical_score
@@ -157,8 +158,19 @@ class _SourceFacts(NamedTuple):
 
     @classmethod
     def of(cls, source: Source) -> "_SourceFacts":
-        file_name = source.file_name
-        return cls(file_name, source.library_path, kind_of(file_name))
+        # Kept by the process, by the row fields they are made of (pathlib
+        # joins, each search again for the same few files, were most of it).
+        key = (source.relative_path, source.root.path)
+        facts = _FACTS.get(key)
+        if facts is None:
+            if len(_FACTS) >= 4096:
+                _FACTS.clear()
+            file_name = source.file_name
+            facts = _FACTS[key] = cls(file_name, source.library_path, kind_of(file_name))
+        return facts
+
+
+_FACTS: dict[tuple[str, str], _SourceFacts] = {}
 
 
 def _add_anchor(locator: dict, source: Source, memo: dict | None = None) -> None:
@@ -206,13 +218,19 @@ def _citation_id(parts: tuple, taken: set[str]) -> str:
     occurrence; re-salted until unique within this result."""
     salt = 0
     while True:
-        digest = hashlib.sha256("\0".join(map(str, (*parts, salt))).encode()).digest()
-        number = int.from_bytes(digest[:8], "big")
-        short = "".join(_BASE36[(number // 36**i) % 36] for i in range(4))
+        short = _short_id(parts, salt)
         if short not in taken:
             taken.add(short)
             return short
         salt += 1
+
+
+@lru_cache(maxsize=4096)
+def _short_id(parts: tuple, salt: int) -> str:
+    # Kept by the process: the same places are cited search after search.
+    digest = hashlib.sha256("\0".join(map(str, (*parts, salt))).encode()).digest()
+    number = int.from_bytes(digest[:8], "big")
+    return "".join(_BASE36[(number // 36**i) % 36] for i in range(4))
 
 
 def _cite(

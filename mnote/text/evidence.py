@@ -91,7 +91,10 @@ def fingerprint(text: str) -> str:
     return hashlib.sha1(kept.encode(), usedforsecurity=False).hexdigest()
 
 
+@lru_cache(maxsize=1024)
 def _phrase(text: str) -> str:
+    # Kept per text (the same chunks and blocks are scored search after
+    # search, against other queries): tokenising a long chunk is the costly part.
     return " ".join(_WORD_TOKEN.findall(_fold(text)[0]))
 
 

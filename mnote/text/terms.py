@@ -131,16 +131,21 @@ def _find(folded: str, term: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _occurs(folded: str, term: str) -> bool:
-    """Whether ``_find`` finds anything, stopping at the first match (a CJK
-    bigram can match hundreds of times in a long chunk)."""
+def _first_match(folded: str, term: str) -> int:
+    """Where ``_find``'s first span starts, or -1; found without looking
+    for the others (a CJK bigram can match hundreds of times in a long chunk)."""
     latin = not _is_cjk(term[0])
     start = folded.find(term)
     while start != -1:
         if not (latin and start > 0 and _is_latin_word_char(folded[start - 1])):
-            return True
+            return start
         start = folded.find(term, start + 1)
-    return False
+    return -1
+
+
+def _occurs(folded: str, term: str) -> bool:
+    """Whether ``_find`` finds anything, stopping at the first match."""
+    return _first_match(folded, term) != -1
 
 
 def _contains(text: str, term: str) -> bool:
@@ -171,8 +176,8 @@ def _term_spans(text: str, query: str) -> list[tuple[int, int, str]]:
 
 def _first_span(text: str, term: str) -> tuple[int, int] | None:
     folded, origin = _fold(text)
-    found = _find(folded, term)
-    return (origin[found[0][0]], origin[found[0][1] - 1] + 1) if found else None
+    start = _first_match(folded, term)
+    return None if start == -1 else (origin[start], origin[start + len(term) - 1] + 1)
 
 
 _LEADING_PUNCTUATION = ",.;:!?)]}、，。；：！？）」』"
