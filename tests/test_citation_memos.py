@@ -108,3 +108,33 @@ def test_a_moved_file_is_cited_under_its_new_path_and_the_path_memo_stays_bounde
     Source.objects.filter(pk=notes.pk).update(relative_path="new.md")
     [moved] = mapper.map_query_data(body, query="pump", sources=Source.objects.all()).citations
     assert moved.source_path == "archive/new.md" and len(mapper._FACTS) < 4096
+
+
+def test_a_changed_file_is_not_anchored_in_the_preview_of_its_old_content(member_client, library_dir):
+    """Where a version's render lies is kept by the process; whether it is
+    rendered, and which version a row is, are read on every search."""
+    import hashlib
+    import uuid
+
+    from mnote.citations.mapper import _add_anchor
+    from mnote.library.models import IndexedRoot, Source
+    from tests.docx_factory import heading, make_docx, para
+    from tests.locate_documents import TARGET_SENTENCE
+
+    (library_dir / "v").mkdir()
+    path = make_docx(library_dir / "v" / "valves.docx", [heading("Valves"), para(TARGET_SENTENCE), para(f"Version {uuid.uuid4()}")])
+    root = IndexedRoot.objects.create(name="V", path="v")
+    source = Source.objects.create(root=root, relative_path="valves.docx", absolute_path=str(path), status="indexed",
+                                   sha256=hashlib.sha256(path.read_bytes()).hexdigest())
+
+    def anchored() -> bool:
+        locator = {"precision": "paragraph", "evidenceText": f"Valves — {TARGET_SENTENCE}", "headingPath": ["Valves"]}
+        _add_anchor(locator, source)
+        return "anchor" in locator
+
+    assert not anchored()  # not rendered yet: the next search looks again
+    member_client.get(f"/preview/{source.pk}/")
+    assert anchored()
+    make_docx(path, [heading("Valves"), para(TARGET_SENTENCE), para(f"Version {uuid.uuid4()}")])
+    source.sha256 = hashlib.sha256(path.read_bytes()).hexdigest()  # synced: a new version, never rendered
+    assert not anchored()
