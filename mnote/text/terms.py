@@ -53,6 +53,8 @@ class _PerCharacter(dict):
 
 
 _CJK = _PerCharacter(lambda ch: bool(_CJK_RUN.fullmatch(ch)))
+# A letter or digit of a script written with spaces (a Latin term may not start after one).
+_LATIN_WORD_CHAR = _PerCharacter(lambda ch: ch.isalnum() and not _CJK[ch])
 # One character's fold: NFKC, then casefold (may be several characters).
 _CHAR_FOLD = _PerCharacter(lambda ch: unicodedata.normalize("NFKC", ch).casefold())
 
@@ -62,7 +64,7 @@ def _is_cjk(ch: str) -> bool:
 
 
 def _is_latin_word_char(ch: str) -> bool:
-    return ch.isalnum() and not _is_cjk(ch)
+    return _LATIN_WORD_CHAR[ch]
 
 
 @lru_cache(maxsize=512)
@@ -119,32 +121,38 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(terms))
 
 
-def _find(folded: str, term: str) -> list[tuple[int, int]]:
-    """Spans of ``term`` in folded text, under the module's matching rule."""
-    spans = []
-    latin = not _is_cjk(term[0])
-    start = folded.find(term)
+def _starts(folded: str, term: str) -> list[int]:
+    """Where ``term`` matches in folded text, under the module's matching
+    rule (a search's evidence windows run this loop a few thousand times)."""
+    starts = []
+    find, latin_word = folded.find, _LATIN_WORD_CHAR
+    start = find(term)
+    if _CJK[term[0]]:  # anywhere
+        while start != -1:
+            starts.append(start)
+            start = find(term, start + 1)
+        return starts
     while start != -1:
-        if not (latin and start > 0 and _is_latin_word_char(folded[start - 1])):
-            spans.append((start, start + len(term)))
-        start = folded.find(term, start + 1)
-    return spans
+        if not (start and latin_word[folded[start - 1]]):  # at the start of a word
+            starts.append(start)
+        start = find(term, start + 1)
+    return starts
 
 
 def _first_match(folded: str, term: str) -> int:
-    """Where ``_find``'s first span starts, or -1; found without looking
+    """Where ``_starts``'s first match is, or -1; found without looking
     for the others (a CJK bigram can match hundreds of times in a long chunk)."""
-    latin = not _is_cjk(term[0])
     start = folded.find(term)
-    while start != -1:
-        if not (latin and start > 0 and _is_latin_word_char(folded[start - 1])):
-            return start
+    if start <= 0 or _CJK[term[0]]:
+        return start
+    latin_word = _LATIN_WORD_CHAR
+    while start != -1 and latin_word[folded[start - 1]]:  # inside a word: look further
         start = folded.find(term, start + 1)
-    return -1
+    return start
 
 
 def _occurs(folded: str, term: str) -> bool:
-    """Whether ``_find`` finds anything, stopping at the first match."""
+    """Whether ``term`` matches anywhere, stopping at the first match."""
     return _first_match(folded, term) != -1
 
 
@@ -169,7 +177,8 @@ def _term_spans(text: str, query: str) -> list[tuple[int, int, str]]:
     folded, origin = _fold(text)
     spans = []
     for term in _matching_terms(folded, query):
-        spans.extend((origin[s], origin[e - 1] + 1, term) for s, e in _find(folded, term))
+        last = len(term) - 1
+        spans.extend([(origin[s], origin[s + last] + 1, term) for s in _starts(folded, term)])
     spans.sort()
     return spans
 
