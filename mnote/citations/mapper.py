@@ -15,13 +15,13 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from mnote.text import ensure_query_terms, evidence_window, lexical_score
-from mnote.citations.matching import (  # noqa: F401 (_inside_either, forget_text_memos: tests and benchmarks use them here)
+from mnote.citations.matching import (  # noqa: F401 (_inside_either: tests use it here)
     _cleaned,
     _evidence,
     _fingerprint,
     _inside_either,
     _match_block,
-    forget_text_memos,
+    forget_text_memos as _forget_matching_memos,
 )
 from mnote.citations.models import Citation
 from mnote.citations.permalinks import precision_label, reference_url
@@ -171,6 +171,14 @@ class _SourceFacts(NamedTuple):
 
 
 _FACTS: dict[tuple[str, str], _SourceFacts] = {}
+
+
+def forget_text_memos() -> None:
+    """This process's memos — cleaned texts, files' path facts, places' ids
+    (a cold start, for tests and benchmarks)."""
+    _forget_matching_memos()
+    _FACTS.clear()
+    _short_id.cache_clear()
 
 
 def _add_anchor(locator: dict, source: Source, memo: dict | None = None) -> None:
