@@ -164,19 +164,29 @@ def _matching_terms(folded: str, query: str) -> list[str]:
     """Terms to look for in one text: a CJK run where the text has it whole,
     else its bigrams, so a partial CJK match still counts for something."""
     terms: list[str] = []
-    for term in _primary_terms(query):
-        if _is_cjk(term[0]) and len(term) > 2 and not _occurs(folded, term):
-            terms.extend(_bigrams(term))
+    for term, bigrams in _term_plan(query):
+        if bigrams and folded.find(term) == -1:  # a CJK term matches anywhere
+            terms.extend(bigrams)
         else:
             terms.append(term)
     return list(dict.fromkeys(terms))
+
+
+@lru_cache(maxsize=256)
+def _term_plan(query: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Each of the query's words with the bigrams that stand in for it (a
+    CJK run longer than two characters) or none: worked out once per query."""
+    return tuple((t, tuple(_bigrams(t)) if _is_cjk(t[0]) and len(t) > 2 else ()) for t in _primary_terms(query))
 
 
 def _term_spans(text: str, query: str) -> list[tuple[int, int, str]]:
     """(start, end, term) of every match in ``text``'s own coordinates."""
     folded, origin = _fold(text)
     spans = []
+    find = folded.find
     for term in _matching_terms(folded, query):
+        if find(term) == -1:  # most terms of most texts: no list, no call
+            continue
         last = len(term) - 1
         spans.extend([(origin[s], origin[s + last] + 1, term) for s in _starts(folded, term)])
     spans.sort()
