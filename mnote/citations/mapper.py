@@ -24,7 +24,7 @@ from mnote.citations.matching import (  # noqa: F401 (_inside_either: tests use 
     forget_text_memos as _forget_matching_memos,
 )
 from mnote.citations.models import Citation
-from mnote.citations.permalinks import precision_label, reference_url
+from mnote.citations.permalinks import precision_label, reference_base, reference_url
 from mnote.citations.sidecar import Block, DocIndex, Sidecar, chunk_index_of, doc_id_of_chunk, doc_index
 from mnote.citations.signals import locator_anchor
 from mnote.kinds import kind_of
@@ -254,6 +254,7 @@ def _cite(
     block_hint: str | None = None,
     facts: "_SourceFacts | None" = None,
     memo: dict | None = None,
+    link_base: str | None = None,
 ) -> CitationView | None:
     """One chunk of ``source`` as a citation, or None when an earlier chunk
     of the result (``seen``) cited the same place. ``block_hint`` (a
@@ -316,6 +317,7 @@ def _cite(
     # No row yet (a search writes none): the link names the place, signed,
     # and becomes a Citation row when it is first opened (permalinks.py).
     url = reference_url(
+        base=link_base,
         source_id=source.pk,
         sha256=source.sha256,
         chunk_id=chunk_id,
@@ -411,6 +413,7 @@ def map_query_data(
     seen: set[tuple] = set()
     taken_ids: set[str] = set()
     memo: dict = {}  # what the anchor's receivers keep per source, for this mapping
+    link_base = reference_base()
     rank = 0
     for reference in references:
         if reference.file_path in hidden:
@@ -441,6 +444,7 @@ def map_query_data(
                 seen=seen,
                 facts=facts,
                 memo=memo,
+                link_base=link_base,
             )
             if view is None:
                 continue

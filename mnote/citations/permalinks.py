@@ -86,8 +86,14 @@ def encode_reference(*, source_id: int, sha256: str, chunk_id: str, block_id: st
     return _signer().sign_object(payload, compress=quote is not None)
 
 
-def reference_url(**place) -> str:
-    return _reference_base(get_script_prefix()) + encode_reference(**place)
+def reference_url(*, base: str | None = None, **place) -> str:
+    """The link to a place; ``base``: :func:`reference_base`, when the caller
+    has it already (a mapping asks once, not once per citation)."""
+    return (base or reference_base()) + encode_reference(**place)
+
+
+def reference_base() -> str:
+    return _reference_base(get_script_prefix())
 
 
 @lru_cache(maxsize=8)
