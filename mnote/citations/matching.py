@@ -161,19 +161,24 @@ def _fuzzy_ceiling(window: str, window_counts: Counter, text: str) -> float:
 
 
 def _fuzzy_floor(window: str, text: str, length: int, at: int, head: bool) -> float:
-    """A lower bound of ``fuzz.partial_ratio(window, text)``: the ratio of one
-    of the alignments it takes the best of — the shorter text against as many
-    characters of the longer, placed where the window's shared start or end
-    piece (``length`` characters at ``at`` in ``text``) lies."""
+    """A lower bound of ``fuzz.partial_ratio(window, text)``: the best ratio
+    of a few of the alignments it takes the best of, placed on the window's
+    shared start or end piece (``length`` characters at ``at`` in ``text``) —
+    the shorter text against as many characters of the longer, and against
+    the longer text's start up to the piece's end or its end from the
+    piece's start, when those are shorter."""
     if not length or not window or not text:
         return 0.0
-    if len(text) >= len(window):  # the window against a piece of the text
-        start = at if head else at + length - len(window)
-        start = min(max(start, 0), len(text) - len(window))
-        return _ratio(window, text[start : start + len(window)])
-    start = -at if head else len(window) - length - at  # where the text's start falls in the window
-    start = min(max(start, 0), len(window) - len(text))
-    return _ratio(text, window[start : start + len(text)])
+    in_window = 0 if head else len(window) - length
+    short, long, in_short, in_long = (window, text, in_window, at) if len(text) >= len(window) else (text, window, at, in_window)
+    m, n = len(short), len(long)
+    start = min(max(in_long - in_short, 0), n - m)
+    floor = _ratio(short, long[start : start + m])
+    if in_long + length < m:
+        floor = max(floor, _ratio(short, long[: in_long + length]))
+    if n - in_long < m:
+        floor = max(floor, _ratio(short, long[in_long:]))
+    return floor
 
 
 def _shared_edge_at(window: str, text: str) -> tuple[int, int, bool]:
