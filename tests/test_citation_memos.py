@@ -7,6 +7,7 @@ from collections import Counter, namedtuple
 from rapidfuzz import fuzz
 
 from mnote.citations.matching import _best_fuzzy, _fuzzy_ceiling, _fuzzy_floor, _shared_edge_at
+from tests.test_doc_index import gamma  # noqa: F401 (a fixture: the Gamma manual with its sidecar)
 
 _Block = namedtuple("_Block", "index")
 _LETTERS = "abcde fgh主镜铝膜 ,."
@@ -138,3 +139,40 @@ def test_a_changed_file_is_not_anchored_in_the_preview_of_its_old_content(member
     make_docx(path, [heading("Valves"), para(TARGET_SENTENCE), para(f"Version {uuid.uuid4()}")])
     source.sha256 = hashlib.sha256(path.read_bytes()).hexdigest()  # synced: a new version, never rendered
     assert not anchored()
+
+
+def test_text_matching_is_kept_per_document_version_and_redone_for_a_new_one(gamma, lightrag_dirs, monkeypatch):
+    """Without LightRAG's chunk store a chunk is matched to its blocks by
+    reading every block; that is done once per chunk text per document
+    version, and again when the sidecar changes."""
+    import json
+
+    from mnote.citations import matching
+    from mnote.citations import sidecar as sidecar_module
+    from mnote.citations.mapper import map_query_data
+    from mnote.library.models import Source
+    from tests.conftest import recorded
+    from tests.test_doc_index import QUERY
+
+    inputs, storage = lightrag_dirs
+    (storage / "kv_store_text_chunks.json").unlink()  # LightRAG on another storage back-end
+    scans = []
+    real = matching._blocks_by_text
+    monkeypatch.setattr(matching, "_blocks_by_text", lambda text, sidecar: scans.append(text) or real(text, sidecar))
+    _, body = recorded("query_data_naive.json")
+    first = [c.as_json() for c in map_query_data(body, query=QUERY, sources=Source.objects.all()).citations]
+    again = [c.as_json() for c in map_query_data(body, query=QUERY, sources=Source.objects.all()).citations]
+    assert again == first and first[0]["blockId"] and len(scans) == 1
+    # The sidecar rewritten (the file parsed again): one other block is left, holding the text; the chunk maps there.
+    path = sidecar_module.sidecar_path(inputs, "gamma.docx")
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    other = next(r for r in rows if r.get("type") == "content" and r["blockid"] != first[0]["blockId"])
+    kept = dict(other, content=first[0]["displayQuote"])
+    path.write_text("\n".join(json.dumps(r) for r in [*(r for r in rows if r.get("type") == "meta"), kept]) + "\n")
+    [moved] = map_query_data(body, query=QUERY, sources=Source.objects.all()).citations
+    assert len(scans) == 2 and moved.block_id == kept["blockid"] != first[0]["blockId"]
+    index = sidecar_module.doc_index(gamma)
+    index.text_matches.clear()  # full of other chunks' matches: the next one read makes room
+    index.text_matches.update({f"other chunk {i}": ((), "no_block_match") for i in range(matching.TEXT_MATCHES_KEPT)})
+    map_query_data(body, query=QUERY, sources=Source.objects.all())
+    assert len(index.text_matches) <= matching.TEXT_MATCHES_KEPT and len(scans) == 3

@@ -267,7 +267,8 @@ def _cite(
             block = sidecar.by_id.get(block_hint)
             block_how = "permalink" if block else "no_block_match"
         else:
-            block, block_how = _match_block(raw, sidecar, stored.block_ids if stored else (), query)
+            block, block_how = _match_block(raw, sidecar, stored.block_ids if stored else (), query,
+                                            text_matches=index.text_matches)
     display = _cleaned(raw)
     key = (source.pk, block.block_id) if block else (source.pk, chunk_id, _fingerprint(display))
     if key in seen:

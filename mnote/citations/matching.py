@@ -79,15 +79,30 @@ def _inside_either(a: str, b: str) -> bool:
     return bool(a and b) and (a in b if len(a) <= len(b) else b in a)
 
 
-def _match_block(chunk_text: str, sidecar: Sidecar, candidate_ids: tuple[str, ...], query: str) -> tuple[Block | None, str]:
+# Text matches kept per document version (``DocIndex.text_matches``), at most this many.
+TEXT_MATCHES_KEPT = 2048
+
+
+def _match_block(
+    chunk_text: str, sidecar: Sidecar, candidate_ids: tuple[str, ...], query: str, *, text_matches: dict | None = None
+) -> tuple[Block | None, str]:
     """The block a chunk comes from: the storage's exact link when there is
     one, else text matching. A chunk spanning several blocks resolves to the
-    one holding its query-centred window."""
+    one holding its query-centred window. ``text_matches``: the document
+    version's memo of text matching (by chunk text; it reads every block)."""
     if candidate_ids:
         blocks = [sidecar.by_id[i] for i in candidate_ids if i in sidecar.by_id]
         how = "chunk_store_refs"
-    else:
+    elif text_matches is None:
         blocks, how = _blocks_by_text(chunk_text, sidecar)
+    else:
+        found = text_matches.get(chunk_text)
+        if found is None:
+            if len(text_matches) >= TEXT_MATCHES_KEPT:
+                text_matches.clear()
+            matched, how = _blocks_by_text(chunk_text, sidecar)
+            found = text_matches[chunk_text] = (tuple(matched), how)
+        blocks, how = found
     if not blocks:
         return None, "no_block_match"
     if len(blocks) == 1:
