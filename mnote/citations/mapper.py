@@ -11,19 +11,20 @@ import hashlib
 import json
 import string
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import NamedTuple
 
 from mnote.text import ensure_query_terms, evidence_window, lexical_score
-from mnote.citations.matching import (  # noqa: F401 (_inside_either, forget_text_memos: tests and benchmarks use them here)
+from mnote.citations.matching import (  # noqa: F401 (_inside_either: tests use it here)
     _cleaned,
     _evidence,
     _fingerprint,
     _inside_either,
     _match_block,
-    forget_text_memos,
+    forget_text_memos as _forget_matching_memos,
 )
 from mnote.citations.models import Citation
-from mnote.citations.permalinks import precision_label, reference_url
+from mnote.citations.permalinks import precision_label, reference_base, reference_url
 from mnote.citations.sidecar import Block, DocIndex, Sidecar, chunk_index_of, doc_id_of_chunk, doc_index
 from mnote.citations.signals import locator_anchor
 from mnote.kinds import kind_of
@@ -157,8 +158,27 @@ class _SourceFacts(NamedTuple):
 
     @classmethod
     def of(cls, source: Source) -> "_SourceFacts":
-        file_name = source.file_name
-        return cls(file_name, source.library_path, kind_of(file_name))
+        # Kept by the process, by the row fields they are made of (pathlib
+        # joins, each search again for the same few files, were most of it).
+        key = (source.relative_path, source.root.path)
+        facts = _FACTS.get(key)
+        if facts is None:
+            if len(_FACTS) >= 4096:
+                _FACTS.clear()
+            file_name = source.file_name
+            facts = _FACTS[key] = cls(file_name, source.library_path, kind_of(file_name))
+        return facts
+
+
+_FACTS: dict[tuple[str, str], _SourceFacts] = {}
+
+
+def forget_text_memos() -> None:
+    """This process's memos — cleaned texts, files' path facts, places' ids
+    (a cold start, for tests and benchmarks)."""
+    _forget_matching_memos()
+    _FACTS.clear()
+    _short_id.cache_clear()
 
 
 def _add_anchor(locator: dict, source: Source, memo: dict | None = None) -> None:
@@ -206,13 +226,19 @@ def _citation_id(parts: tuple, taken: set[str]) -> str:
     occurrence; re-salted until unique within this result."""
     salt = 0
     while True:
-        digest = hashlib.sha256("\0".join(map(str, (*parts, salt))).encode()).digest()
-        number = int.from_bytes(digest[:8], "big")
-        short = "".join(_BASE36[(number // 36**i) % 36] for i in range(4))
+        short = _short_id(parts, salt)
         if short not in taken:
             taken.add(short)
             return short
         salt += 1
+
+
+@lru_cache(maxsize=4096)
+def _short_id(parts: tuple, salt: int) -> str:
+    # Kept by the process: the same places are cited search after search.
+    digest = hashlib.sha256("\0".join(map(str, (*parts, salt))).encode()).digest()
+    number = int.from_bytes(digest[:8], "big")
+    return "".join(_BASE36[(number // 36**i) % 36] for i in range(4))
 
 
 def _cite(
@@ -228,6 +254,7 @@ def _cite(
     block_hint: str | None = None,
     facts: "_SourceFacts | None" = None,
     memo: dict | None = None,
+    link_base: str | None = None,
 ) -> CitationView | None:
     """One chunk of ``source`` as a citation, or None when an earlier chunk
     of the result (``seen``) cited the same place. ``block_hint`` (a
@@ -240,7 +267,8 @@ def _cite(
             block = sidecar.by_id.get(block_hint)
             block_how = "permalink" if block else "no_block_match"
         else:
-            block, block_how = _match_block(raw, sidecar, stored.block_ids if stored else (), query)
+            block, block_how = _match_block(raw, sidecar, stored.block_ids if stored else (), query,
+                                            text_matches=index.text_matches)
     display = _cleaned(raw)
     key = (source.pk, block.block_id) if block else (source.pk, chunk_id, _fingerprint(display))
     if key in seen:
@@ -290,6 +318,7 @@ def _cite(
     # No row yet (a search writes none): the link names the place, signed,
     # and becomes a Citation row when it is first opened (permalinks.py).
     url = reference_url(
+        base=link_base,
         source_id=source.pk,
         sha256=source.sha256,
         chunk_id=chunk_id,
@@ -385,6 +414,7 @@ def map_query_data(
     seen: set[tuple] = set()
     taken_ids: set[str] = set()
     memo: dict = {}  # what the anchor's receivers keep per source, for this mapping
+    link_base = reference_base()
     rank = 0
     for reference in references:
         if reference.file_path in hidden:
@@ -415,6 +445,7 @@ def map_query_data(
                 seen=seen,
                 facts=facts,
                 memo=memo,
+                link_base=link_base,
             )
             if view is None:
                 continue

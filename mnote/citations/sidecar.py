@@ -236,6 +236,9 @@ class DocIndex:
         self.doc_id = doc_id
         self._texts = texts
         self._texts_path = texts_path
+        self.text_matches: dict[str, tuple] = {}
+        """The mapper's text matching of chunks to blocks (chunk text → its
+        blocks), kept with this version: a new version is a new index."""
 
     @property
     def chunk_ids(self) -> list[str]:

@@ -3,6 +3,7 @@ version), so a big document is rendered once per content, not per click."""
 
 import json
 import logging
+import os
 import time
 from collections.abc import Callable
 
@@ -53,14 +54,19 @@ def cached(
     return result
 
 
-def peek(kind: str, sha256: str, max_bytes: int | None = None) -> dict | None:
-    """The cached render of this content, or None: never renders (nor reads
-    a cached render larger than ``max_bytes``)."""
-    path = settings.DATA_DIR / "cache" / "preview" / f"{kind}-{RENDERER_VERSION}-{sha256}.json"
+def cache_file(kind: str, sha256: str) -> str:
+    """Where the render of this content is cached (the file may not exist)."""
+    return str(settings.DATA_DIR / "cache" / "preview" / f"{kind}-{RENDERER_VERSION}-{sha256}.json")
+
+
+def peek_at(path: str, max_bytes: int | None = None) -> dict | None:
+    """The cached render in ``path`` (from :func:`cache_file`), or None:
+    never renders (nor reads a cached render larger than ``max_bytes``)."""
     try:
-        if max_bytes is not None and path.stat().st_size > max_bytes:
+        if max_bytes is not None and os.stat(path).st_size > max_bytes:
             return None
-        hit = json.loads(path.read_text())
+        with open(path) as f:
+            hit = json.loads(f.read())
     except (OSError, ValueError):
         return None
     return hit if isinstance(hit, dict) and "refused" not in hit else None

@@ -3,6 +3,7 @@ import json
 import time
 from collections import OrderedDict
 from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path
 from urllib.parse import quote
 
@@ -27,7 +28,7 @@ from mnote.preview.anchoring import TextMap, build_text_map, find_passage, share
 from mnote.preview.docx.limits import PreviewRejected
 from mnote.preview.forms import MAX_LOCATOR_CHARS, AnchorForm, PdfFindForm, PdfPageForm, PreviewForm
 from mnote.preview.pdf import PdfRejected, find_text, render_page_png
-from mnote.preview.render_cache import RENDERER_VERSION, RenderRefused, cached, peek
+from mnote.preview.render_cache import RENDERER_VERSION, RenderRefused, cache_file, cached, peek_at
 from mnote.preview.render_rate import RenderRateLimited, charge_render
 from mnote.preview.renderers import PreviewContext, asset_loader_for, page_finder_for, render_cache_key, renderer_for
 from mnote.preview.text_render import TextRejected
@@ -195,19 +196,29 @@ def cached_anchor(sender=None, *, source: Source, locator: dict, **kwargs) -> di
 
 
 def _cached_text_map(source: Source) -> TextMap | None:
-    kind = kind_of(source.file_name)
-    if renderer_for(kind) is None or not source.sha256:
+    place = _render_place(source.file_name, source.sha256, get_language() or "", str(settings.DATA_DIR))
+    if place is None:
         return None
-    # Only the page names the render here: no asset URLs (two reverse() calls
-    # per citation of a search).
-    ctx = PreviewContext(path=Path(source.absolute_path))
-    version = _version(source.sha256, ctx)
+    version, cache_path = place
     text_map = _TEXT_MAPS.get(version)
     if text_map is None:
         # A search reads at most a few MB per file it cites; a bigger preview is anchored when opened.
-        rendered = peek(render_cache_key(kind, ctx, get_language() or ""), source.sha256, max_bytes=4 * 1024 * 1024)
+        rendered = peek_at(cache_path, max_bytes=4 * 1024 * 1024)
         text_map = _text_map(version, rendered) if rendered else None
     return text_map
+
+
+@lru_cache(maxsize=4096)
+def _render_place(file_name: str, sha256: str, language: str, _data_dir: str) -> tuple[str, str] | None:
+    """(text map version, cached render file) of the first page of this
+    content, or None when its kind has no preview: worked out once per
+    process (a search looks for each file it cites; only the look on disk is
+    repeated). Only the page names the render here: no asset URLs."""
+    kind = kind_of(file_name)
+    if renderer_for(kind) is None or not sha256:
+        return None
+    ctx = PreviewContext()
+    return _version(sha256, ctx), cache_file(render_cache_key(kind, ctx, language), sha256)
 
 
 def _page_of_passage(source: Source, kind, path: Path, sha256: str, evidence: str) -> int | None:

@@ -269,6 +269,12 @@ def _latex_symbol_names(raw: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+@lru_cache(maxsize=256)
+def _may_name_a_symbol(term: str) -> bool:
+    """Whether some LaTeX symbol's name starts with this (folded) query term."""
+    return any(_fold(name)[0].startswith(term) for name in _SYMBOLS)
+
+
 def ensure_query_terms(display: str, raw: str, query: str, *, cleaned: str | None = None) -> str:
     """The display quote, plus what it needs so no query term the raw text
     shows is lost, appended after `` … ``.
@@ -298,6 +304,8 @@ def ensure_query_terms(display: str, raw: str, query: str, *, cleaned: str | Non
             additions.append(cleaned[start:end])
             shown = _fold(" ".join([display, *additions]))[0]
             continue
+        if not _may_name_a_symbol(term):
+            continue  # no symbol's name starts with it: the raw markup need not be read
         if symbol_names is None:
             symbol_names = _latex_symbol_names(raw) if "<" in (raw or "") else []
         named = next((n for n in symbol_names if _fold(n)[0].startswith(term)), None)

@@ -91,7 +91,10 @@ def fingerprint(text: str) -> str:
     return hashlib.sha1(kept.encode(), usedforsecurity=False).hexdigest()
 
 
+@lru_cache(maxsize=1024)
 def _phrase(text: str) -> str:
+    # Kept per text (the same chunks and blocks are scored search after
+    # search, against other queries): tokenising a long chunk is the costly part.
     return " ".join(_WORD_TOKEN.findall(_fold(text)[0]))
 
 
@@ -110,7 +113,8 @@ def lexical_score(text: str, query: str) -> float:
     if not terms or not text:
         return 0.0
     folded = _fold(text)[0]
-    found = sum(1 for term in terms if _occurs(folded, term))
+    find = folded.find  # most terms are absent from most texts: one find tells
+    found = sum(1 for term in terms if find(term) != -1 and _occurs(folded, term))
     # Every term is a piece of the phrase's words: a text missing one cannot
     # hold the phrase, and tokenising all of it (the costly part) is skipped.
     has_phrase = found == len(terms) and bool(phrase) and _occurs(_phrase(text), phrase)

@@ -53,6 +53,8 @@ class _PerCharacter(dict):
 
 
 _CJK = _PerCharacter(lambda ch: bool(_CJK_RUN.fullmatch(ch)))
+# A letter or digit of a script written with spaces (a Latin term may not start after one).
+_LATIN_WORD_CHAR = _PerCharacter(lambda ch: ch.isalnum() and not _CJK[ch])
 # One character's fold: NFKC, then casefold (may be several characters).
 _CHAR_FOLD = _PerCharacter(lambda ch: unicodedata.normalize("NFKC", ch).casefold())
 
@@ -62,7 +64,7 @@ def _is_cjk(ch: str) -> bool:
 
 
 def _is_latin_word_char(ch: str) -> bool:
-    return ch.isalnum() and not _is_cjk(ch)
+    return _LATIN_WORD_CHAR[ch]
 
 
 @lru_cache(maxsize=512)
@@ -119,28 +121,39 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(terms))
 
 
-def _find(folded: str, term: str) -> list[tuple[int, int]]:
-    """Spans of ``term`` in folded text, under the module's matching rule."""
-    spans = []
-    latin = not _is_cjk(term[0])
-    start = folded.find(term)
+def _starts(folded: str, term: str) -> list[int]:
+    """Where ``term`` matches in folded text, under the module's matching
+    rule (a search's evidence windows run this loop a few thousand times)."""
+    starts = []
+    find, latin_word = folded.find, _LATIN_WORD_CHAR
+    start = find(term)
+    if _CJK[term[0]]:  # anywhere
+        while start != -1:
+            starts.append(start)
+            start = find(term, start + 1)
+        return starts
     while start != -1:
-        if not (latin and start > 0 and _is_latin_word_char(folded[start - 1])):
-            spans.append((start, start + len(term)))
+        if not (start and latin_word[folded[start - 1]]):  # at the start of a word
+            starts.append(start)
+        start = find(term, start + 1)
+    return starts
+
+
+def _first_match(folded: str, term: str) -> int:
+    """Where ``_starts``'s first match is, or -1; found without looking
+    for the others (a CJK bigram can match hundreds of times in a long chunk)."""
+    start = folded.find(term)
+    if start <= 0 or _CJK[term[0]]:
+        return start
+    latin_word = _LATIN_WORD_CHAR
+    while start != -1 and latin_word[folded[start - 1]]:  # inside a word: look further
         start = folded.find(term, start + 1)
-    return spans
+    return start
 
 
 def _occurs(folded: str, term: str) -> bool:
-    """Whether ``_find`` finds anything, stopping at the first match (a CJK
-    bigram can match hundreds of times in a long chunk)."""
-    latin = not _is_cjk(term[0])
-    start = folded.find(term)
-    while start != -1:
-        if not (latin and start > 0 and _is_latin_word_char(folded[start - 1])):
-            return True
-        start = folded.find(term, start + 1)
-    return False
+    """Whether ``term`` matches anywhere, stopping at the first match."""
+    return _first_match(folded, term) != -1
 
 
 def _contains(text: str, term: str) -> bool:
@@ -151,28 +164,39 @@ def _matching_terms(folded: str, query: str) -> list[str]:
     """Terms to look for in one text: a CJK run where the text has it whole,
     else its bigrams, so a partial CJK match still counts for something."""
     terms: list[str] = []
-    for term in _primary_terms(query):
-        if _is_cjk(term[0]) and len(term) > 2 and not _occurs(folded, term):
-            terms.extend(_bigrams(term))
+    for term, bigrams in _term_plan(query):
+        if bigrams and folded.find(term) == -1:  # a CJK term matches anywhere
+            terms.extend(bigrams)
         else:
             terms.append(term)
     return list(dict.fromkeys(terms))
+
+
+@lru_cache(maxsize=256)
+def _term_plan(query: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Each of the query's words with the bigrams that stand in for it (a
+    CJK run longer than two characters) or none: worked out once per query."""
+    return tuple((t, tuple(_bigrams(t)) if _is_cjk(t[0]) and len(t) > 2 else ()) for t in _primary_terms(query))
 
 
 def _term_spans(text: str, query: str) -> list[tuple[int, int, str]]:
     """(start, end, term) of every match in ``text``'s own coordinates."""
     folded, origin = _fold(text)
     spans = []
+    find = folded.find
     for term in _matching_terms(folded, query):
-        spans.extend((origin[s], origin[e - 1] + 1, term) for s, e in _find(folded, term))
+        if find(term) == -1:  # most terms of most texts: no list, no call
+            continue
+        last = len(term) - 1
+        spans.extend([(origin[s], origin[s + last] + 1, term) for s in _starts(folded, term)])
     spans.sort()
     return spans
 
 
 def _first_span(text: str, term: str) -> tuple[int, int] | None:
     folded, origin = _fold(text)
-    found = _find(folded, term)
-    return (origin[found[0][0]], origin[found[0][1] - 1] + 1) if found else None
+    start = _first_match(folded, term)
+    return None if start == -1 else (origin[start], origin[start + len(term) - 1] + 1)
 
 
 _LEADING_PUNCTUATION = ",.;:!?)]}、，。；：！？）」』"
