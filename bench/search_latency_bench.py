@@ -38,6 +38,11 @@ httpx client) send a fixed number of requests in total (default 200, capped
 at --max-seconds): against the app's partial, and, as the baseline, the same
 against bare ``/query/data``. p50, p90, p99, throughput and errors (non-200,
 exceptions, and for the app a 200 page that shows a LightRAG error message).
+Rounds of the two alternate (bare, then app); the target row is the pooled
+throughput ratio, and each round's ratio against the bare round just before it
+is printed with their median. The cores' time per run is split into our
+processes, other processes, and the VM host's steal (/proc/stat), which on a
+shared host can take a fifth of the cores during one round and not the next.
 
 Where the app's time goes: a Django test-client run in a subprocess against
 the same DB and LightRAG, with the app's own CPU time per request (this
@@ -375,8 +380,10 @@ def cpu_seconds(groups: dict[str, int]) -> dict[str, float]:
     out["bench client"] = times.user + times.system
     with open("/proc/stat") as f:
         fields = [int(v) for v in f.readline().split()[1:]]
-    # Busy time of the whole machine: everything but idle and iowait.
-    out["_machine_busy"] = (sum(fields) - fields[3] - fields[4]) / CLOCK_TICKS
+    # Busy time of the whole machine: everything but idle and iowait; of it,
+    # the VM host's steal (time given to other guests) on its own.
+    out["_machine_busy"] = (sum(fields[:8]) - fields[3] - fields[4]) / CLOCK_TICKS
+    out["_machine_steal"] = fields[7] / CLOCK_TICKS
     return out
 
 
@@ -427,9 +434,10 @@ def concurrent(label: str, clients: list[httpx.Client], request, total: int, max
     cpu_after = cpu_seconds(groups)
     done = len(latencies) + sum(errors.values())
     cpu = {name: cpu_after[name] - cpu_before[name] for name in cpu_after}
-    busy = cpu.pop("_machine_busy")
-    # Anything else on the machine competes for the same 2 cores: say how much.
-    foreign = max(busy - sum(cpu.values()), 0.0)
+    busy, steal = cpu.pop("_machine_busy"), cpu.pop("_machine_steal")
+    # Anything else on the machine competes for the same 2 cores: say how
+    # much, the host's steal apart from other processes.
+    foreign = max(busy - steal - sum(cpu.values()), 0.0)
     return {
         "clients": len(clients),
         "requests": done,
@@ -448,6 +456,7 @@ def concurrent(label: str, clients: list[httpx.Client], request, total: int, max
         "cpu_ms_per_request": {name: value / done * 1000 for name, value in cpu.items()} if done else None,
         "cpu_utilisation_of_all_cores": sum(cpu.values()) / (wall * (os.cpu_count() or 1)) if wall else None,
         "other_processes_share_of_all_cores": foreign / (wall * (os.cpu_count() or 1)) if wall else None,
+        "steal_share_of_all_cores": steal / (wall * (os.cpu_count() or 1)) if wall else None,
         "latencies_s": latencies,
     }
 
@@ -480,6 +489,7 @@ def pooled(rounds: list[dict]) -> dict:
         "cpu_ms_per_request": {name: value / done * 1000 for name, value in cpu.items()} if done else None,
         "cpu_utilisation_of_all_cores": sum(cpu.values()) / (wall * (os.cpu_count() or 1)) if wall else None,
         "other_processes_share_of_all_cores": statistics.fmean(r["other_processes_share_of_all_cores"] for r in rounds),
+        "steal_share_of_all_cores": statistics.fmean(r["steal_share_of_all_cores"] for r in rounds),
         "per_round": [{k: v for k, v in r.items() if k != "latencies_s"} for r in rounds],
     }
 
@@ -763,6 +773,10 @@ def main(argv=None) -> int:
             "concurrent p50 app / bare": conc["partial"]["p50_s"] / conc["bare"]["p50_s"],
             "concurrent p99 app / bare": conc["partial"]["p99_s"] / conc["bare"]["p99_s"],
             "concurrent throughput app / bare": conc["partial"]["throughput_rps"] / conc["bare"]["throughput_rps"],
+            # Each round of the app against the bare round run just before it
+            # (same minute, same neighbours): the spread the pooled ratio hides.
+            "concurrent throughput app / bare, median of rounds": statistics.median(
+                a["throughput_rps"] / b["throughput_rps"] for a, b in zip(conc["partial"]["per_round"], conc["bare"]["per_round"])),
             "concurrent p99 / p50, app": conc["partial"]["p99_s"] / conc["partial"]["p50_s"],
             "concurrent p99 / p50, bare": conc["bare"]["p99_s"] / conc["bare"]["p50_s"],
         }
@@ -805,10 +819,12 @@ def main(argv=None) -> int:
                 print(f"  errors: {r['error_kinds']}")
             print("  CPU ms per request: " + ", ".join(f"{k} {v:.1f}" for k, v in r["cpu_ms_per_request"].items())
                   + f"; cores {r['cpu_utilisation_of_all_cores'] * 100:.0f}% busy with ours, "
-                  f"{r['other_processes_share_of_all_cores'] * 100:.0f}% with other processes")
+                  f"{r['other_processes_share_of_all_cores'] * 100:.0f}% with other processes, "
+                  f"{r['steal_share_of_all_cores'] * 100:.0f}% stolen by the VM host")
             for k, rr in enumerate(r["per_round"]):
                 print(f"    round {k + 1}: {rr['requests']} reqs, p50 {ms(rr['p50_s'])} ms, p99 {ms(rr['p99_s'])} ms, "
-                      f"{rr['throughput_rps']:.1f} req/s, other processes {rr['other_processes_share_of_all_cores'] * 100:.0f}%")
+                      f"{rr['throughput_rps']:.1f} req/s, other processes {rr['other_processes_share_of_all_cores'] * 100:.0f}%, "
+                      f"steal {rr['steal_share_of_all_cores'] * 100:.0f}%")
         print()
         print("ratios:")
         for key, value in ratios.items():
