@@ -10,7 +10,8 @@ Everything real, on free loopback ports, in a temporary data dir:
   - the app's DB migrated there, one member user, and ``manage.py load_demo``
     (the 6 demo documents copied into the library and indexed by LightRAG);
   - the web app under gunicorn exactly as production runs it
-    (``mnote.stack.processes.web_process``: 2 workers x 4 threads).
+    (``mnote.stack.processes.web_process``: ``WEB_PROCESSES`` workers x
+    ``WEB_THREADS`` threads).
 
 Measured with httpx over loopback, after one untimed warm-up round:
 
@@ -689,7 +690,7 @@ def main(argv=None) -> int:
     if str(REPO_DIR) not in sys.path:
         sys.path.insert(0, str(REPO_DIR))
     clean_environ()
-    from mnote.stack.processes import EmbeddedStack, StackConfig, free_port, web_process
+    from mnote.stack.processes import WEB_PROCESSES, WEB_THREADS, EmbeddedStack, StackConfig, free_port, web_process
 
     loadavg_start = os.getloadavg()
     tmp = Path(tempfile.mkdtemp(prefix="mnote-search-bench-"))
@@ -721,7 +722,7 @@ def main(argv=None) -> int:
         web.start()
         web.wait_healthy(60)
         base_url = f"http://127.0.0.1:{port}"
-        print(f"web app (gunicorn 2 workers x 4 threads) healthy at {base_url}", flush=True)
+        print(f"web app (gunicorn {WEB_PROCESSES} workers x {WEB_THREADS} threads) healthy at {base_url}", flush=True)
 
         groups = {"web app (gunicorn)": web.process.pid, "LightRAG": stack.lightrag.process.pid}
         if stack.model_endpoint is not None:
@@ -881,7 +882,7 @@ def main(argv=None) -> int:
                     "stack_start_s": stack_start_s,
                     "load_demo_s": load_demo_s,
                     "load_demo_output": demo_out.strip().splitlines(),
-                    "web": "gunicorn mnote.wsgi, 2 workers x 4 threads (mnote.stack.processes.web_process)",
+                    "web": f"gunicorn mnote.wsgi, {WEB_PROCESSES} workers x {WEB_THREADS} threads (mnote.stack.processes.web_process)",
                     "queries": QUERIES,
                     "bare_body": query_body("<query>", APP_CHUNK_TOP_K[0]),
                     "app_url": "/search/?q=<query>&mode=library&retrieval=mix",

@@ -436,8 +436,13 @@ class EmbeddedStack:
 
 # The web app's gunicorn layout, for `make run`, `make run-scaled` and
 # bench/scale_bench.py alike: WEB_PROCESSES processes of WEB_THREADS threads.
+# A search holds its thread while LightRAG answers (~0.2 s alone, seconds
+# under load) and computes ~20 ms of it, so threads mostly wait: with 4 a
+# process, 2 processes let only 8 searches reach LightRAG and the rest queued
+# in front of the app (bench/search_latency_bench.py, 20 readers: p99 2.1x p50,
+# throughput 0.89x bare /query/data); with 10, p99 1.2x p50 and 0.95x.
 WEB_PROCESSES = 2
-WEB_THREADS = 4
+WEB_THREADS = 10
 
 
 def gunicorn_layout(processes: int = WEB_PROCESSES, threads: int = WEB_THREADS) -> list[str]:
