@@ -91,6 +91,20 @@ def test_opening_a_card_link_makes_its_permalink_once(member_client, lightrag_an
     assert page.status_code == 200 and card.display_quote[:40] in page.content.decode()
 
 
+def badge(page_html: str) -> str:
+    [words] = re.findall(r'<span class="badge precision-[a-z]+">([^<]*)</span>', page_html)
+    return words
+
+
+@pytest.mark.parametrize("language", ["en", "zh-hans"])
+def test_a_citation_page_shows_the_precision_badge_its_card_showed(member_client, lightrag_answers, gamma, language):
+    member_client.cookies["django_language"] = language
+    card_badge = badge(search_page(member_client).content.decode())
+    page = member_client.get(member_client.get(card_link(member_client))["Location"])
+    assert badge(page.content.decode()) == card_badge
+    assert card_badge == {"en": "paragraph", "zh-hans": "段落"}[language]
+
+
 def test_a_forged_or_hidden_link_opens_nothing(member_client, admin_user, lightrag_answers, gamma):
     link = card_link(member_client)
     tampered = link[:-3] + ("AAA" if not link.endswith("AAA") else "BBB")

@@ -20,6 +20,7 @@ from django.core import signing
 from django.urls import get_script_prefix, reverse
 from django.utils.crypto import salted_hmac
 from django.utils.encoding import force_bytes
+from django.utils.translation import gettext as _
 
 from mnote.citations.models import Citation
 from mnote.library.models import Source
@@ -117,9 +118,17 @@ def read_reference(reference: str) -> Reference | None:
 
 
 def precision_label(precision: str, page: int | None) -> str:
+    """The untranslated short label of a citation's Markdown."""
     if precision == Citation.Precision.BBOX and page:
         return f"p.{page}"
     return "paragraph" if precision == Citation.Precision.PARAGRAPH else "file only"
+
+
+def badge_label(precision: str, page: int | None) -> str:
+    """The precision badge's words, translated: on a source card and on a citation's page alike."""
+    if precision == Citation.Precision.BBOX:
+        return _("page %(page)s region") % {"page": page}
+    return _("paragraph") if precision == Citation.Precision.PARAGRAPH else _("file only")
 
 
 def persist(citations: list) -> None:

@@ -2,7 +2,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from mnote.citations.models import Citation
-from mnote.citations.permalinks import SourceChanged, cited
+from mnote.citations.permalinks import SourceChanged, badge_label, cited
 from mnote.library.models import Source
 
 
@@ -19,7 +19,9 @@ def citation(request, token):
     # A pruned source has no root left to check visibility against: only
     # admins see what was cited from it.
     show_path = cited.source is not None or request.user.is_staff
-    return render(request, "citations/citation.html", {"citation": cited, "state": cited.state, "show_path": show_path})
+    badge = badge_label(cited.precision, (cited.locator or {}).get("page"))
+    context = {"citation": cited, "state": cited.state, "show_path": show_path, "badge": badge}
+    return render(request, "citations/citation.html", context)
 
 
 @require_GET

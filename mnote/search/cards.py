@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 
+from mnote.citations.permalinks import badge_label
 from mnote.text import mark_terms
 
 
@@ -34,11 +35,6 @@ def _labels() -> dict:
     }
 
 
-def _precision_labels() -> dict:
-    """Translated once per page; a region's label is completed per card with its page."""
-    return {"paragraph": escape(_("paragraph")), "file": escape(_("file only")), "bbox": _("page %(page)s region")}
-
-
 def cards_html(citations, query: str) -> list[SafeString]:
     """Each citation's card, in order. ``citations``: the mapper's citations
     or saved cards (``search.views._stored_card``), which carry the same
@@ -46,15 +42,10 @@ def cards_html(citations, query: str) -> list[SafeString]:
     # One preview URL per source, not a reverse() per card.
     previews = {sid: escape(reverse("preview", args=[sid])) for sid in {c.source_id for c in citations}}
     labels = _labels()
-    precisions = _precision_labels()
     rank = _("LightRAG order #%(n)s")
     cards = []
     for c in citations:
         precision = str(c.precision)
-        if precision == "bbox":
-            precision_label = escape(precisions["bbox"] % {"page": c.page})
-        else:
-            precision_label = precisions["paragraph" if precision == "paragraph" else "file"]
         heading = " › ".join(c.heading_path)
         cards.append(
             _card(
@@ -64,7 +55,7 @@ def cards_html(citations, query: str) -> list[SafeString]:
                 path=escape(c.source_path),
                 file_name=escape(c.file_name),
                 precision=escape(precision),
-                precision_label=precision_label,
+                precision_label=escape(badge_label(precision, c.page)),
                 heading=f'<p class="muted heading-path">{escape(heading)}</p>' if heading else "",
                 quote=marked_quote(c.display_quote, query),
                 score=f"{c.relevance_score:.2f}",
