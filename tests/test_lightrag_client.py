@@ -500,3 +500,61 @@ def test_it_raises_when_the_answer_stream_reports_an_error_or_is_refused(lightra
     with pytest.raises(LightRAGRejected, match="query too short"):
         with client.query_stream("ab", mode="naive"):
             pass
+
+
+# --- several LightRAG servers sharing one storage (MNOTE_LIGHTRAG_URL=a,b) ---
+
+
+def two_servers(down: set[str] = frozenset()) -> tuple[list[str], LightRAGConfig]:
+    """A client over servers a and b (each host in ``down`` refuses connections);
+    the hosts the requests went to, in order."""
+    import dataclasses
+
+    hosts: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.host in down:
+            raise httpx.ConnectError("[Errno 111] Connection refused")
+        hosts.append(f"{request.url.host} {request.url.path}")
+        if request.url.path == "/query/stream":
+            return _ndjson({"references": []}, {"response": request.url.host})(request)
+        if request.url.path == "/documents/scan":
+            return httpx.Response(200, json={"status": "scanning_started", "track_id": "t"})
+        return httpx.Response(200, json={"status": "success", "data": {}, "server": request.url.host})
+
+    urls = ("http://a.test", "http://b.test")
+    both = dataclasses.replace(config(), base_url=urls[0], query_urls=urls)
+    return hosts, make_client(both, transport=httpx.MockTransport(handler))
+
+
+def test_queries_take_turns_on_the_servers_and_documents_stay_on_the_first():
+    hosts, client = two_servers()
+    with client:
+        for _ in range(2):
+            client.query_data("Gamma telescope mirror")
+            client.scan()
+            with client.query_stream("mirror?", mode="naive") as stream:
+                assert "".join(stream.pieces()) in ("a.test", "b.test")
+            client.query("mirror?")
+    assert hosts == [
+        "a.test /query/data", "a.test /documents/scan", "b.test /query/stream", "a.test /query",
+        "b.test /query/data", "a.test /documents/scan", "a.test /query/stream", "b.test /query",
+    ]  # fmt: skip
+
+
+def test_a_server_that_refuses_connections_passes_the_query_to_the_next():
+    hosts, client = two_servers(down={"a.test"})
+    with client:
+        assert [client.query_data("mirror")["server"] for _ in range(3)] == ["b.test"] * 3
+        with client.query_stream("mirror?", mode="naive") as stream:
+            assert "".join(stream.pieces()) == "b.test"
+        # Documents are the first server's: it is down, so they wait (the job ledger retries).
+        with pytest.raises(LightRAGUnavailable, match="Cannot reach LightRAG at http://a.test"):
+            client.scan()
+    _, client = two_servers(down={"a.test", "b.test"})
+    with client:
+        with pytest.raises(LightRAGUnavailable, match="Cannot reach LightRAG"):
+            client.query_data("mirror")
+        with pytest.raises(LightRAGUnavailable, match="Cannot reach LightRAG"):
+            with client.query_stream("mirror?", mode="naive"):
+                pass

@@ -209,3 +209,12 @@ def test_it_parses_dotenv_like_python_dotenv():
         "MULTI": "first\nsecond",
         "EMPTY": "",
     }
+
+
+def test_several_servers_in_the_url_share_the_queries_and_the_first_takes_the_documents():
+    config = load_config({"MNOTE_LIGHTRAG_URL": " http://rag-1:9621/ , http://rag-2:9621,http://rag-1:9621"}, **DEFAULTS)
+    assert config.base_url == "http://rag-1:9621"
+    assert config.query_urls == ("http://rag-1:9621", "http://rag-2:9621")
+    assert load_config({"MNOTE_LIGHTRAG_URL": "http://rag-1:9621"}, **DEFAULTS).query_urls == ()
+    with pytest.raises(ImproperlyConfiguredLightRAG, match="MNOTE_LIGHTRAG_URL must be an http"):
+        load_config({"MNOTE_LIGHTRAG_URL": "http://rag-1:9621,"}, **DEFAULTS)

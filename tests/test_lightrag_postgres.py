@@ -64,9 +64,16 @@ def manual(postgres_lightrag, settings, library_dir):
     return source
 
 
-def lightrag_json_files(working_dir: Path) -> list[str]:
-    """LightRAG's key-value and document-status files (its vector files, vdb_*.json, are expected)."""
-    return sorted(p.name for p in working_dir.rglob("*.json") if not p.name.startswith("vdb_"))
+def stored_files(working_dir: Path) -> list[str]:
+    """Whatever LightRAG wrote in its working folder (with every store in PostgreSQL: nothing)."""
+    return sorted(str(p.relative_to(working_dir)) for p in working_dir.rglob("*") if p.is_file())
+
+
+def vector_rows(conn, doc_id: str) -> int:
+    """The document's chunk vectors in pgvector's table (named after the embedding model)."""
+    sql = "SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'lightrag_vdb_chunks%'"
+    (table,) = conn.execute(sql).fetchone()
+    return conn.execute(f'SELECT count(*) FROM "{table}" WHERE full_doc_id = %s', [doc_id]).fetchone()[0]
 
 
 def test_a_docx_is_searched_cited_previewed_and_answered_with_lightrag_on_postgresql(
@@ -76,13 +83,13 @@ def test_a_docx_is_searched_cited_previewed_and_answered_with_lightrag_on_postgr
 
     from mnote.citations.sidecar import chunk_index_of
 
-    # LightRAG's chunks and documents are rows in PostgreSQL, not files MNote could read.
-    assert lightrag_json_files(settings.MNOTE_LIGHTRAG.working_dir) == []
-    assert not (settings.MNOTE_LIGHTRAG.working_dir / "kv_store_text_chunks.json").exists()
+    # LightRAG's chunks, documents and vectors are rows in PostgreSQL, not files MNote could read.
+    assert stored_files(settings.MNOTE_LIGHTRAG.working_dir) == []
     with psycopg.connect(postgres_lightrag.config.lightrag_postgres) as conn:
         sql = "SELECT count(*) FROM lightrag_doc_chunks WHERE full_doc_id = %s"
-        chunks = conn.execute(sql, [manual.lightrag_doc_id])
-        assert chunks.fetchone()[0] >= 2
+        chunks_count = conn.execute(sql, [manual.lightrag_doc_id]).fetchone()[0]
+        assert chunks_count >= 2
+        assert vector_rows(conn, manual.lightrag_doc_id) == chunks_count
 
     # Search: the second section's paragraph, its heading path and Word paragraph ids.
     mapped = full_library_search(member, "Zerodur meniscus primary mirror actuators", mode="naive")

@@ -11,13 +11,13 @@ from mnote.stack.processes import StackConfig, lightrag_server_env
 REPO = Path(__file__).resolve().parent.parent
 
 
-def test_lightrag_keeps_its_documents_and_graph_in_postgresql_and_its_vectors_in_files(tmp_path):
+def test_lightrag_keeps_every_store_in_postgresql(tmp_path):
     config = StackConfig(data_dir=tmp_path, api_key="k", lightrag_postgres="postgres://mnote@127.0.0.1:9623/mnote_lightrag")
     env = lightrag_server_env(config)
     assert env["LIGHTRAG_KV_STORAGE"] == "PGKVStorage"
     assert env["LIGHTRAG_DOC_STATUS_STORAGE"] == "PGDocStatusStorage"
     assert env["LIGHTRAG_GRAPH_STORAGE"] == "PGTableGraphStorage"
-    assert "LIGHTRAG_VECTOR_STORAGE" not in env  # pgvector is not packaged here: NanoVectorDB stays
+    assert env["LIGHTRAG_VECTOR_STORAGE"] == "PGVectorStorage"
     assert (env["POSTGRES_HOST"], env["POSTGRES_PORT"], env["POSTGRES_USER"], env["POSTGRES_DATABASE"]) == (
         "127.0.0.1", "9623", "mnote", "mnote_lightrag"
     )

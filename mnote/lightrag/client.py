@@ -7,11 +7,12 @@ here retries (the job ledger does).
 from __future__ import annotations
 
 import functools
+import itertools
 import json as jsonlib
 import math
 import ssl
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 from urllib.parse import quote
 
@@ -66,18 +67,23 @@ def make_client(
 ) -> LightRAGClient:
     """`timeout` replaces the default for documents and retrieval; health and answers keep theirs.
     A ``shared`` client is one process's for all its requests: leaving its
-    ``with`` block keeps its connections open (keep-alive)."""
+    ``with`` block keeps its connections open (keep-alive). With several
+    servers configured (``config.query_urls``), queries take turns among them."""
     headers = {"Accept": "application/json"}
     if config.api_key:
         headers["X-API-Key"] = config.api_key
-    http = httpx.Client(
-        base_url=config.base_url,
-        headers=headers,
-        timeout=timeout or DEFAULT_TIMEOUT,
-        transport=transport,
-        verify=_tls_context(),
-    )
-    return LightRAGClient(http, base_url=config.base_url, shared=shared)
+
+    def http(url: str) -> httpx.Client:
+        return httpx.Client(
+            base_url=url,
+            headers=headers,
+            timeout=timeout or DEFAULT_TIMEOUT,
+            transport=transport,
+            verify=_tls_context(),
+        )
+
+    others = [(http(url), url) for url in config.query_urls if url != config.base_url]
+    return LightRAGClient(http(config.base_url), base_url=config.base_url, shared=shared, others=others)
 
 
 @functools.cache
@@ -87,18 +93,42 @@ def _tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-class LightRAGClient:
-    def __init__(self, http: httpx.Client, *, base_url: str, shared: bool = False):
-        self._http = http
+class _Server:
+    """One LightRAG server: its HTTP client and the URLs a search calls."""
+
+    def __init__(self, http: httpx.Client, base_url: str):
+        self.http = http
         self.base_url = base_url
-        self.shared = shared
         # The URLs of the calls a search makes, joined to the base once: httpx
         # parses and merges a relative URL on every request (~0.1 ms; issue 17).
         base = http.base_url  # httpx keeps its path ending in "/"
-        self._urls = {
+        self.urls = {
             path: base.copy_with(raw_path=base.raw_path + path.lstrip("/").encode())
             for path in ("/health", "/query/data", "/query")
         }
+
+
+class LightRAGClient:
+    """Documents (scan, list, delete, track) and health go to the first server;
+    queries take turns among all (``others``: servers sharing its storage).
+    LightRAG lets one pipeline run at a time only within one server, so scans
+    and deletes stay on one; a query is read-only and may go anywhere. A
+    server that cannot be connected to passes a query to the next one."""
+
+    def __init__(
+        self,
+        http: httpx.Client,
+        *,
+        base_url: str,
+        shared: bool = False,
+        others: Iterable[tuple[httpx.Client, str]] = (),
+    ):
+        self._http = http
+        self.base_url = base_url
+        self.shared = shared
+        self._servers = [_Server(http, base_url), *(_Server(h, url) for h, url in others)]
+        # next() on a count is atomic under the GIL: threads sharing the client take distinct turns.
+        self._turns = itertools.count()
 
     def __enter__(self) -> LightRAGClient:
         return self
@@ -108,7 +138,28 @@ class LightRAGClient:
 
     def close(self) -> None:
         if not self.shared:
-            self._http.close()
+            for server in self._servers:
+                server.http.close()
+
+    @property
+    def query_urls(self) -> list[str]:
+        return [server.base_url for server in self._servers]
+
+    def _in_turn(self) -> list[_Server]:
+        """The servers in the order this query tries them: the next in turn first."""
+        start = next(self._turns) % len(self._servers)
+        return self._servers[start:] + self._servers[:start]
+
+    def _query(self, path: str, request: dict[str, Any], timeout: httpx.Timeout | None = None) -> dict[str, Any]:
+        *earlier, last = self._in_turn()
+        for server in earlier:
+            try:
+                return self._json_object("POST", path, json=request, timeout=timeout, server=server)
+            except LightRAGUnavailable as e:
+                # Refused or unroutable: the query never reached that server, so another may answer it.
+                if not isinstance(e.__cause__, httpx.ConnectError):
+                    raise
+        return self._json_object("POST", path, json=request, timeout=timeout, server=last)
 
     def health(self) -> Health:
         return Health.from_body(self._json_object("GET", "/health", timeout=HEALTH_TIMEOUT))
@@ -236,7 +287,7 @@ class LightRAGClient:
         nothing matched; it is returned as is.
         """
         request = _query_request(query, mode, top_k, chunk_top_k, enable_rerank)
-        return self._json_object("POST", "/query/data", json=request)
+        return self._query("/query/data", request)
 
     def query(
         self,
@@ -249,7 +300,7 @@ class LightRAGClient:
     ) -> dict[str, Any]:
         """An answer written by LightRAG's LLM, with the references it used."""
         request = _query_request(query, mode, top_k, chunk_top_k, enable_rerank)
-        return self._json_object("POST", "/query", json=request, timeout=ANSWER_TIMEOUT)
+        return self._query("/query", request, timeout=ANSWER_TIMEOUT)
 
     @contextmanager
     def query_stream(
@@ -272,16 +323,30 @@ class LightRAGClient:
         if conversation_history:
             request["conversation_history"] = conversation_history
         request_name = "POST /query/stream"
-        try:
-            with self._http.stream("POST", "/query/stream", json=request, timeout=ANSWER_TIMEOUT) as response:
+        servers = self._in_turn()
+        with ExitStack() as opened:
+            for server in servers:
+                try:
+                    response = opened.enter_context(
+                        server.http.stream("POST", "/query/stream", json=request, timeout=ANSWER_TIMEOUT)
+                    )
+                    break
+                except httpx.ConnectError as e:
+                    if server is servers[-1]:
+                        raise LightRAGUnavailable(f"Cannot reach LightRAG at {server.base_url} ({request_name}): {e}") from e
+                except httpx.TimeoutException as e:
+                    raise LightRAGUnavailable(f"LightRAG at {server.base_url} did not answer {request_name} in time.") from e
+                except httpx.TransportError as e:
+                    raise LightRAGUnavailable(f"Cannot reach LightRAG at {server.base_url} ({request_name}): {e}") from e
+            try:
                 if response.status_code >= 300:
                     response.read()
                     self._raise_for_status(response, request_name)
-                yield AnswerStream(response, self.base_url)
-        except httpx.TimeoutException as e:
-            raise LightRAGUnavailable(f"LightRAG at {self.base_url} did not answer {request_name} in time.") from e
-        except httpx.TransportError as e:
-            raise LightRAGUnavailable(f"Cannot reach LightRAG at {self.base_url} ({request_name}): {e}") from e
+                yield AnswerStream(response, server.base_url)
+            except httpx.TimeoutException as e:
+                raise LightRAGUnavailable(f"LightRAG at {server.base_url} did not answer {request_name} in time.") from e
+            except httpx.TransportError as e:
+                raise LightRAGUnavailable(f"Cannot reach LightRAG at {server.base_url} ({request_name}): {e}") from e
 
     def track_status(self, track_id: str) -> dict[str, Any]:
         if not track_id.strip():
@@ -295,19 +360,21 @@ class LightRAGClient:
         *,
         json: dict[str, Any] | None = None,
         timeout: httpx.Timeout | None = None,
+        server: _Server | None = None,
     ) -> dict[str, Any]:
         request_name = f"{method} {path}"
+        server = server or self._servers[0]
         try:
-            response = self._http.request(
+            response = server.http.request(
                 method,
-                self._urls.get(path, path),
+                server.urls.get(path, path),
                 json=json,
                 timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
             )
         except httpx.TimeoutException as e:
-            raise LightRAGUnavailable(f"LightRAG at {self.base_url} did not answer {request_name} in time.") from e
+            raise LightRAGUnavailable(f"LightRAG at {server.base_url} did not answer {request_name} in time.") from e
         except httpx.TransportError as e:
-            raise LightRAGUnavailable(f"Cannot reach LightRAG at {self.base_url} ({request_name}): {e}") from e
+            raise LightRAGUnavailable(f"Cannot reach LightRAG at {server.base_url} ({request_name}): {e}") from e
 
         body, decode_error = self._raise_for_status(response, request_name)
         status = response.status_code

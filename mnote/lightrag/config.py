@@ -9,6 +9,9 @@ Each value is taken from the first place that sets it (blank counts as unset):
     working dir  MNOTE_LIGHTRAG_WORKING_DIR > .env WORKING_DIR      > WORKING_DIR      > default
     URL          MNOTE_LIGHTRAG_URL         > .env HOST/PORT/SSL                       > default
 
+MNOTE_LIGHTRAG_URL may name several servers sharing one storage, separated by
+commas: the first takes the document calls, queries take turns among all.
+
 ".env" is the LightRAG server's own file, named by MNOTE_LIGHTRAG_ENV_FILE. It
 beats the generic variables because a LIGHTRAG_API_KEY left in MNote's
 environment is usually stale, while the file is what the server really reads.
@@ -41,6 +44,8 @@ class LightRAGConfig:
     env_file: Path | None
     sources: dict[str, str]
     """Per field name, where its value came from, e.g. "MNOTE_LIGHTRAG_URL" or "default"."""
+    query_urls: tuple[str, ...] = ()
+    """Every server queries take turns on, ``base_url`` first; empty: ``base_url`` alone."""
 
 
 def load_config(
@@ -88,10 +93,11 @@ def load_config(
     working_dir, working_dir_source = directory(
         "MNOTE_LIGHTRAG_WORKING_DIR", "WORKING_DIR", default_working_dir
     )
-    base_url, base_url_source = _base_url(environ, server_env, env_file, default_url)
+    query_urls, base_url_source = _base_urls(environ, server_env, env_file, default_url)
 
     return LightRAGConfig(
-        base_url=base_url,
+        base_url=query_urls[0],
+        query_urls=query_urls if len(query_urls) > 1 else (),
         api_key=api_key,
         input_dir=input_dir,
         working_dir=working_dir,
@@ -118,23 +124,24 @@ def _env_file_path(environ: Mapping[str, str]) -> Path | None:
     return path
 
 
-def _base_url(
+def _base_urls(
     environ: Mapping[str, str],
     server_env: Mapping[str, str],
     env_file: Path | None,
     default_url: str,
-) -> tuple[str, str]:
+) -> tuple[tuple[str, ...], str]:
     explicit = (environ.get("MNOTE_LIGHTRAG_URL") or "").strip()
     if explicit:
-        return _checked_url(explicit, "MNOTE_LIGHTRAG_URL"), "MNOTE_LIGHTRAG_URL"
+        urls = tuple(dict.fromkeys(_checked_url(url.strip(), "MNOTE_LIGHTRAG_URL") for url in explicit.split(",")))
+        return urls, "MNOTE_LIGHTRAG_URL"
 
     host = (server_env.get("HOST") or "").strip()
     port = (server_env.get("PORT") or "").strip()
     if env_file and (host or port):
         source = f"{env_file}: HOST/PORT"
-        return _url_of_server(host, port, server_env.get("SSL", ""), source), source
+        return (_url_of_server(host, port, server_env.get("SSL", ""), source),), source
 
-    return _checked_url(default_url, "the default LightRAG URL"), "default"
+    return (_checked_url(default_url, "the default LightRAG URL"),), "default"
 
 
 def _url_of_server(host: str, port: str, ssl: str, source: str) -> str:

@@ -34,7 +34,7 @@ def lightrag_client() -> LightRAGClient:
     if transport is not None:
         return make_client(config, transport=transport)
     # Per process id: a client made before a fork must not share its sockets.
-    key = (os.getpid(), config.base_url, config.api_key)
+    key = (os.getpid(), config.base_url, config.query_urls, config.api_key)
     with _lock:
         client = _shared.get(key)
         if client is None:

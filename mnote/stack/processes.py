@@ -116,12 +116,16 @@ class StackConfig:
     embedding_limits: EmbeddingLimits | None = None
     # Test only: the model endpoint serves POST /testing/knobs.
     test_knobs: bool = False
-    # The scaled run (`make run-scaled`): LightRAG's key-value, document-status
-    # and graph storage in this PostgreSQL database (a URL) instead of JSON
-    # files in its working directory (vectors stay in NanoVectorDB: pgvector
-    # is not packaged for Debian 12), and several server processes.
+    # The scaled run (`make run-scaled`): every LightRAG store (key-value,
+    # document status, graph, vectors with pgvector) in this PostgreSQL
+    # database (a URL) instead of files in its working directory, and several
+    # server processes. Nothing of the index is then on this machine: another
+    # LightRAG given the same database and input folder serves the same library.
     lightrag_postgres: str | None = None
     lightrag_workers: int = 1
+    # The input folder when it is shared with other LightRAG servers (on
+    # another machine: a shared mount, the same path everywhere); else in data_dir.
+    shared_input_dir: Path | None = None
 
     @property
     def lightrag_dir(self) -> Path:
@@ -129,7 +133,7 @@ class StackConfig:
 
     @property
     def input_dir(self) -> Path:
-        return self.lightrag_dir / "inputs"
+        return self.shared_input_dir or self.lightrag_dir / "inputs"
 
     @property
     def working_dir(self) -> Path:
@@ -287,6 +291,7 @@ def lightrag_postgres_env(url: str) -> dict[str, str]:
         "LIGHTRAG_KV_STORAGE": "PGKVStorage",
         "LIGHTRAG_DOC_STATUS_STORAGE": "PGDocStatusStorage",
         "LIGHTRAG_GRAPH_STORAGE": "PGTableGraphStorage",
+        "LIGHTRAG_VECTOR_STORAGE": "PGVectorStorage",
         "POSTGRES_HOST": parts.hostname or "127.0.0.1",
         "POSTGRES_PORT": str(parts.port or 5432),
         "POSTGRES_USER": unquote(parts.username or ""),
@@ -329,10 +334,28 @@ class EmbeddedStack:
                 f"LightRAG's virtualenv is missing ({self.config.lightrag_python}); `make run` installs it."
             )
 
+    def check_pgvector(self) -> None:
+        import psycopg
+
+        from mnote.stack.postgres import pgvector_available
+
+        try:
+            available = pgvector_available(self.config.lightrag_postgres)
+        except psycopg.Error as e:
+            raise StackError(f"cannot reach LightRAG's PostgreSQL database: {e}") from e
+        if not available:
+            raise StackError(
+                "LightRAG's PostgreSQL has no pgvector, which its vector storage needs: install your "
+                "distribution's package (Debian 13: postgresql-17-pgvector), or `make install-postgres` "
+                "for the local one."
+            )
+
     def prepare(self) -> dict[str, str]:
         from mnote.stack.tiktoken_cache import ensure_cache
 
         self.check_installed()
+        if self.config.lightrag_postgres:
+            self.check_pgvector()
         for folder in (self.config.input_dir, self.config.working_dir, self.config.tiktoken_dir):
             folder.mkdir(parents=True, exist_ok=True)
         ensure_cache(self.config.tiktoken_dir, self.config.data_dir / "downloads")
