@@ -31,6 +31,17 @@ in one session got, beside a neighbour's busy session, what one got;
 ``--one-session`` measures that way again).
 Ports: 8464 (SQLite web), 8469 (PostgreSQL web), 8465 (LightRAG stand-in),
 8466 (PostgreSQL) unless given.
+
+``--lightrag-pair`` measures LightRAG scaled out too, in the same rounds'
+fashion: two real lightrag-servers with every store in this PostgreSQL
+(pgvector), each with a working folder of its own (two machines), against the
+first alone; MNote indexed once through the first, two gunicorns on its
+database, ``MNOTE_LIGHTRAG_URL`` naming one server or both (queries take turns).
+Each server's CPU, the model endpoint's and PostgreSQL's are reported per
+round (target: 2 servers >= 1.6x 1), with the CPU-capacity estimate beside it.
+Ports ``--pair-ports`` (8470-8472) and ``--pair-web-ports`` (8473, 8474).
+
+    .venv/bin/python bench/scale_bench.py --no-search --lightrag-pair [--rounds 4 --clients 8]
 """
 
 import argparse
@@ -251,24 +262,28 @@ class Case:
     """One set-up under test: its web server (gunicorn master pid), port,
     API token and the database server's pid when it has one."""
 
-    def __init__(self, name: str, port: int, web: subprocess.Popen, token: str, postgres: int | None, folder: Path):
+    def __init__(self, name: str, port: int, web: subprocess.Popen, token: str, postgres: int | None, folder: Path,
+                 *, query: str = QUERY, others: dict[str, int] | None = None):  # fmt: skip
         self.name, self.port, self.web, self.token, self.postgres = name, port, web, token, postgres
-        self.script = folder / "search.lua"
-        self.script.write_text(WRK_SCRIPT.replace("BODY", json.dumps({"query": QUERY, "mode": "naive"})))
+        self.query = query
+        # The other processes whose CPU a round counts (name -> pid of the process tree).
+        self.others = others or {}
+        self.script = folder / f"search-{name}.lua"
+        self.script.write_text(WRK_SCRIPT.replace("BODY", json.dumps({"query": query, "mode": "naive"})))
         self.env = {**os.environ, "BENCH_TOKEN": token}
 
     def check(self) -> None:
-        answer = httpx.post(f"http://127.0.0.1:{self.port}/api/search", json={"query": QUERY, "mode": "naive"},
+        answer = httpx.post(f"http://127.0.0.1:{self.port}/api/search", json={"query": self.query, "mode": "naive"},
                             headers={"Authorization": f"Bearer {self.token}"}, timeout=60)  # fmt: skip
         if answer.status_code != 200 or not answer.json().get("results"):
             raise SystemExit(f"{self.name}: no citation in a search's answer: {answer.status_code} {answer.text[:300]}")
 
 
-def measure(case: Case, seconds: float, clients: int, standin: int) -> dict:
+def measure(case: Case, seconds: float, clients: int) -> dict:
     """One round: ``clients`` connections POST /api/search for ``seconds``;
     searches per second, latencies, and who used the cores meanwhile."""
     wrk = ensure_wrk()
-    parties = {"web": case.web.pid, "postgres": case.postgres, "lightrag_stand_in": standin}
+    parties = {"web": case.web.pid, "postgres": case.postgres, **case.others}
     workers = worker_pids(case.web.pid)
     before = {name: tree_cpu(pid) for name, pid in parties.items() if pid}
     workers_before, machine_before = process_cpu(workers), machine_times()
@@ -301,7 +316,7 @@ def measure(case: Case, seconds: float, clients: int, standin: int) -> dict:
         "connections_per_worker": held,
         "cpu_seconds": {name: round(value, 2) for name, value in cpu.items()},
         "cpu_share": {name: round(value / capacity, 3) for name, value in cpu.items()} if capacity else {},
-        "harness_cpu_share": round((cpu["load_generator"] + cpu["lightrag_stand_in"]) / capacity, 3)
+        "harness_cpu_share": round((cpu["load_generator"] + cpu.get("lightrag_stand_in", 0)) / capacity, 3)
         if capacity else None,
     }
 
@@ -322,7 +337,7 @@ def round_median(values: list[float]) -> float:
 
 
 def interleave(base: Case, scaled: Case, *, rounds: int, seconds: float, clients: int, warmup: float,
-               standin: int) -> dict:  # fmt: skip
+               capacity_ratio=None) -> dict:  # fmt: skip
     """``rounds`` pairs of short runs, base and scaled back to back, the order
     swapped every round (A B, B A, …) so a neighbour's burst or the host's
     steal lands on both set-ups alike; each pair gives one ratio."""
@@ -333,10 +348,10 @@ def interleave(base: Case, scaled: Case, *, rounds: int, seconds: float, clients
     rows = []
     for n in range(rounds):
         order = (base, scaled) if n % 2 == 0 else (scaled, base)
-        row = {case.name: measure(case, seconds, clients, standin) for case in order}
+        row = {case.name: measure(case, seconds, clients) for case in order}
         a, b = row[base.name]["per_second"], row[scaled.name]["per_second"]
         row["ratio"] = round(b / a, 2) if a else None
-        row["cpu_capacity_ratio"] = cpu_capacity_ratio(row[base.name], row[scaled.name])
+        row["cpu_capacity_ratio"] = (capacity_ratio or cpu_capacity_ratio)(row[base.name], row[scaled.name])
         rows.append(row)
         print(round_line(n, row, base.name, scaled.name), flush=True)
     return {"rounds": rows}
@@ -348,7 +363,8 @@ def round_line(n: int, row: dict, base: str, scaled: str) -> str:
         return (f"{r['per_second']:6.1f}/s p99 {r['p99_ms']:5.0f} ms web {r['web_cpu_ms_per_search']:5.1f} ms/search "
                 f"workers {r['web_worker_core_share']} conns {r['connections_per_worker']} "
                 f"steal {c['steal']:.0%} other {c['other_processes']:.0%} "
-                f"irq {c['interrupts']:.0%} idle {c['idle']:.0%}")
+                f"irq {c['interrupts']:.0%} idle {c['idle']:.0%}"
+                + "".join(f" {k} {v:.0%}" for k, v in c.items() if k.startswith(("lightrag_server", "model_"))))
     return f"round {n + 1}: {base} {part(row[base])} | {scaled} {part(row[scaled])} | ratio {row['ratio']}"
 
 
@@ -369,6 +385,8 @@ def total(rows: list[dict], name: str) -> dict:
         "web_cpu_ms_per_search": per_search(seconds["web"], searches),
         "postgres_cpu_ms_per_search": per_search(seconds.get("postgres"), searches),
         "cpu_share": {k: round(v / capacity, 3) for k, v in seconds.items()} if capacity else {},
+        "cpu_ms_per_search": {k: per_search(v, searches) for k, v in seconds.items()
+                              if k not in ("idle", "steal", "interrupts", "other_processes")},  # fmt: skip
     }
 
 
@@ -453,6 +471,124 @@ def cpu_capacity_ratio(base: dict, scaled: dict) -> float | None:
     return round(capacity(scaled, 2) / capacity(base, 1), 2)
 
 
+# --- two LightRAG servers on one PostgreSQL, against one ---------------------
+#
+# The scaled LightRAG: every store in PostgreSQL (pgvector for the vectors), so
+# a second lightrag-server with a working folder of its own (a second machine)
+# serves the same library. One MNote database, indexed once through the first
+# server; two gunicorns on it, one with MNOTE_LIGHTRAG_URL naming the first
+# server, one naming both (queries take turns). A lightrag-server is one
+# asyncio process, so one server computes on one core at most: two should
+# take searches on both cores of a 2-core machine.
+
+PAIR_TARGET = 1.6
+PAIR_QUERY = "Zerodur meniscus primary mirror actuators"
+PAIR_INDEX = """
+import django; django.setup()
+from django.contrib.auth import get_user_model
+from mnote.api.models import ApiToken
+from mnote.library.ingest import wait_until_settled
+from mnote.library.models import IndexedRoot
+from mnote.library.sync import sync_root
+from mnote.lightrag.provider import lightrag_client
+root = IndexedRoot.objects.create(name="Demo", path="demo")
+sync_root(root)
+with lightrag_client() as client:
+    assert wait_until_settled(client, timeout=900, interval=0.5)
+statuses = set(root.sources.values_list("status", flat=True))
+assert statuses == {"indexed"}, statuses
+user = get_user_model().objects.create_user("bench", password="bench-pass-123")
+print(ApiToken.objects.create_token(user, "bench")[1])
+"""
+
+
+def lightrag_pair(folder: Path, postgres, ports: list[int], stacks: list) -> None:
+    """Two lightrag-servers on one PostgreSQL database (the first with the
+    local model endpoint, which both use), appended to ``stacks`` as they start."""
+    from dataclasses import replace
+
+    import psycopg
+
+    from mnote.stack.processes import EmbeddedStack, StackConfig
+
+    with psycopg.connect(postgres.url, autocommit=True) as conn:
+        conn.execute('CREATE DATABASE "pair_lightrag"')
+        conn.execute('CREATE DATABASE "pair_mnote"')
+    tiktoken = next((p for p in (REPO / ".venv-lightrag" / "tiktoken", REPO / "data" / "tiktoken") if p.is_dir()), None)
+    first_dir, second_dir = folder / "lightrag-1", folder / "lightrag-2"
+    for data_dir in (first_dir, second_dir):
+        if tiktoken:
+            shutil.copytree(tiktoken, data_dir / "tiktoken", ignore=shutil.ignore_patterns(".seeded"))
+    first = EmbeddedStack(StackConfig(data_dir=first_dir, lightrag_port=ports[0], model_port=ports[2],
+                                      lightrag_postgres=postgres.url.rsplit("/", 1)[0] + "/pair_lightrag"))  # fmt: skip
+    stacks.append(first)
+    first.start()
+    # The second machine: its own working folder; the database, input folder (a shared mount) and key are the first's.
+    second = EmbeddedStack(replace(first.config, data_dir=second_dir, lightrag_port=ports[1],
+                                   shared_input_dir=first.config.input_dir, api_key=first.config.resolved_api_key()))  # fmt: skip
+    stacks.append(second)
+    second.prepare()
+    second.start_lightrag()
+
+
+def pair_cases(folder: Path, postgres, stacks: list, web_ports: list[int], threads: int, own_sessions: bool,
+               webs: list) -> tuple[Case, Case]:  # fmt: skip
+    """MNote indexed once through the first server, and its two gunicorns."""
+    first, second = stacks
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MNOTE_", "DATABASE_URL"))}
+    env.update(
+        DJANGO_SETTINGS_MODULE="mnote.settings", MNOTE_SECRET_KEY="scale-bench", MNOTE_LOG_LEVEL="WARNING",
+        DATABASE_URL=postgres.url.rsplit("/", 1)[0] + "/pair_mnote", MNOTE_CACHE="database",
+        MNOTE_DATA_DIR=str(folder / "pair-data"), MNOTE_LIBRARY_BASE_DIR=str(folder / "pair-library"),
+        MNOTE_LIGHTRAG_ENV_FILE=str(first.config.env_file), MNOTE_LIGHTRAG_URL=first.config.lightrag_url,
+    )  # fmt: skip
+    shutil.copytree(REPO / "mnote" / "demo" / "library" / "en", folder / "pair-library" / "demo")
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], env=env, cwd=REPO, check=True)
+    subprocess.run([sys.executable, "manage.py", "createcachetable"], env=env, cwd=REPO, check=True)
+    started = time.monotonic()
+    indexed = subprocess.run([sys.executable, "-c", PAIR_INDEX], env=env, cwd=REPO, capture_output=True, text=True)
+    if indexed.returncode:
+        raise SystemExit(f"indexing the demo library failed:\n{indexed.stderr[-2000:]}")
+    print(f"demo library (en) indexed through the first LightRAG in {time.monotonic() - started:.0f} s", flush=True)
+    token = indexed.stdout.strip().splitlines()[-1]
+    others = {"lightrag_server_1": first.lightrag.process.pid, "lightrag_server_2": second.lightrag.process.pid,
+              "model_endpoint": first.model_endpoint.process.pid}  # fmt: skip
+    cases = []
+    for name, urls, port in (
+        ("lightrag_1_server", first.config.lightrag_url, web_ports[0]),
+        ("lightrag_2_servers", f"{first.config.lightrag_url},{second.config.lightrag_url}", web_ports[1]),
+    ):
+        case_dir = folder / name
+        case_dir.mkdir()
+        webs.append(serve({**env, "MNOTE_LIGHTRAG_URL": urls}, 2, threads, port, case_dir / "web.log",
+                          own_sessions=own_sessions))  # fmt: skip
+        cases.append(Case(name, port, webs[-1], token, postgres_pid(postgres), case_dir, query=PAIR_QUERY,
+                          others=others))  # fmt: skip
+    return cases[0], cases[1]
+
+
+PAIR_PARTIES = ("web", "postgres", "lightrag_server_1", "lightrag_server_2", "model_endpoint", "load_generator")
+
+
+def pair_capacity_ratio(base: dict, scaled: dict) -> float | None:
+    """Searches per second the measured CPU costs allow on ``nproc`` idle
+    cores, two servers over one: bound by all parties' CPU on all cores, and
+    by one core for each lightrag-server, for the model endpoint (one engine)
+    and for each web process (the GIL; upper bounds, C calls run beside it)."""
+    cores = os.cpu_count() or 1
+
+    def capacity(row: dict) -> float:
+        n, cpu = row["searches"], row["cpu_seconds"]
+        bounds = [cores * n / sum(cpu.get(k, 0) for k in PAIR_PARTIES), 2 * n / cpu["web"]]
+        # A server (or the endpoint) that computed next to nothing is no bound.
+        bounds += [n / cpu[k] for k in ("lightrag_server_1", "lightrag_server_2", "model_endpoint") if cpu[k] > 0.05]
+        return min(bounds)
+
+    if not (base["searches"] and scaled["searches"]):
+        return None
+    return round(capacity(scaled) / capacity(base), 2)
+
+
 def postgres_pid(postgres) -> int:
     """The postmaster (its first line of postmaster.pid): the server's connections are its children."""
     return int((postgres.data_dir / "postmaster.pid").read_text().split("\n", 1)[0])
@@ -476,6 +612,11 @@ def main():
     parser.add_argument("--ingest-timeout", type=float, default=600)
     parser.add_argument("--stack-ports", type=int, nargs=2, default=[8467, 8468], metavar=("LIGHTRAG", "MODEL"))
     parser.add_argument("--no-search", action="store_true")
+    parser.add_argument("--lightrag-pair", action="store_true",
+                        help="also search through one LightRAG server against two on one PostgreSQL (pgvector)")
+    parser.add_argument("--pair-ports", type=int, nargs=3, default=[8470, 8471, 8472],
+                        metavar=("LIGHTRAG_1", "LIGHTRAG_2", "MODEL"))
+    parser.add_argument("--pair-web-ports", type=int, nargs=2, default=[8473, 8474], metavar=("ONE", "TWO"))
     args = parser.parse_args()
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mnote.settings")
@@ -490,7 +631,7 @@ def main():
     (folder / "pg").mkdir()
     postgres.own(folder)
     postgres.own(folder / "pg")
-    results, webs = {}, []
+    results, webs, stacks = {}, [], []
     try:
         postgres.start()
         lightrag_url = f"http://127.0.0.1:{args.lightrag_port}"
@@ -507,16 +648,30 @@ def main():
                 env = prepare(case, database_url, lightrag_url)
                 log = case / "web.log"
                 webs.append(serve(env, processes, args.threads, port, log, own_sessions=not args.one_session))
-                cases.append(Case(name, port, webs[-1], env["BENCH_TOKEN"],
-                                  postgres_pid(postgres) if database_url else None, case))  # fmt: skip
+                cases.append(Case(name, port, webs[-1], env["BENCH_TOKEN"], postgres_pid(postgres) if database_url else None,
+                                  case, others={"lightrag_stand_in": lightrag.pid}))  # fmt: skip
             results = interleave(*cases, rounds=args.rounds, seconds=args.seconds, clients=args.clients,
-                                 warmup=args.warmup, standin=lightrag.pid)  # fmt: skip
+                                 warmup=args.warmup)  # fmt: skip
             for case in cases:
                 results[case.name] = total(results["rounds"], case.name)
         for web in webs:
             os.killpg(web.pid, 15)
             web.wait(30)
         webs = []
+        if args.lightrag_pair:
+            lightrag_pair(folder, postgres, args.pair_ports, stacks)
+            pair = pair_cases(folder, postgres, stacks, args.pair_web_ports, args.threads, not args.one_session, webs)
+            results["lightrag_pair"] = interleave(*pair, rounds=args.rounds, seconds=args.seconds, clients=args.clients,
+                                                  warmup=args.warmup, capacity_ratio=pair_capacity_ratio)  # fmt: skip
+            for case in pair:
+                results["lightrag_pair"][case.name] = total(results["lightrag_pair"]["rounds"], case.name)
+            for web in webs:
+                os.killpg(web.pid, 15)
+                web.wait(30)
+            webs = []
+            for stack in reversed(stacks):
+                stack.stop()
+            stacks = []
         if args.ingest:
             for workers in (1, 2):
                 results[f"ingest_{workers}_workers"] = ingest(workers, folder, postgres, args.stack_ports, args.ingest_timeout)
@@ -525,6 +680,8 @@ def main():
         for web in webs:
             os.killpg(web.pid, 15)
             web.wait(30)
+        for stack in reversed(stacks):
+            stack.stop()
         postgres.stop()
         lightrag.terminate()
         lightrag.wait(10)
@@ -552,6 +709,24 @@ def main():
         print(f"TARGET search throughput, 2 web processes on PostgreSQL / 1 on SQLite: median of {len(rows)} rounds "
               f"{summary['median_round_ratio']}x (rounds {summary['round_ratios']}; target >= {TARGET}x: {met}); "
               f"CPU-capacity estimate {summary['cpu_capacity_ratio_median']}x")  # fmt: skip
+    if args.lightrag_pair:
+        rows = results["lightrag_pair"]["rounds"]
+        one, two = (results["lightrag_pair"][name] for name in ("lightrag_1_server", "lightrag_2_servers"))
+        summary.update(
+            lightrag_pair_median_round_ratio=round_median([row["ratio"] for row in rows if row["ratio"]]),
+            lightrag_pair_round_ratios=[row["ratio"] for row in rows],
+            lightrag_pair_cpu_capacity_ratio_median=round_median(
+                [r["cpu_capacity_ratio"] for r in rows if r["cpu_capacity_ratio"]]),
+            lightrag_pair_target=PAIR_TARGET,
+        )  # fmt: skip
+        for name, r in (("lightrag_1_server", one), ("lightrag_2_servers", two)):
+            print(f"{name}: median {r['median_per_second']}/s, p99 {r['median_p99_ms']} ms, CPU ms per search "
+                  f"{json.dumps(r['cpu_ms_per_search'])}; all cores' time: {json.dumps(r['cpu_share'])}")
+        met = "MET" if summary["lightrag_pair_median_round_ratio"] >= PAIR_TARGET else "NOT met"
+        print(f"TARGET search throughput, 2 LightRAG servers on one PostgreSQL / 1: median of {len(rows)} rounds "
+              f"{summary['lightrag_pair_median_round_ratio']}x (rounds {summary['lightrag_pair_round_ratios']}; "
+              f"target >= {PAIR_TARGET}x: {met}); CPU-capacity estimate "
+              f"{summary['lightrag_pair_cpu_capacity_ratio_median']}x")  # fmt: skip
     if args.ingest:
         one, two = results["ingest_1_workers"]["seconds"], results["ingest_2_workers"]["seconds"]
         summary["ingest_speedup_2_workers"] = round(one / two, 2)

@@ -1,13 +1,16 @@
-"""MNote against a LightRAG deployed as a team would scale it: its key-value,
-document-status and graph storage in PostgreSQL (PGKVStorage,
-PGDocStatusStorage, PGTableGraphStorage on the test PostgreSQL; vectors stay
-in LightRAG's default store, pgvector is not packaged here), two server
-processes under ``lightrag-gunicorn``. Nothing of LightRAG's is then in JSON
-files MNote could read: a DOCX is indexed, searched, cited to its paragraphs,
-previewed, given as context and answered from all the same.
+"""MNote against a LightRAG deployed as a team would scale it: every store
+(key-value, document status, graph, vectors with pgvector: PGKVStorage,
+PGDocStatusStorage, PGTableGraphStorage, PGVectorStorage) in the test
+PostgreSQL, two server processes under ``lightrag-gunicorn``. Nothing of
+LightRAG's is then in files MNote could read: a DOCX is indexed, searched,
+cited to its paragraphs, previewed, given as context and answered from all the
+same. And a second lightrag-server with a working folder of its own, standing
+in for a second machine, on the same database and input folder (a shared
+mount): one library, served by either.
 
-One LightRAG for this module (it runs in the PostgreSQL pass of ``make test``)."""
+One LightRAG pair for this module (it runs in the PostgreSQL pass of ``make test``)."""
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -20,7 +23,7 @@ from mnote.library.sync import sync_root
 from mnote.lightrag.provider import lightrag_client
 from mnote.search.answers import answer_question, full_library_search
 from mnote.stack.processes import EmbeddedStack, StackConfig, free_port
-from tests.conftest import REPO_DIR, _use_lightrag_of, copy_tiktoken_cache
+from tests.conftest import REPO_DIR, _use_lightrag_of, copy_tiktoken_cache, empty_lightrag
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 
@@ -50,9 +53,27 @@ def postgres_lightrag(postgres_server, tmp_path_factory):
     stack.stop()
 
 
+@pytest.fixture(scope="module")
+def second_lightrag(postgres_lightrag, tmp_path_factory):
+    """A plain lightrag-server standing in for a second machine: its own working
+    folder, the first's database, input folder (a shared mount), key and models."""
+    first = postgres_lightrag.config
+    data_dir = tmp_path_factory.mktemp("second-lightrag")
+    shutil.copytree(first.tiktoken_dir, data_dir / "tiktoken")
+    stack = EmbeddedStack(
+        dataclasses.replace(first, data_dir=data_dir, lightrag_port=free_port(), lightrag_workers=1,
+                            shared_input_dir=first.input_dir, api_key=first.resolved_api_key())
+    )  # fmt: skip
+    stack.prepare()
+    stack.start_lightrag()
+    yield stack
+    stack.stop()
+
+
 @pytest.fixture
 def manual(postgres_lightrag, settings, library_dir):
     _use_lightrag_of(postgres_lightrag, settings)
+    empty_lightrag(postgres_lightrag, settings.MNOTE_LIGHTRAG)  # an earlier test's documents would be duplicates
     (library_dir / "manuals").mkdir()
     shutil.copy(MANUAL, library_dir / "manuals" / MANUAL.name)
     root = IndexedRoot.objects.create(name="Manuals", path="manuals")
@@ -131,3 +152,73 @@ def test_a_docx_is_searched_cited_previewed_and_answered_with_lightrag_on_postgr
     assert all(set(s.citation_ids) <= ids for s in answer.sentences)
     assert any("Zerodur" in s.text for s in answer.sentences)
 
+
+
+def cited(member, question: str, source) -> list:
+    mapped = full_library_search(member, question, mode="naive")
+    return [c for c in mapped.citations if c.source_id == source.pk]
+
+
+def test_two_lightrag_servers_on_one_postgresql_serve_one_library(
+    manual, member, settings, postgres_lightrag, second_lightrag
+):
+    from mnote.library.reconcile import reconcile
+    from mnote.lightrag import make_client
+
+    first = settings.MNOTE_LIGHTRAG
+    # Indexed through the first server (the fixture): the second lists it as
+    # processed with the same id and chunks, so reconciling against it changes nothing.
+    _use_lightrag_of(second_lightrag, settings)
+    second = settings.MNOTE_LIGHTRAG
+    assert second.input_dir == first.input_dir and second.working_dir != first.working_dir
+    with lightrag_client() as client:
+        assert not reconcile(client).changed
+    manual.refresh_from_db()
+    assert manual.status == "indexed"
+
+    # Searched, cited to its paragraph and previewed through the second.
+    best = cited(member, "Zerodur meniscus primary mirror actuators", manual)[0]
+    assert best.precision == "paragraph" and best.heading_path[-1] == "2. Optics"
+    reader = Client()
+    reader.force_login(member)
+    preview = reader.get(f"/preview/{manual.pk}/")
+    assert preview.status_code == 200 and best.locator["paraIds"][0].encode() in preview.content
+
+    # MNote's jobs against the second: a new file indexed, then deleted; the first agrees each time.
+    folder = Path(settings.MNOTE_LIBRARY_BASE_DIR) / manual.root.path
+    (folder / "dome.md").write_text("# Dome\nThe dome shutter motor is serviced every spring by the night crew.\n")
+    sync_root(manual.root)
+    with lightrag_client() as client:
+        assert wait_until_settled(client, timeout=INDEX_TIMEOUT, interval=0.5)
+    notes = manual.root.sources.get(relative_path="dome.md")
+    assert notes.status == "indexed", notes.last_error
+    with make_client(first) as client:
+        assert {d.id: d.status for d in client.iter_documents()} == {
+            manual.lightrag_doc_id: "processed", notes.lightrag_doc_id: "processed"
+        }
+    settings.MNOTE_LIGHTRAG = first
+    assert cited(member, "dome shutter motor serviced", notes)
+
+    settings.MNOTE_LIGHTRAG = second
+    (folder / "dome.md").unlink()
+    sync_root(manual.root)
+    with lightrag_client() as client:
+        assert wait_until_settled(client, timeout=INDEX_TIMEOUT, interval=0.5)
+    notes.refresh_from_db()
+    assert notes.status == "removed"
+    with make_client(first) as client:
+        assert [d.id for d in client.iter_documents()] == [manual.lightrag_doc_id]
+    settings.MNOTE_LIGHTRAG = first
+    assert not cited(member, "dome shutter motor serviced", notes)
+    with lightrag_client() as client:
+        assert not reconcile(client).changed
+
+    # Both in MNOTE_LIGHTRAG_URL: searches take turns, each server cites the manual.
+    both = dataclasses.replace(first, query_urls=(first.base_url, second.base_url))
+    settings.MNOTE_LIGHTRAG = both
+    assert lightrag_client().query_urls == [first.base_url, second.base_url]
+    for _ in range(2):
+        assert cited(member, "Zerodur meniscus primary mirror actuators", manual)[0].locator == best.locator
+
+    # No store of either server is a file on its machine.
+    assert stored_files(first.working_dir) == stored_files(second.working_dir) == []
