@@ -732,7 +732,9 @@ def main():
         summary["ingest_speedup_2_workers"] = round(one / two, 2)
     print("summary", json.dumps(summary))
     if not args.no_json:
-        out = REPO / "bench" / "results" / "scale_bench.json"
+        # The LightRAG pair alone keeps its own file beside the web set-ups' results.
+        alone = args.lightrag_pair and args.no_search and not args.ingest
+        out = REPO / "bench" / "results" / ("scale_bench_lightrag_pair.json" if alone else "scale_bench.json")
         out.parent.mkdir(exist_ok=True)
         out.write_text(json.dumps({"args": vars(args), "results": results, "summary": summary,
                                    "machine": machine_info()}, indent=2) + "\n")

@@ -74,13 +74,8 @@ def make_client(
         headers["X-API-Key"] = config.api_key
 
     def http(url: str) -> httpx.Client:
-        return httpx.Client(
-            base_url=url,
-            headers=headers,
-            timeout=timeout or DEFAULT_TIMEOUT,
-            transport=transport,
-            verify=_tls_context(),
-        )
+        timeouts = timeout or DEFAULT_TIMEOUT
+        return httpx.Client(base_url=url, headers=headers, timeout=timeouts, transport=transport, verify=_tls_context())
 
     others = [(http(url), url) for url in config.query_urls if url != config.base_url]
     return LightRAGClient(http(config.base_url), base_url=config.base_url, shared=shared, others=others)
@@ -115,14 +110,8 @@ class LightRAGClient:
     and deletes stay on one; a query is read-only and may go anywhere. A
     server that cannot be connected to passes a query to the next one."""
 
-    def __init__(
-        self,
-        http: httpx.Client,
-        *,
-        base_url: str,
-        shared: bool = False,
-        others: Iterable[tuple[httpx.Client, str]] = (),
-    ):
+    def __init__(self, http: httpx.Client, *, base_url: str, shared: bool = False,
+                 others: Iterable[tuple[httpx.Client, str]] = ()):  # fmt: skip
         self._http = http
         self.base_url = base_url
         self.shared = shared
@@ -146,8 +135,7 @@ class LightRAGClient:
         return [server.base_url for server in self._servers]
 
     def _in_turn(self) -> list[_Server]:
-        """The servers in the order this query tries them: the next in turn first."""
-        start = next(self._turns) % len(self._servers)
+        start = next(self._turns) % len(self._servers)  # the next in turn first, then the others
         return self._servers[start:] + self._servers[:start]
 
     def _query(self, path: str, request: dict[str, Any], timeout: httpx.Timeout | None = None) -> dict[str, Any]:
@@ -323,30 +311,25 @@ class LightRAGClient:
         if conversation_history:
             request["conversation_history"] = conversation_history
         request_name = "POST /query/stream"
-        servers = self._in_turn()
+        *earlier, last = self._in_turn()
         with ExitStack() as opened:
-            for server in servers:
+            for server in (*earlier, last):
                 try:
                     response = opened.enter_context(
                         server.http.stream("POST", "/query/stream", json=request, timeout=ANSWER_TIMEOUT)
                     )
                     break
-                except httpx.ConnectError as e:
-                    if server is servers[-1]:
-                        raise LightRAGUnavailable(f"Cannot reach LightRAG at {server.base_url} ({request_name}): {e}") from e
-                except httpx.TimeoutException as e:
-                    raise LightRAGUnavailable(f"LightRAG at {server.base_url} did not answer {request_name} in time.") from e
                 except httpx.TransportError as e:
-                    raise LightRAGUnavailable(f"Cannot reach LightRAG at {server.base_url} ({request_name}): {e}") from e
+                    # Refused or unroutable: the query never reached that server, so another may answer it.
+                    if not isinstance(e, httpx.ConnectError) or server is last:
+                        raise _unavailable(server, request_name, e) from e
             try:
                 if response.status_code >= 300:
                     response.read()
                     self._raise_for_status(response, request_name)
                 yield AnswerStream(response, server.base_url)
-            except httpx.TimeoutException as e:
-                raise LightRAGUnavailable(f"LightRAG at {server.base_url} did not answer {request_name} in time.") from e
             except httpx.TransportError as e:
-                raise LightRAGUnavailable(f"Cannot reach LightRAG at {server.base_url} ({request_name}): {e}") from e
+                raise _unavailable(server, request_name, e) from e
 
     def track_status(self, track_id: str) -> dict[str, Any]:
         if not track_id.strip():
@@ -371,10 +354,8 @@ class LightRAGClient:
                 json=json,
                 timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
             )
-        except httpx.TimeoutException as e:
-            raise LightRAGUnavailable(f"LightRAG at {server.base_url} did not answer {request_name} in time.") from e
         except httpx.TransportError as e:
-            raise LightRAGUnavailable(f"Cannot reach LightRAG at {server.base_url} ({request_name}): {e}") from e
+            raise _unavailable(server, request_name, e) from e
 
         body, decode_error = self._raise_for_status(response, request_name)
         status = response.status_code
@@ -471,6 +452,12 @@ class AnswerStream:
         while (item := self._next()) is not None:
             if isinstance(item.get("response"), str) and item["response"]:
                 yield item["response"]
+
+
+def _unavailable(server: _Server, request_name: str, error: httpx.TransportError) -> LightRAGUnavailable:
+    if isinstance(error, httpx.TimeoutException):
+        return LightRAGUnavailable(f"LightRAG at {server.base_url} did not answer {request_name} in time.")
+    return LightRAGUnavailable(f"Cannot reach LightRAG at {server.base_url} ({request_name}): {error}")
 
 
 def _query_request(
