@@ -7,7 +7,7 @@ measured, not LightRAG's.
     .venv/bin/python bench/scale_bench.py [--rounds 6] [--seconds 5] [--clients 8]
 
 Each set-up gets a fresh database (SQLite file / a throwaway PostgreSQL from
-Debian's package, started here), one indexed source whose sidecar the
+`make install-postgres`'s build, started here), one indexed source whose sidecar the
 recorded answer maps to, an API token, and gunicorn in the layout `make run`
 uses (mnote.stack.processes.gunicorn_layout: WEB_THREADS threads a process).
 Both stay up; Debian's ``wrk`` (installed when missing) keeps ``--clients``

@@ -106,7 +106,7 @@ def _start_postgres():
 
 @pytest.fixture(scope="session")
 def postgres_server():
-    """A real PostgreSQL (Debian's package, which `make test` installs) for
+    """A real PostgreSQL with pgvector (`make install-postgres`) for
     the tests of several processes on one database: this session's own when
     the session runs on PostgreSQL, else one started for them."""
     if _session_postgres is not None:
