@@ -23,8 +23,9 @@ POSTGRES_TESTS ?= tests/test_jobs.py tests/test_ingest.py tests/test_ingest_reco
 	tests/test_library_tree.py tests/test_library_commands.py tests/test_source_files.py tests/test_roots_form.py \
 	tests/test_root_admin.py tests/test_watcher.py tests/test_text_limit.py tests/test_malformed_input.py \
 	tests/test_ensure_admin.py tests/test_translation.py tests/test_sessions.py $(POSTGRES_ONLY_TESTS)
-# Run in the PostgreSQL pass only: LightRAG itself on PostgreSQL storage (its
-# own LightRAG and model endpoint would cost the SQLite pass as much again),
+# Run in the PostgreSQL pass only: LightRAG itself with every store in
+# PostgreSQL, two servers on one database (their own LightRAGs and model
+# endpoint would cost the SQLite pass as much again),
 # and several workers on one PostgreSQL (they need it whichever pass runs
 # them; the PostgreSQL pass, beside the longer SQLite one, has the time).
 POSTGRES_ONLY_TESTS := tests/test_lightrag_postgres.py tests/test_workers_postgres.py
