@@ -542,10 +542,12 @@ def test_queries_take_turns_on_the_servers_and_documents_stay_on_the_first():
     ]  # fmt: skip
 
 
-def test_a_server_that_refuses_connections_passes_the_query_to_the_next():
+def test_a_server_that_refuses_connections_passes_the_query_to_the_next(caplog):
     hosts, client = two_servers(down={"a.test"})
     with client:
         assert [client.query_data("mirror")["server"] for _ in range(3)] == ["b.test"] * 3
+        # Said in the log, so an operator learns of the server down.
+        assert "Cannot reach LightRAG at http://a.test (POST /query/data)" in caplog.text
         with client.query_stream("mirror?", mode="naive") as stream:
             assert "".join(stream.pieces()) == "b.test"
         # Documents are the first server's: it is down, so they wait (the job ledger retries).

@@ -1,7 +1,8 @@
 """The one client for LightRAG's HTTP API, as observed on lightrag-hku 1.5.7.
 
 Every call either returns parsed data or raises a LightRAGError subclass; nothing
-here retries (the job ledger does).
+here retries (the job ledger does), except that a query a server refused the
+connection for goes to the next of several servers (logged).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json as jsonlib
+import logging
 import math
 import ssl
 from collections.abc import Iterable, Iterator
@@ -28,6 +30,7 @@ from .errors import (
 )
 from .responses import DeleteResult, Document, DocumentsPage, Health, ScanResult
 
+log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=3.0)
 HEALTH_TIMEOUT = httpx.Timeout(5.0, connect=3.0)
 # /query waits for the LLM to write the answer, not only for retrieval.
@@ -147,6 +150,7 @@ class LightRAGClient:
                 # Refused or unroutable: the query never reached that server, so another may answer it.
                 if not isinstance(e.__cause__, httpx.ConnectError):
                     raise
+                log.warning("%s; the query goes to the next server.", e)
         return self._json_object("POST", path, json=request, timeout=timeout, server=last)
 
     def health(self) -> Health:
@@ -323,6 +327,7 @@ class LightRAGClient:
                     # Refused or unroutable: the query never reached that server, so another may answer it.
                     if not isinstance(e, httpx.ConnectError) or server is last:
                         raise _unavailable(server, request_name, e) from e
+                    log.warning("%s; the query goes to the next server.", _unavailable(server, request_name, e))
             try:
                 if response.status_code >= 300:
                     response.read()
@@ -336,15 +341,8 @@ class LightRAGClient:
             raise ValueError("track_status needs a track id.")
         return self._json_object("GET", f"/documents/track_status/{quote(track_id, safe='')}")
 
-    def _json_object(
-        self,
-        method: str,
-        path: str,
-        *,
-        json: dict[str, Any] | None = None,
-        timeout: httpx.Timeout | None = None,
-        server: _Server | None = None,
-    ) -> dict[str, Any]:
+    def _json_object(self, method: str, path: str, *, json: dict[str, Any] | None = None,
+                     timeout: httpx.Timeout | None = None, server: _Server | None = None) -> dict[str, Any]:  # fmt: skip
         request_name = f"{method} {path}"
         server = server or self._servers[0]
         try:
