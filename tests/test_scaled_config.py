@@ -74,3 +74,16 @@ def test_a_web_process_on_postgresql_plans_a_repeated_query_once(postgres_databa
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert int(done.stdout.strip()) >= 1
+
+
+def test_a_postgresql_without_pgvector_is_refused_with_what_to_install(tmp_path, monkeypatch):
+    import pytest
+
+    from mnote.stack import postgres
+    from mnote.stack.processes import EmbeddedStack, StackError
+
+    monkeypatch.setattr(postgres, "pgvector_available", lambda url: False)
+    config = StackConfig(data_dir=tmp_path, api_key="k", lightrag_postgres="postgres://mnote@127.0.0.1:1/mnote_lightrag",
+                         lightrag_python=Path(sys.executable))  # fmt: skip
+    with pytest.raises(StackError, match="no pgvector.*postgresql-17-pgvector.*make install-postgres"):
+        EmbeddedStack(config).prepare()
