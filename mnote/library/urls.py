@@ -9,6 +9,7 @@ urlpatterns = [
     path("sources/<int:source_id>/delete-index/", views.delete_index_view, name="delete_index"),
     path("sources/clear-stale/", views.clear_stale, name="clear_stale"),
     path("tree/", views.tree, name="tree"),
+    path("progress/", views.progress, name="progress"),
     path("sources/retry-failed/", views.retry_failed_view, name="retry_failed"),
     path("roots/<int:root_id>/retry-failed/", views.root_retry_failed, name="root_retry_failed"),
     path("roots/", views.roots, name="roots"),

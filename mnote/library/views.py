@@ -19,6 +19,7 @@ from mnote.library.forms import IndexedRootForm
 from mnote.library.failures import retry_failed
 from mnote.library.models import IndexedRoot, Source
 from mnote.lightrag.provider import health_report, lightrag_client, webui_url
+from mnote.library.progress import library_progress
 from mnote.library.roots_preview import base_folders, preview_root
 from mnote.library.source_filters import (
     FILTERS,
@@ -168,8 +169,31 @@ def home(request):
             "webui_url": webui_url(request),
             "lightrag_url": settings.MNOTE_LIGHTRAG.base_url,
             "root_total": IndexedRoot.objects.visible_to(request.user).count(),
+            **_progress_context(request.user),
         },
     )
+
+
+def _progress_context(user, root_ids=None) -> dict:
+    rows = library_progress(user, root_ids)
+    return {"progress_rows": rows, "progress_busy": any(row.in_progress for row in rows)}
+
+
+# Most roots one progress poll asks about.
+MAX_PROGRESS_ROOTS = 50
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def progress(request):
+    """Indexing progress of the roots the user may see: those with files on
+    the way in, or the ``root`` ids asked for (a live panel keeps asking for
+    the roots it showed, so it ends on "done" instead of vanishing)."""
+    asked = [int(v) for v in request.GET.getlist("root")[:MAX_PROGRESS_ROOTS] if v.isascii() and v.isdigit()]
+    context = _progress_context(request.user, [v for v in asked if v <= MAX_ID] or None)
+    if _partial_wanted(request):
+        return render(request, "library/progress.html#panel", context)
+    return render(request, "library/progress.html", context)
 
 
 class TreeForm(forms.Form):

@@ -322,6 +322,7 @@ class EmbeddedStack:
         self.processes: list[ManagedProcess] = []
         self.model_endpoint: ManagedProcess | None = None
         self.lightrag: ManagedProcess | None = None
+        self.say = None
 
     def check_installed(self) -> None:
         if not self.config.lightrag_python.exists():
@@ -340,7 +341,10 @@ class EmbeddedStack:
         write_env_file(self.config.env_file, env)
         return env
 
-    def start(self) -> None:
+    def start(self, say=None) -> None:
+        """Start the model endpoint (when needed) and LightRAG; ``say`` (a
+        callable taking a line) hears what is being waited for."""
+        self.say = say
         self.prepare()
         logs = self.config.data_dir / "logs"
         if self.config.needs_model_endpoint:
@@ -364,6 +368,7 @@ class EmbeddedStack:
                 env={"PYTHONPATH": str(REPO_DIR)},
             )
             # The endpoint times itself before it listens (a few seconds more on a busy machine).
+            self._say("Starting the local model endpoint (it loads the embedding model and times this machine first)…")
             self._start(self.model_endpoint, timeout=STARTUP_TIMEOUT)
             if self.config.embedding is None:
                 self.config = replace(self.config, embedding_limits=self._measured_limits())
@@ -392,7 +397,12 @@ class EmbeddedStack:
             cwd=self.config.lightrag_dir,
             env=env,
         )
+        self._say(f"Starting LightRAG at {self.config.lightrag_url} (its imports take a minute on a busy machine)…")
         self._start(self.lightrag, timeout=STARTUP_TIMEOUT)
+
+    def _say(self, line: str) -> None:
+        if self.say is not None:
+            self.say(line)
 
     def _measured_limits(self) -> EmbeddingLimits:
         try:
@@ -417,7 +427,7 @@ class EmbeddedStack:
         if process not in self.processes:
             self.processes.append(process)
         try:
-            process.wait_healthy(timeout)
+            process.wait_healthy(timeout, say=self.say)
         except StackError:
             self.stop()
             raise
