@@ -1,5 +1,3 @@
-from functools import wraps
-
 from django import forms
 from django.conf import settings
 from django.contrib import messages
@@ -13,7 +11,7 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from mnote.accounts.roles import is_admin
+from mnote.accounts.roles import admin_only, is_admin
 from mnote.citations.models import Citation
 from mnote.library.forms import IndexedRootForm
 from mnote.library.failures import retry_failed
@@ -43,18 +41,6 @@ from mnote.search.recent import recent as recent_queries
 
 
 PAGE_SIZE = 50
-
-
-def admin_only(view):
-    """Admin pages answer a member with a clear 403 page, not a login loop."""
-
-    @wraps(view)
-    def wrapped(request, *args, **kwargs):
-        if not is_admin(request.user):
-            return render(request, "library/forbidden.html", status=403)
-        return view(request, *args, **kwargs)
-
-    return wrapped
 
 
 class SourceTableForm(forms.Form):
