@@ -109,6 +109,7 @@ class IndexedRootForm(forms.ModelForm):
             "enabled",
             "visible_to_all",
             "visible_to_groups",
+            "uploads_open",
         ]
         error_messages = {
             "name": {
@@ -131,6 +132,13 @@ class IndexedRootForm(forms.ModelForm):
         # Stored resolved, so the same folder reached by two spellings (or an
         # inner symlink) is recognised as one root.
         return resolved.relative_to(base.resolve()).as_posix()
+
+    def clean(self):
+        cleaned = super().clean()
+        path = cleaned.get("path")
+        if cleaned.get("uploads_open") and path and not (settings.MNOTE_LIBRARY_BASE_DIR / path).is_dir():
+            self.add_error("uploads_open", _("Only a folder can take uploads; this root is a single file."))
+        return cleaned
 
 
 class GroupForm(forms.ModelForm):

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from mnote.library import views
+from mnote.library import upload_views, views
 
 app_name = "library"
 
@@ -18,4 +18,5 @@ urlpatterns = [
     path("roots/<int:root_id>/disable/", views.root_disable, name="root_disable"),
     path("roots/<int:root_id>/enable/", views.root_enable, name="root_enable"),
     path("roots/<int:root_id>/remove/", views.root_remove, name="root_remove"),
+    path("roots/<int:root_id>/upload/", upload_views.upload, name="upload"),
 ]

@@ -156,6 +156,7 @@ def home(request):
             "lightrag_url": settings.MNOTE_LIGHTRAG.base_url,
             "root_total": IndexedRoot.objects.visible_to(request.user).count(),
             **_progress_context(request.user),
+            "upload_roots": IndexedRoot.objects.visible_to(request.user).filter(uploads_open=True, enabled=True),
         },
     )
 
@@ -368,7 +369,7 @@ def _root_form_page(request, root: IndexedRoot | None):
         # A folder picked from the list: the same form again with that path, unsaved and without errors yet.
         initial = {name: request.POST.get(name) for name in form.fields}
         initial.update(path=request.POST["pick"], visible_to_groups=request.POST.getlist("visible_to_groups"))
-        for flag in ("recursive", "run_on_change", "enabled", "visible_to_all"):
+        for flag in ("recursive", "run_on_change", "enabled", "visible_to_all", "uploads_open"):
             initial[flag] = flag in request.POST
         form = RootPageForm(initial=initial, instance=root)
     context = {"form": form, "root": root, "base_dir": settings.MNOTE_LIBRARY_BASE_DIR, "folders": base_folders()}
