@@ -21,7 +21,7 @@ from pathlib import PurePosixPath
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from mnote.library.expansion import SKIPPED_DIRS, _supported, included, matches_exclude, Candidate
+from mnote.library.expansion import SKIPPED_DIRS, supported_name, included, matches_exclude, Candidate
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.sync import sync_root
 from mnote.library.text_size import held_back_reason
@@ -79,7 +79,7 @@ def refusal(root: IndexedRoot, relative: str, size: int | None) -> str:
     """Why this file may not go into this root ("" when it may), before a
     byte is written: its kind, its size, the root's patterns."""
     name = PurePosixPath(relative).name
-    if not _supported(name):
+    if not supported_name(name):
         return _("“%(name)s”: the library does not take this kind of file.") % {"name": name}
     if size is not None and size > max_upload_bytes():
         return _("“%(name)s” is larger than %(mb)d MB, the most one upload may be.") % {

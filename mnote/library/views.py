@@ -18,7 +18,8 @@ from mnote.library.failures import retry_failed
 from mnote.library.models import IndexedRoot, Source
 from mnote.lightrag.provider import health_report, lightrag_client, webui_url
 from mnote.library.progress import library_progress
-from mnote.library.roots_preview import base_folders, preview_root
+from mnote.text.snippet import snippet
+from mnote.library.roots_preview import base_folders, preview_root, suggested_root_name
 from mnote.library.source_filters import (
     FILTERS,
     filter_counts,
@@ -98,10 +99,12 @@ def _source_table(request, *, full_page: bool, health_ok: bool = True):
         if f.admin_only and not admin:
             continue
         count = counts.get(f.key) if f.condition is not None else (None if unmapped is None else len(unmapped))
-        filters.append({"filter": f, "count": count, "current": f.key == chosen.key})
+        label, help_text = f.words(admin=admin)
+        filters.append({"filter": f, "label": label, "help": help_text, "count": count, "current": f.key == chosen.key})
     return {
         "admin": admin,
         "chosen": chosen,
+        "chosen_help": chosen.words(admin=admin)[1],
         "filters": filters,
         "query": query,
         "page_obj": page,
@@ -149,8 +152,10 @@ def home(request):
             "recent_queries": recent_queries(request),
             "level": roots_level(request.user),
             "tree_filter": "all",
-            "tree_filters": _tree_filters("all"),
-            "recent_citations": Citation.objects.filter(source__in=visible).select_related("source").order_by("-created_at")[:6],
+            "tree_filters": _tree_filters("all", admin=is_admin(request.user)),
+            "recent_citations": _with_snippets(
+                Citation.objects.filter(source__in=visible).select_related("source").order_by("-created_at")[:6]
+            ),
             "report": report,
             "webui_url": webui_url(request),
             "lightrag_url": settings.MNOTE_LIGHTRAG.base_url,
@@ -159,6 +164,14 @@ def home(request):
             "upload_roots": IndexedRoot.objects.visible_to(request.user).filter(uploads_open=True, enabled=True),
         },
     )
+
+
+def _with_snippets(citations) -> list:
+    """Each citation with a short readable ``snippet`` of its quote."""
+    citations = list(citations)
+    for cited in citations:
+        cited.snippet = snippet(cited.display_quote)
+    return citations
 
 
 def _progress_context(user, root_ids=None) -> dict:
@@ -199,8 +212,12 @@ class TreeForm(forms.Form):
         return path
 
 
-def _tree_filters(chosen: str) -> list[dict]:
-    return [{"filter": f, "current": f.key == chosen} for f in FILTERS if f.condition is not None]
+def _tree_filters(chosen: str, *, admin: bool) -> list[dict]:
+    return [
+        {"filter": f, "label": f.words(admin=admin)[0], "help": f.words(admin=admin)[1], "current": f.key == chosen}
+        for f in FILTERS
+        if f.condition is not None
+    ]
 
 
 @require_GET
@@ -221,7 +238,7 @@ def tree(request):
         if root is None:
             return render(request, "404.html", status=404)
         level = folder_level(request.user, root, path, chosen)
-    context = {"level": level, "tree_filter": chosen, "tree_filters": _tree_filters(chosen), "admin": is_admin(request.user)}
+    context = {"level": level, "tree_filter": chosen, "tree_filters": _tree_filters(chosen, admin=is_admin(request.user)), "admin": is_admin(request.user)}
     if _partial_wanted(request):
         return render(request, "library/tree.html#level", context)
     return render(request, "library/tree.html", context)
@@ -368,11 +385,16 @@ def _root_form_page(request, root: IndexedRoot | None):
     if request.method == "POST" and request.POST.get("pick"):
         # A folder picked from the list: the same form again with that path, unsaved and without errors yet.
         initial = {name: request.POST.get(name) for name in form.fields}
-        initial.update(path=request.POST["pick"], visible_to_groups=request.POST.getlist("visible_to_groups"))
+        picked = request.POST["pick"]
+        initial.update(path=picked, visible_to_groups=request.POST.getlist("visible_to_groups"))
+        if not (initial.get("name") or "").strip():
+            initial["name"] = suggested_root_name(picked)
         for flag in ("recursive", "run_on_change", "enabled", "visible_to_all", "uploads_open"):
             initial[flag] = flag in request.POST
         form = RootPageForm(initial=initial, instance=root)
-    context = {"form": form, "root": root, "base_dir": settings.MNOTE_LIBRARY_BASE_DIR, "folders": base_folders()}
+    taken = set(IndexedRoot.objects.exclude(pk=root.pk if root else None).values_list("path", flat=True))
+    folders = [folder for folder in base_folders() if folder not in taken]
+    context = {"form": form, "root": root, "base_dir": settings.MNOTE_LIBRARY_BASE_DIR, "folders": folders}
     if request.method == "POST" and request.POST.get("pick"):
         return render(request, "library/root_form.html", context)
     if request.method == "POST" and "preview" in request.POST:
