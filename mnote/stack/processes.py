@@ -330,15 +330,21 @@ class EmbeddedStack:
                 f"LightRAG's virtualenv is missing ({self.config.lightrag_python}); `make run` installs it."
             )
 
-    def prepare(self) -> dict[str, str]:
-        from mnote.stack.tiktoken_cache import ensure_cache
-
+    def write_env(self) -> dict[str, str]:
+        """LightRAG's folders and its .env (key, folders), which the web app
+        and the workers read: quick, so they can start before LightRAG."""
         self.check_installed()
         for folder in (self.config.input_dir, self.config.working_dir, self.config.tiktoken_dir):
             folder.mkdir(parents=True, exist_ok=True)
-        ensure_cache(self.config.tiktoken_dir, self.config.data_dir / "downloads")
         env = lightrag_server_env(self.config)
         write_env_file(self.config.env_file, env)
+        return env
+
+    def prepare(self) -> dict[str, str]:
+        from mnote.stack.tiktoken_cache import ensure_cache
+
+        env = self.write_env()
+        ensure_cache(self.config.tiktoken_dir, self.config.data_dir / "downloads")
         return env
 
     def start(self, say=None) -> None:

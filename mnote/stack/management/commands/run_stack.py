@@ -62,7 +62,7 @@ class Command(BaseCommand):
                 # LightRAG's .env first (key, folders): the web app and the
                 # workers read it, and they start before LightRAG so the web
                 # answers within seconds while LightRAG and the demo start.
-                stack.prepare()
+                stack.write_env()
                 child_env["MNOTE_LIGHTRAG_ENV_FILE"] = str(stack.config.env_file)
                 child_env["MNOTE_LIGHTRAG_URL"] = stack.config.lightrag_url
             # Any number of workers share the ledger: each claims its jobs, one
