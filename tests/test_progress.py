@@ -71,3 +71,14 @@ def test_a_member_sees_no_progress_of_a_root_they_may_not_see(member_client, pap
     add(papers, "secret.md", S.QUEUED)
     assert "secret.md" not in member_client.get(f"/library/progress/?root={papers.pk}").content.decode()
     assert "secret.md" not in member_client.get("/").content.decode()
+
+
+def test_recently_cited_snippets_start_and_end_on_whole_words_without_table_syntax():
+    from mnote.text.snippet import snippet
+
+    quote = "ration of the frames.\n| Filter | Frames |\n|---|:---:|\n| R | 20 |\n## Twilight **sky** flats " + "word " * 40
+    text = snippet(quote, 110)
+    assert text.startswith("…of the frames. Filter · Frames R · 20 Twilight sky flats")
+    assert "|" not in text and "---" not in text and "#" not in text and "**" not in text
+    assert text.endswith("word…") and len(text) <= 111
+    assert snippet("平场帧应在黄昏时拍摄。") == "平场帧应在黄昏时拍摄。"
