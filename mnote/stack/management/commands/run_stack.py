@@ -35,8 +35,17 @@ class Command(BaseCommand):
 
     def handle(self, *args, host, port, no_demo, scaled, **options):
         stop = threading.Event()
+        started = threading.Event()
+
+        def on_signal(*_):
+            stop.set()
+            # During start-up (LightRAG may take minutes, the web app already
+            # answers): stop now, not once everything is up.
+            if not started.is_set():
+                raise KeyboardInterrupt
+
         for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
+            signal.signal(sig, on_signal)
 
         child_env = {}
         stack = None
@@ -104,15 +113,20 @@ class Command(BaseCommand):
                     cwd=REPO_DIR,
                     stdin=subprocess.DEVNULL,
                 )
-        except StackError as e:
-            # The web app and workers start first now: they go too.
+        except (StackError, KeyboardInterrupt) as e:
+            # The web app and workers start first: they go too.
+            self.stdout.write("Stopping…")
             for process in ([web] if web else []) + workers:
                 process.stop()
             if stack:
                 stack.stop()
             if postgres:
                 postgres.stop()
+            if isinstance(e, KeyboardInterrupt):
+                self.stdout.write("Stopped.")
+                return
             raise CommandError(str(e)) from e
+        started.set()
 
         self.stdout.write("Press Ctrl-C to stop everything.")
         # A crashed LightRAG, model endpoint or worker is restarted; pages keep
