@@ -13,7 +13,14 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from mnote.accounts.forms import InvitationForm, JoinForm, UserEditForm
-from mnote.accounts.invitations import InvitationUsed, accept, invitation_for, invitation_path, password_reset_path, users
+from mnote.accounts.invitations import (
+    InvitationUsed,
+    accept,
+    invitation_for,
+    invitation_path,
+    password_reset_path,
+    users,
+)
 from mnote.accounts.models import Invitation
 from mnote.accounts.roles import admin_only
 
@@ -89,7 +96,8 @@ def join(request, token):
         except InvitationUsed:
             return render(request, "accounts/join_invalid.html", status=404)
         login(request, user, backend=BACKEND)
-        messages.success(request, _("Welcome, %(name)s. Your account is ready.") % {"name": user.get_short_name() or user.get_username()})
+        name = user.get_short_name() or user.get_username()
+        messages.success(request, _("Welcome, %(name)s. Your account is ready.") % {"name": name})
         return redirect("home")
     return render(request, "accounts/join.html", {"form": form, "invitation": invitation})
 
@@ -116,7 +124,9 @@ def user_reset_link(request, user_id):
     if not _may_edit(request.user, user):
         return render(request, "library/forbidden.html", status=403)
     if not user.is_active:
-        messages.error(request, _("“%(user)s” is deactivated: activate the account first.") % {"user": user.get_username()})
+        messages.error(
+            request, _("“%(user)s” is deactivated: activate the account first.") % {"user": user.get_username()}
+        )
         return redirect("people:people")
     return render(request, "accounts/reset_link.html", {"person": user, "link": password_reset_path(user)})
 
@@ -135,7 +145,9 @@ def user_active(request, user_id):
         messages.success(request, _("“%(user)s” can log in again.") % {"user": user.get_username()})
     else:
         messages.success(
-            request, _("“%(user)s” is deactivated: their sessions and API tokens stopped working.") % {"user": user.get_username()}
+            request,
+            _("“%(user)s” is deactivated: their sessions and API tokens stopped working.")
+            % {"user": user.get_username()},
         )
     return redirect("people:people")
 

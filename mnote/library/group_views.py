@@ -28,7 +28,8 @@ def _group_page(request, group: Group | None):
         saved = form.save()
         messages.success(request, _("Saved the group “%(group)s”.") % {"group": saved.name})
         return _next_or(request, "people:people")
-    return render(request, "library/group_form.html", {"form": form, "group": group, "next": request.GET.get("next", "")})
+    context = {"form": form, "group": group, "next": request.GET.get("next", "")}
+    return render(request, "library/group_form.html", context)
 
 
 @require_http_methods(["GET", "POST"])
@@ -48,5 +49,7 @@ def group_edit(request, group_id):
 def group_delete(request, group_id):
     group = get_object_or_404(Group, pk=min(group_id, MAX_ID))
     group.delete()
-    messages.success(request, _("Deleted the group “%(group)s”; its members keep their accounts.") % {"group": group.name})
+    messages.success(
+        request, _("Deleted the group “%(group)s”; its members keep their accounts.") % {"group": group.name}
+    )
     return redirect("people:people")

@@ -99,7 +99,9 @@ class IndexedRoot(models.Model):
     uploads_open = models.BooleanField(
         _("open for uploads"),
         default=False,
-        help_text=_("Members who may see this root can add files to its folder from the browser (never overwriting one)."),
+        help_text=_(
+            "Members who may see this root can add files to its folder from the browser (never overwriting one)."
+        ),
     )
     visible_to_groups = models.ManyToManyField(
         Group, blank=True, related_name="visible_roots", verbose_name=_("visible to groups")

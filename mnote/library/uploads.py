@@ -32,6 +32,8 @@ MAX_NAME_BYTES = 255
 MAX_CLASH_SUFFIX = 99
 _CHUNK = 1024 * 1024
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_EXCL: never an existing file (nor a symlink in its place).
+_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class UploadRefused(Exception):
@@ -88,7 +90,10 @@ def refusal(root: IndexedRoot, relative: str, size: int | None) -> str:
         }
     pattern = matches_exclude(relative, root.exclude_patterns or [])
     if pattern:
-        return _("“%(name)s”: this root leaves out files matching %(pattern)s.") % {"name": relative, "pattern": pattern}
+        return _("“%(name)s”: this root leaves out files matching %(pattern)s.") % {
+            "name": relative,
+            "pattern": pattern,
+        }
     if not included([Candidate(relative, "")], root.include_patterns or []):
         return _("“%(name)s”: this root takes only files matching %(patterns)s.") % {
             "name": relative,
@@ -120,7 +125,9 @@ def _open_folders(fd: int, folders: list[str]) -> int:
             inner = os.open(folder, _DIR_FLAGS, dir_fd=fd)
         except OSError as e:
             os.close(fd)
-            raise UploadRefused(_("“%(folder)s” is not a folder the library can write into.") % {"folder": folder}) from e
+            raise UploadRefused(
+                _("“%(folder)s” is not a folder the library can write into.") % {"folder": folder}
+            ) from e
         os.close(fd)
         fd = inner
     return fd
@@ -139,10 +146,12 @@ def _create(fd: int, name: str) -> tuple[int, str, bool]:
     """A new file in the folder, never an existing one."""
     for candidate, renamed in _candidates(name):
         try:
-            return os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=fd), candidate, renamed
+            return os.open(candidate, _NEW_FILE_FLAGS, 0o644, dir_fd=fd), candidate, renamed
         except FileExistsError:
             continue
-    raise UploadRefused(_("“%(name)s” and %(n)d numbered copies exist already.") % {"name": name, "n": MAX_CLASH_SUFFIX})
+    raise UploadRefused(
+        _("“%(name)s” and %(n)d numbered copies exist already.") % {"name": name, "n": MAX_CLASH_SUFFIX}
+    )
 
 
 def store_upload(root: IndexedRoot, name: str, upload) -> Stored:

@@ -238,7 +238,8 @@ def tree(request):
         if root is None:
             return render(request, "404.html", status=404)
         level = folder_level(request.user, root, path, chosen)
-    context = {"level": level, "tree_filter": chosen, "tree_filters": _tree_filters(chosen, admin=is_admin(request.user)), "admin": is_admin(request.user)}
+    admin = is_admin(request.user)
+    context = {"level": level, "tree_filter": chosen, "tree_filters": _tree_filters(chosen, admin=admin), "admin": admin}
     if _partial_wanted(request):
         return render(request, "library/tree.html#level", context)
     return render(request, "library/tree.html", context)

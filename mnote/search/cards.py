@@ -28,7 +28,9 @@ def marked_quote(display: str, query: str) -> str:
 def _labels() -> dict:
     """The words every card repeats, translated and escaped once per page, not once per card."""
     return {
-        "score_title": escape(_("How many of your search words this passage holds (MNote’s own count, not a rerank).")),
+        "score_title": escape(
+            _("How many of your search words this passage holds (MNote’s own count, not a rerank).")
+        ),
         "score_label": escape(_("word match")),
         "open": escape(_("Open")),
         "copy": escape(_("Copy link")),

@@ -374,7 +374,7 @@ class EmbeddedStack:
                 env={"PYTHONPATH": str(REPO_DIR)},
             )
             # The endpoint times itself before it listens (a few seconds more on a busy machine).
-            self._say("Starting the local model endpoint (it loads the embedding model and times this machine first)…")
+            self._say("Starting the local model endpoint (it loads the model, then times this machine)…")
             self._start(self.model_endpoint, timeout=STARTUP_TIMEOUT)
             if self.config.embedding is None:
                 self.config = replace(self.config, embedding_limits=self._measured_limits())

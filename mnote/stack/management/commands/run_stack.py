@@ -101,7 +101,8 @@ class Command(BaseCommand):
                     "and searches wait for it."
                 )
                 stack.start(say=self.stdout.write)
-                self.stdout.write(f"LightRAG healthy at {stack.config.lightrag_url} (logs in {settings.DATA_DIR / 'logs'}).")
+                logs = settings.DATA_DIR / "logs"
+                self.stdout.write(f"LightRAG healthy at {stack.config.lightrag_url} (logs in {logs}).")
             demo = None
             if not no_demo:
                 # In the background: the worker indexes it, the dashboard
