@@ -87,14 +87,20 @@ class Command(BaseCommand):
                 )
                 for n in range(job_workers)
             ]
-            for worker in workers:
-                worker.start()
             web = web_process(stack.config if stack else config, host, port, child_env)
             self.stdout.write("Starting the web app…")
             web.start()
+            # The workers' start-up after the web's: on a busy machine every
+            # process starting at once delays the first page.
             web.wait_healthy(60, say=self.stdout.write)
+            for worker in workers:
+                worker.start()
             shown_host = "127.0.0.1" if host in ("0.0.0.0", "") else host
             self.stdout.write(self.style.SUCCESS(f"\nMNote Library is running: http://{shown_host}:{port}/"))
+            if not no_demo:
+                # Queued now, so the home page shows the demo on its way in
+                # while LightRAG starts; the worker sends it once LightRAG is up.
+                self._manage(["load_demo", "--queue-only"], child_env)
             if stack:
                 self.stdout.write(
                     "LightRAG is starting; until it is ready the pages say it is unavailable "
@@ -107,7 +113,7 @@ class Command(BaseCommand):
             if not no_demo:
                 # In the background: the worker indexes it, the dashboard
                 # shows each file's stage, and load_demo logs its progress.
-                self.stdout.write("Loading the demo library in the background; the dashboard shows its progress.")
+                self.stdout.write("The worker sends LightRAG the demo library; its progress follows here and on the home page.")
                 demo = subprocess.Popen(
                     [sys.executable, str(REPO_DIR / "manage.py"), "load_demo", "--follow"],
                     env={**os.environ, **child_env},
