@@ -113,7 +113,9 @@ class Command(BaseCommand):
             if not no_demo:
                 # In the background: the worker indexes it, the dashboard
                 # shows each file's stage, and load_demo logs its progress.
-                self.stdout.write("The worker sends LightRAG the demo library; its progress follows here and on the home page.")
+                self.stdout.write(
+                    "The worker sends LightRAG the demo library; its progress follows here and on the home page."
+                )
                 demo = subprocess.Popen(
                     [sys.executable, str(REPO_DIR / "manage.py"), "load_demo", "--follow"],
                     env={**os.environ, **child_env},
