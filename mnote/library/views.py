@@ -377,6 +377,8 @@ def roots(request):
     rows = IndexedRoot.objects.prefetch_related("visible_to_groups").annotate(
         source_count=Count("sources"),
         failed_count=Count("sources", filter=Q(sources__status=Source.Status.FAILED)),
+        indexed_count=Count("sources", filter=Q(sources__status=Source.Status.INDEXED)),
+        on_the_way_count=Count("sources", filter=Q(sources__status__in=Source.IN_PROGRESS)),
     )
     return render(request, "library/roots.html", {"roots": rows})
 
