@@ -15,6 +15,8 @@ def shoot(page, name: str, *, width: int = 1366) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.set_viewport_size({"width": width, "height": 900})
     page.screenshot(path=str(ARTIFACTS / f"people-{name}-{width}.png"), full_page=True)
+    # A phone never scrolls a page sideways (a wide table scrolls inside its card).
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), name
 
 
 @pytest.fixture
