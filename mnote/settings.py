@@ -174,6 +174,10 @@ MNOTE_SCAN_BATCH = env_int("MNOTE_SCAN_BATCH", 200, minimum=1)
 MNOTE_PREVIEW_RENDERS_PER_MINUTE = env_int("MNOTE_PREVIEW_RENDERS_PER_MINUTE", 30, minimum=0)
 # Files with more text than this (estimated, MB) are held back at sync until an admin allows them; 0: no limit.
 MNOTE_MAX_TEXT_MB = env_int("MNOTE_MAX_TEXT_MB", 20, minimum=0)
+# Largest file one upload into a root may be, in MB.
+MNOTE_UPLOAD_MAX_MB = env_int("MNOTE_UPLOAD_MAX_MB", 200, minimum=1)
+# Days an invitation link works (once); a password reset link works PASSWORD_RESET_TIMEOUT (Django's, 3 days).
+MNOTE_INVITATION_DAYS = env_int("MNOTE_INVITATION_DAYS", 7, minimum=1)
 
 _lightrag_environ = dict(os.environ)
 # The embedded stack writes LightRAG's own .env here; read key and folders from it.

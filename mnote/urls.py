@@ -16,6 +16,8 @@ urlpatterns = [
     path("", include("mnote.search.urls")),
     path("preview/", include("mnote.preview.urls")),
     path("accounts/", include("mnote.accounts.urls")),
+    path("people/groups/", include("mnote.library.group_urls")),
+    path("people/", include("mnote.accounts.people_urls")),
     path("api/", include("mnote.api.urls")),
     path("mcp", api_views.mcp, name="mcp"),
     path("tokens/", token_views.tokens, name="tokens"),

@@ -76,7 +76,7 @@ def test_pages_say_when_lightrag_is_down_and_workspace_search_still_works(
     demo_stack.lightrag.kill()
     try:
         page.goto(f"{live_server.url}/")
-        assert "LightRAG unavailable" in page.content()
+        assert "The search engine cannot be reached right now." in page.content()
         shoot(page, "en-dashboard-lightrag-down")
 
         page.goto(f"{live_server.url}/search/?q=onboarding&mode=workspace")

@@ -19,6 +19,7 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from mnote.accounts.models import Invitation
 from mnote.api.models import ApiToken
 from mnote.citations.models import Citation
 from mnote.citations.permalinks import encode_reference
@@ -95,6 +96,24 @@ MATRIX = {
     "tokens/<int:pk>/revoke": ("POST", None, expect(LOGIN, 404, 302, 404)),
     # MCP is for agents with an API token; a browser session opens nothing there.
     "mcp": ("POST", None, expect(401, 401, 401, 401)),
+    # Progress of the roots one may see: the restricted root's files only for its group.
+    "library/progress/": ("GET", {"root": "<root_id>"}, PAGE),
+    # Uploads: a hidden root is not there; this one is not open for uploads.
+    "library/roots/<int:root_id>/upload/": ("GET", None, expect(LOGIN, 404, 403, 403)),
+    "people/": ("GET", None, ADMIN_PAGE),
+    "people/invite/": ("GET", None, ADMIN_PAGE),
+    "people/invitations/<int:invitation_id>/": ("GET", None, ADMIN_PAGE),
+    "people/invitations/<int:invitation_id>/revoke/": ("POST", None, ADMIN_ACTION),
+    # An invitation link is for someone without an account yet; a made-up one opens nothing.
+    "people/join/<str:token>/": ("GET", None, expect(404, 404, 404, 404)),
+    "people/users/<int:user_id>/": ("GET", None, ADMIN_PAGE),
+    "people/users/<int:user_id>/reset-link/": ("POST", None, expect(LOGIN, 403, 403, 200)),
+    "people/users/<int:user_id>/active/": ("POST", None, ADMIN_ACTION),
+    # Django's reset page, for someone logged out: a made-up link says it does not work.
+    "people/reset/<uidb64>/<token>/": ("GET", None, PUBLIC),
+    "people/groups/add/": ("GET", None, ADMIN_PAGE),
+    "people/groups/<int:group_id>/": ("GET", None, ADMIN_PAGE),
+    "people/groups/<int:group_id>/delete/": ("POST", None, ADMIN_ACTION),
 }
 # Django's own admin site: staff only, whatever the page.
 ADMIN_SITE = "admin/"
@@ -156,6 +175,8 @@ def world(library_dir, lightrag_dirs, fake_lightrag, django_user_model, tmp_path
         "content_type_id": 1, "object_id": notes.pk, "id": users["member"].pk, "app_label": "library", "url": "x/",
         "reference": encode_reference(source_id=notes.pk, sha256="", chunk_id="", block_id="", query="", quote=None),
     }  # fmt: skip
+    invitation = Invitation.objects.create(note="a chemist")
+    values.update(invitation_id=invitation.pk, user_id=users["member"].pk, group_id=chemists.pk, uidb64="MQ")
     conversation = Conversation.objects.create(user=users["group_member"], title="Lab yields")
     token, _key = ApiToken.objects.create_token(users["group_member"], "lab laptop")
     per_pattern_values = {"ask/c/<int:pk>/": {"pk": conversation.pk}, "ask/c/<int:pk>/delete": {"pk": conversation.pk},

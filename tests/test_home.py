@@ -109,14 +109,23 @@ def test_it_renders_with_a_clear_message_when_lightrag_is_down(member_client, fa
     fake_lightrag.on("GET", "/health", httpx.ConnectError("Connection refused"))
     response = member_client.get("/")
     assert response.status_code == 200
-    assert b"LightRAG unavailable" in response.content
+    # A member reads it without the engine's name or its error.
+    assert "The search engine cannot be reached right now." in response.content.decode()
+    assert b"LightRAG" not in response.content and b"Connection refused" not in response.content
 
 
-def test_it_says_when_lightrag_refuses_the_key(member_client, fake_lightrag):
+def test_it_says_when_lightrag_refuses_the_key(member, admin_user, fake_lightrag):
+    from django.test import Client
+
     fake_lightrag.on("GET", "/health", "health_unauthenticated.json")
-    response = member_client.get("/")
+    admin, reader = Client(), Client()
+    admin.force_login(admin_user)
+    reader.force_login(member)
+    response = admin.get("/")
     assert response.status_code == 200
     assert b"refused MNote&#x27;s API key" in response.content
+    # The key is the admins' business: a member reads that search is paused.
+    assert b"API key" not in reader.get("/").content
 
 
 def test_it_rewrites_a_loopback_webui_link_to_the_host_the_user_reached(admin_client, fake_lightrag, settings):

@@ -96,3 +96,30 @@ def test_a_removed_row_shows_no_old_error_or_chunk_count(admin_client, library_d
     row = page.split('<tr id="source-')[1].split("</tr>")[0]
     row = re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"', "", row)  # a random token may hold "42"
     assert "old/gone.md" in row and "42" not in row and "timeout" not in row
+
+
+def test_the_preview_says_which_files_it_leaves_out_and_why(admin_client, library_dir):
+    folder = library_dir / "scans"
+    folder.mkdir()
+    (folder / "page.tiff").write_bytes(b"II*\x00")
+    (folder / "lock.tmp").write_text("x")
+    (folder / "notes.md").write_text("# Notes\n")
+    response = admin_client.post(
+        "/library/roots/add/", {"name": "Scans", "path": "scans", "recursive": "on", "preview": "1"}
+    )
+    page = response.content.decode()
+    assert "2 files left out for their kind" in page
+    assert "page.tiff — pictures are not indexed" in page
+    assert "lock.tmp — .tmp is not a kind of file the library indexes" in page
+
+
+def test_the_picker_names_the_root_and_leaves_out_folders_that_are_roots(admin_client, library_dir):
+    from mnote.library.models import IndexedRoot
+
+    (library_dir / "annual-reports").mkdir()
+    (library_dir / "papers").mkdir()
+    IndexedRoot.objects.create(name="Papers", path="papers")
+    page = admin_client.get("/library/roots/add/").content.decode()
+    assert 'data-pick="annual-reports"' in page and 'data-pick="papers"' not in page
+    picked = admin_client.post("/library/roots/add/", {"name": "", "path": "", "pick": "annual-reports"}).content.decode()
+    assert 'value="Annual reports"' in picked

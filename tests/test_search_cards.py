@@ -35,8 +35,8 @@ def _template_cards(citations, query) -> list[SafeString]:
     template = engines["django"].from_string(TEMPLATE_CARD)
     previews = {sid: reverse("preview", args=[sid]) for sid in {c.source_id for c in citations}}
     labels = {
-        "score_title": _("MNote’s own lexical score: how many of your terms the quote holds. Not a rerank."),
-        "score": _("MNote lexical score"),
+        "score_title": _("How many of your search words this passage holds (MNote’s own count, not a rerank)."),
+        "score": _("word match"),
         "open": _("Open"),
         "copy": _("Copy link"),
     }
@@ -45,7 +45,7 @@ def _template_cards(citations, query) -> list[SafeString]:
         if c.precision == "bbox":
             precision_label = _("page %(page)s region") % {"page": c.page}
         else:
-            precision_label = _("paragraph") if c.precision == "paragraph" else _("file only")
+            precision_label = _("paragraph") if c.precision == "paragraph" else _("whole file")
         quote = "".join(f"<mark>{escape(t)}</mark>" if hit else escape(t) for t, hit in mark_terms(c.display_quote, query))
         item = {
             "id": c.citation_id,
@@ -59,7 +59,7 @@ def _template_cards(citations, query) -> list[SafeString]:
             "precision_label": precision_label,
             "heading": " › ".join(c.heading_path),
             "score": f"{c.relevance_score:.2f}",
-            "rank_label": _("LightRAG order #%(n)s") % {"n": c.provider_rank},
+            "rank_label": _("search rank %(n)s") % {"n": c.provider_rank},
             "labels": labels,
         }
         cards.append(SafeString(template.render({"item": item})))

@@ -339,6 +339,15 @@ def test_it_gives_up_on_a_process_that_never_becomes_healthy(managed):
     assert silent.alive()
 
 
+def test_it_says_while_it_waits_so_a_long_start_is_never_a_silent_log(managed):
+    silent = managed("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"], f"http://127.0.0.1:{free_port()}/")
+    silent.start()
+    said = []
+    with pytest.raises(StackError):
+        silent.wait_healthy(timeout=1.6, say=said.append, every=0.5)
+    assert len(said) >= 2 and all("sleeper is still starting" in line for line in said)
+
+
 def test_it_reports_a_program_that_cannot_be_started(managed, tmp_path):
     missing = managed("ghost", [str(tmp_path / "no-such-program")], "http://127.0.0.1:1/")
 

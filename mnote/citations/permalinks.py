@@ -128,7 +128,7 @@ def badge_label(precision: str, page: int | None) -> str:
     """The precision badge's words, translated: on a source card and on a citation's page alike."""
     if precision == Citation.Precision.BBOX:
         return _("page %(page)s region") % {"page": page}
-    return _("paragraph") if precision == Citation.Precision.PARAGRAPH else _("file only")
+    return _("paragraph") if precision == Citation.Precision.PARAGRAPH else _("whole file")
 
 
 def persist(citations: list) -> None:

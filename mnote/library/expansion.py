@@ -54,12 +54,15 @@ class Candidate:
         return Path(self.path)
 
 
-def _supported(name: str) -> bool:
+def supported_name(name: str) -> bool:
     """``os.path.splitext(name)[1].lower() in SUPPORTED_EXTENSIONS``, without
     its cost on every file of a walk (a name's leading dots start no suffix)."""
     dot = name.rfind(".")
     # The strip only for a name that starts with a dot (".x.md" counts, "..md" not).
     return dot > 0 and name[dot:].lower() in SUPPORTED_EXTENSIONS and (name[0] != "." or name[:dot].strip(".") != "")
+
+
+_supported = supported_name
 
 
 def matches_exclude(relative_path: str, patterns: list[str]) -> str:

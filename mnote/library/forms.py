@@ -6,6 +6,7 @@ from pathlib import PurePosixPath
 
 from django import forms
 from django.conf import settings
+from django.contrib.auth.models import Group
 from django.utils.translation import gettext_lazy as _
 
 from mnote.library.expansion import PathRefused, resolve_inside
@@ -108,6 +109,7 @@ class IndexedRootForm(forms.ModelForm):
             "enabled",
             "visible_to_all",
             "visible_to_groups",
+            "uploads_open",
         ]
         error_messages = {
             "name": {
@@ -130,3 +132,46 @@ class IndexedRootForm(forms.ModelForm):
         # Stored resolved, so the same folder reached by two spellings (or an
         # inner symlink) is recognised as one root.
         return resolved.relative_to(base.resolve()).as_posix()
+
+    def clean(self):
+        cleaned = super().clean()
+        path = cleaned.get("path")
+        if cleaned.get("uploads_open") and path and not (settings.MNOTE_LIBRARY_BASE_DIR / path).is_dir():
+            self.add_error("uploads_open", _("Only a folder can take uploads; this root is a single file."))
+        return cleaned
+
+
+class GroupForm(forms.ModelForm):
+    """A group and the roots it sees: the roots' own ``visible_to_groups``,
+    edited from the group's side."""
+
+    roots = forms.ModelMultipleChoiceField(
+        queryset=IndexedRoot.objects.order_by("name"),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label=_("roots this group sees"),
+        help_text=_("Members of the group see these roots besides the roots open to all members."),
+    )
+
+    class Meta:
+        model = Group
+        fields = ["name"]
+        error_messages = {"name": {"unique": _("Another group already has this name.")}}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        roots = self.fields["roots"]
+        roots.label_from_instance = _root_choice_label
+        if self.instance.pk:
+            roots.initial = list(self.instance.visible_roots.values_list("pk", flat=True))
+
+    def save(self, commit=True):
+        group = super().save(commit=True)
+        group.visible_roots.set(self.cleaned_data["roots"])
+        return group
+
+
+def _root_choice_label(root: IndexedRoot) -> str:
+    if root.visible_to_all:
+        return _("%(root)s (open to all members anyway)") % {"root": root.name}
+    return root.name

@@ -96,6 +96,13 @@ class IndexedRoot(models.Model):
     run_on_change = models.BooleanField(_("run on change"), default=True)
     enabled = models.BooleanField(_("enabled"), default=True)
     visible_to_all = models.BooleanField(_("visible to all members"), default=True)
+    uploads_open = models.BooleanField(
+        _("open for uploads"),
+        default=False,
+        help_text=_(
+            "Members who may see this root can add files to its folder from the browser (never overwriting one)."
+        ),
+    )
     visible_to_groups = models.ManyToManyField(
         Group, blank=True, related_name="visible_roots", verbose_name=_("visible to groups")
     )

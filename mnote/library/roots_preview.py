@@ -2,12 +2,14 @@
 pick from, and which files a root would hold, shown before it is saved."""
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
-from mnote.library.expansion import SKIPPED_DIRS, PathRefused, expand_root, included
+from mnote.kinds import kind_of
+from mnote.library.expansion import SKIPPED_DIRS, PathRefused, supported_name, expand_root, included, resolve_inside
 
 # Bounded: the picker lists folders, it does not index the disk.
 PICKER_DEPTH = 3
@@ -42,6 +44,13 @@ def base_folders(base: Path | None = None) -> list[str]:
     return sorted(found)
 
 
+def suggested_root_name(folder: str) -> str:
+    """A name for a root from its folder: the last part, in words
+    ("papers/annual-reports" → "Annual reports")."""
+    last = folder.strip("/").rsplit("/", 1)[-1].replace("_", " ").replace("-", " ").strip()
+    return (last[:1].upper() + last[1:])[:120] if last else ""
+
+
 @dataclass
 class RootPreview:
     included: list[str]
@@ -49,6 +58,9 @@ class RootPreview:
     left_out: int  # files the include patterns leave out
     refused: list[str]
     problem: str = ""
+    # Files the walk passes over for their kind: (path, why), the first PREVIEW_LIMIT.
+    unsupported: list[tuple[str, str]] = field(default_factory=list)
+    more_unsupported: int = 0
 
     @property
     def shown_included(self) -> list[str]:
@@ -74,9 +86,49 @@ def preview_root(path: str, *, recursive: bool, include_patterns: list[str], exc
         return RootPreview([], [], 0, [], problem=str(e))
     kept = included(candidates, include_patterns)
     names = lambda c: c.relative_path or c.absolute_path.name  # noqa: E731
+    unsupported, more = unsupported_files(resolve_inside(settings.MNOTE_LIBRARY_BASE_DIR, path), recursive=recursive)
     return RootPreview(
         included=[names(c) for c in kept if not c.excluded_by],
         excluded=[(names(c), c.excluded_by) for c in kept if c.excluded_by],
         left_out=len(candidates) - len(kept),
         refused=refused,
+        unsupported=unsupported,
+        more_unsupported=more,
     )
+
+
+def _why_not_taken(name: str) -> str:
+    kind = kind_of(name)
+    if kind.image:
+        return _("pictures are not indexed (there is no text to search)")
+    suffix = os.path.splitext(name)[1]
+    if not suffix or name.startswith("."):
+        return _("hidden or without a file extension")
+    return _("%(suffix)s is not a kind of file the library indexes") % {"suffix": suffix.lower()}
+
+
+def unsupported_files(top: Path, *, recursive: bool, limit: int = PREVIEW_LIMIT) -> tuple[list[tuple[str, str]], int]:
+    """Files under ``top`` a sync passes over for their kind (the walk's
+    own test), with why: the first ``limit`` and how many more. Folders are
+    walked as the sync walks them (no symlinks, no skipped folders)."""
+    if not top.is_dir():
+        return [], 0
+    found: list[tuple[str, str]] = []
+    more = 0
+    pending = [(str(top), "")]
+    while pending:
+        folder, rel = pending.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if recursive and entry.name not in SKIPPED_DIRS:
+                    pending.append((entry.path, f"{rel}{entry.name}/"))
+            elif entry.is_file(follow_symlinks=False) and not supported_name(entry.name):
+                if len(found) < limit:
+                    found.append((f"{rel}{entry.name}", _why_not_taken(entry.name)))
+                else:
+                    more += 1
+    return sorted(found), more

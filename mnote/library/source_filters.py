@@ -25,6 +25,15 @@ class SourceFilter:
     help: str
     condition: Q | None  # None: rows come from LightRAG, not from the registry
     admin_only: bool = False
+    # What members read instead: the same rows, without the engine's words.
+    member_label: str = ""
+    member_help: str = ""
+
+    def words(self, *, admin: bool) -> tuple[str, str]:
+        """(label, help) for an admin or a member."""
+        if admin:
+            return self.label, self.help
+        return self.member_label or self.label, self.member_help or self.help
 
 
 FILTERS = (
@@ -37,30 +46,40 @@ FILTERS = (
             "and delete submitted (LightRAG has not confirmed the delete yet)."
         ),
         Q(status__in=ATTENTION_STATUSES) | _INDEXED_BUT_STALE,
+        member_help=_(
+            "Files that are not searchable as they are now and are not simply on their way: "
+            "they could not be indexed, changed since, are the same as another file, or are not indexed yet."
+        ),
     ),
     SourceFilter(
         "indexing",
         _("Indexing"),
         _("Files LightRAG is working on: queued, indexing, or delete submitted."),
         Q(status__in=Source.IN_PROGRESS),
+        member_help=_("Files being indexed, or taken out of the search, right now."),
     ),
     SourceFilter(
         "failed",
         _("Failed / stale"),
         _("Files LightRAG failed to index, and files changed or missing since they were indexed."),
         Q(status__in=(S.FAILED, S.STALE)) | _INDEXED_BUT_STALE,
+        member_label=_("Not indexed / changed"),
+        member_help=_("Files that could not be indexed, and files changed or missing since they were indexed."),
     ),
     SourceFilter(
         "indexed",
         _("Indexed"),
         _("Files indexed by LightRAG and unchanged since: these can be cited."),
         Q(status=S.INDEXED, stale=False),
+        member_label=_("Searchable"),
+        member_help=_("Files indexed and unchanged since: searches find them and can cite them."),
     ),
     SourceFilter(
         "removed",
         _("Removed"),
         _("Files whose LightRAG document was removed: deleted from their folder, or their index deleted."),
         Q(status=S.REMOVED),
+        member_help=_("Files taken out of the search: deleted from their folder, or taken out by an admin."),
     ),
     SourceFilter(
         "unmapped",

@@ -1,5 +1,3 @@
-from functools import wraps
-
 from django import forms
 from django.conf import settings
 from django.contrib import messages
@@ -13,13 +11,15 @@ from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from mnote.accounts.roles import is_admin
+from mnote.accounts.roles import admin_only, is_admin
 from mnote.citations.models import Citation
 from mnote.library.forms import IndexedRootForm
 from mnote.library.failures import retry_failed
 from mnote.library.models import IndexedRoot, Source
 from mnote.lightrag.provider import health_report, lightrag_client, webui_url
-from mnote.library.roots_preview import base_folders, preview_root
+from mnote.library.progress import library_progress
+from mnote.text.snippet import snippet
+from mnote.library.roots_preview import base_folders, preview_root, suggested_root_name
 from mnote.library.source_filters import (
     FILTERS,
     filter_counts,
@@ -42,18 +42,6 @@ from mnote.search.recent import recent as recent_queries
 
 
 PAGE_SIZE = 50
-
-
-def admin_only(view):
-    """Admin pages answer a member with a clear 403 page, not a login loop."""
-
-    @wraps(view)
-    def wrapped(request, *args, **kwargs):
-        if not is_admin(request.user):
-            return render(request, "library/forbidden.html", status=403)
-        return view(request, *args, **kwargs)
-
-    return wrapped
 
 
 class SourceTableForm(forms.Form):
@@ -111,10 +99,12 @@ def _source_table(request, *, full_page: bool, health_ok: bool = True):
         if f.admin_only and not admin:
             continue
         count = counts.get(f.key) if f.condition is not None else (None if unmapped is None else len(unmapped))
-        filters.append({"filter": f, "count": count, "current": f.key == chosen.key})
+        label, help_text = f.words(admin=admin)
+        filters.append({"filter": f, "label": label, "help": help_text, "count": count, "current": f.key == chosen.key})
     return {
         "admin": admin,
         "chosen": chosen,
+        "chosen_help": chosen.words(admin=admin)[1],
         "filters": filters,
         "query": query,
         "page_obj": page,
@@ -162,14 +152,48 @@ def home(request):
             "recent_queries": recent_queries(request),
             "level": roots_level(request.user),
             "tree_filter": "all",
-            "tree_filters": _tree_filters("all"),
-            "recent_citations": Citation.objects.filter(source__in=visible).select_related("source").order_by("-created_at")[:6],
+            "tree_filters": _tree_filters("all", admin=is_admin(request.user)),
+            "recent_citations": _with_snippets(
+                Citation.objects.filter(source__in=visible).select_related("source").order_by("-created_at")[:6]
+            ),
             "report": report,
             "webui_url": webui_url(request),
             "lightrag_url": settings.MNOTE_LIGHTRAG.base_url,
             "root_total": IndexedRoot.objects.visible_to(request.user).count(),
+            **_progress_context(request.user),
+            "upload_roots": IndexedRoot.objects.visible_to(request.user).filter(uploads_open=True, enabled=True),
         },
     )
+
+
+def _with_snippets(citations) -> list:
+    """Each citation with a short readable ``snippet`` of its quote."""
+    citations = list(citations)
+    for cited in citations:
+        cited.snippet = snippet(cited.display_quote)
+    return citations
+
+
+def _progress_context(user, root_ids=None) -> dict:
+    rows = library_progress(user, root_ids)
+    return {"progress_rows": rows, "progress_busy": any(row.in_progress for row in rows)}
+
+
+# Most roots one progress poll asks about.
+MAX_PROGRESS_ROOTS = 50
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def progress(request):
+    """Indexing progress of the roots the user may see: those with files on
+    the way in, or the ``root`` ids asked for (a live panel keeps asking for
+    the roots it showed, so it ends on "done" instead of vanishing)."""
+    asked = [int(v) for v in request.GET.getlist("root")[:MAX_PROGRESS_ROOTS] if v.isascii() and v.isdigit()]
+    context = _progress_context(request.user, [v for v in asked if v <= MAX_ID] or None)
+    if _partial_wanted(request):
+        return render(request, "library/progress.html#panel", context)
+    return render(request, "library/progress.html", context)
 
 
 class TreeForm(forms.Form):
@@ -188,8 +212,12 @@ class TreeForm(forms.Form):
         return path
 
 
-def _tree_filters(chosen: str) -> list[dict]:
-    return [{"filter": f, "current": f.key == chosen} for f in FILTERS if f.condition is not None]
+def _tree_filters(chosen: str, *, admin: bool) -> list[dict]:
+    return [
+        {"filter": f, "label": f.words(admin=admin)[0], "help": f.words(admin=admin)[1], "current": f.key == chosen}
+        for f in FILTERS
+        if f.condition is not None
+    ]
 
 
 @require_GET
@@ -210,7 +238,8 @@ def tree(request):
         if root is None:
             return render(request, "404.html", status=404)
         level = folder_level(request.user, root, path, chosen)
-    context = {"level": level, "tree_filter": chosen, "tree_filters": _tree_filters(chosen), "admin": is_admin(request.user)}
+    admin = is_admin(request.user)
+    context = {"level": level, "tree_filter": chosen, "tree_filters": _tree_filters(chosen, admin=admin), "admin": admin}
     if _partial_wanted(request):
         return render(request, "library/tree.html#level", context)
     return render(request, "library/tree.html", context)
@@ -348,6 +377,8 @@ def roots(request):
     rows = IndexedRoot.objects.prefetch_related("visible_to_groups").annotate(
         source_count=Count("sources"),
         failed_count=Count("sources", filter=Q(sources__status=Source.Status.FAILED)),
+        indexed_count=Count("sources", filter=Q(sources__status=Source.Status.INDEXED)),
+        on_the_way_count=Count("sources", filter=Q(sources__status__in=Source.IN_PROGRESS)),
     )
     return render(request, "library/roots.html", {"roots": rows})
 
@@ -357,11 +388,16 @@ def _root_form_page(request, root: IndexedRoot | None):
     if request.method == "POST" and request.POST.get("pick"):
         # A folder picked from the list: the same form again with that path, unsaved and without errors yet.
         initial = {name: request.POST.get(name) for name in form.fields}
-        initial.update(path=request.POST["pick"], visible_to_groups=request.POST.getlist("visible_to_groups"))
-        for flag in ("recursive", "run_on_change", "enabled", "visible_to_all"):
+        picked = request.POST["pick"]
+        initial.update(path=picked, visible_to_groups=request.POST.getlist("visible_to_groups"))
+        if not (initial.get("name") or "").strip():
+            initial["name"] = suggested_root_name(picked)
+        for flag in ("recursive", "run_on_change", "enabled", "visible_to_all", "uploads_open"):
             initial[flag] = flag in request.POST
         form = RootPageForm(initial=initial, instance=root)
-    context = {"form": form, "root": root, "base_dir": settings.MNOTE_LIBRARY_BASE_DIR, "folders": base_folders()}
+    taken = set(IndexedRoot.objects.exclude(pk=root.pk if root else None).values_list("path", flat=True))
+    folders = [folder for folder in base_folders() if folder not in taken]
+    context = {"form": form, "root": root, "base_dir": settings.MNOTE_LIBRARY_BASE_DIR, "folders": folders}
     if request.method == "POST" and request.POST.get("pick"):
         return render(request, "library/root_form.html", context)
     if request.method == "POST" and "preview" in request.POST:

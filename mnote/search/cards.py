@@ -28,8 +28,10 @@ def marked_quote(display: str, query: str) -> str:
 def _labels() -> dict:
     """The words every card repeats, translated and escaped once per page, not once per card."""
     return {
-        "score_title": escape(_("MNote’s own lexical score: how many of your terms the quote holds. Not a rerank.")),
-        "score_label": escape(_("MNote lexical score")),
+        "score_title": escape(
+            _("How many of your search words this passage holds (MNote’s own count, not a rerank).")
+        ),
+        "score_label": escape(_("word match")),
         "open": escape(_("Open")),
         "copy": escape(_("Copy link")),
     }
@@ -42,7 +44,7 @@ def cards_html(citations, query: str) -> list[SafeString]:
     # One preview URL per source, not a reverse() per card.
     previews = {sid: escape(reverse("preview", args=[sid])) for sid in {c.source_id for c in citations}}
     labels = _labels()
-    rank = _("LightRAG order #%(n)s")
+    rank = _("search rank %(n)s")
     cards = []
     for c in citations:
         precision = str(c.precision)

@@ -62,13 +62,21 @@ class ManagedProcess:
         except httpx.HTTPError:
             return False
 
-    def wait_healthy(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
+    def wait_healthy(self, timeout: float, *, say=None, every: float = 15) -> None:
+        """Wait for the health URL to answer; ``say`` (a callable taking a
+        line) hears every ``every`` seconds that it is still starting, so a
+        long start-up is never a silent log."""
+        started = time.monotonic()
+        deadline = started + timeout
+        next_word = started + every
         while time.monotonic() < deadline:
             if not self.alive():
                 raise StackError(f"{self.name} exited during start-up; see {self.log_path}:\n{self.log_tail()}")
             if self.healthy():
                 return
+            if say is not None and time.monotonic() >= next_word:
+                say(f"  {self.name} is still starting ({time.monotonic() - started:.0f} s; log: {self.log_path})…")
+                next_word += every
             time.sleep(0.25)
         raise StackError(f"{self.name} not healthy after {timeout:.0f} s; see {self.log_path}:\n{self.log_tail()}")
 

@@ -327,6 +327,7 @@ class EmbeddedStack:
         self.processes: list[ManagedProcess] = []
         self.model_endpoint: ManagedProcess | None = None
         self.lightrag: ManagedProcess | None = None
+        self.say = None
 
     def check_installed(self) -> None:
         if not self.config.lightrag_python.exists():
@@ -350,20 +351,29 @@ class EmbeddedStack:
                 "for the local one."
             )
 
-    def prepare(self) -> dict[str, str]:
-        from mnote.stack.tiktoken_cache import ensure_cache
-
+    def write_env(self) -> dict[str, str]:
+        """LightRAG's folders and its .env (key, folders), which the web app
+        and the workers read: quick, so they can start before LightRAG."""
         self.check_installed()
         if self.config.lightrag_postgres:
             self.check_pgvector()
         for folder in (self.config.input_dir, self.config.working_dir, self.config.tiktoken_dir):
             folder.mkdir(parents=True, exist_ok=True)
-        ensure_cache(self.config.tiktoken_dir, self.config.data_dir / "downloads")
         env = lightrag_server_env(self.config)
         write_env_file(self.config.env_file, env)
         return env
 
-    def start(self) -> None:
+    def prepare(self) -> dict[str, str]:
+        from mnote.stack.tiktoken_cache import ensure_cache
+
+        env = self.write_env()
+        ensure_cache(self.config.tiktoken_dir, self.config.data_dir / "downloads")
+        return env
+
+    def start(self, say=None) -> None:
+        """Start the model endpoint (when needed) and LightRAG; ``say`` (a
+        callable taking a line) hears what is being waited for."""
+        self.say = say
         self.prepare()
         logs = self.config.data_dir / "logs"
         if self.config.needs_model_endpoint:
@@ -387,6 +397,7 @@ class EmbeddedStack:
                 env={"PYTHONPATH": str(REPO_DIR)},
             )
             # The endpoint times itself before it listens (a few seconds more on a busy machine).
+            self._say("Starting the local model endpoint (it loads the model, then times this machine)…")
             self._start(self.model_endpoint, timeout=STARTUP_TIMEOUT)
             if self.config.embedding is None:
                 self.config = replace(self.config, embedding_limits=self._measured_limits())
@@ -415,7 +426,12 @@ class EmbeddedStack:
             cwd=self.config.lightrag_dir,
             env=env,
         )
+        self._say(f"Starting LightRAG at {self.config.lightrag_url} (its imports take a minute on a busy machine)…")
         self._start(self.lightrag, timeout=STARTUP_TIMEOUT)
+
+    def _say(self, line: str) -> None:
+        if self.say is not None:
+            self.say(line)
 
     def _measured_limits(self) -> EmbeddingLimits:
         try:
@@ -440,7 +456,7 @@ class EmbeddedStack:
         if process not in self.processes:
             self.processes.append(process)
         try:
-            process.wait_healthy(timeout)
+            process.wait_healthy(timeout, say=self.say)
         except StackError:
             self.stop()
             raise

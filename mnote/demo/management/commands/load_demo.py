@@ -1,17 +1,21 @@
 import shutil
+import time
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 
 from mnote.library.ingest import wait_until_settled
 from mnote.library.sync import sync_root
-from mnote.library.models import IndexedRoot
+from mnote.library.models import IndexedRoot, Job
+from mnote.library.progress import root_progress
 from mnote.lightrag.provider import lightrag_client
 from mnote.lightrag import LightRAGError
 
 DEMO_FILES = Path(__file__).resolve().parent.parent.parent / "library"
 DEMO_ROOT_PATH = "demo"
+FOLLOW_INTERVAL = 5
 
 
 class Command(BaseCommand):
@@ -19,8 +23,19 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for LightRAG to index it")
+        parser.add_argument(
+            "--follow",
+            action="store_true",
+            help="leave the work to the running worker and only report the demo's progress every few seconds "
+            "(make run starts it so, in the background)",
+        )
+        parser.add_argument(
+            "--queue-only",
+            action="store_true",
+            help="copy and queue the files, and return (make run does this before LightRAG is up)",
+        )
 
-    def handle(self, *args, timeout, **options):
+    def handle(self, *args, timeout, follow, queue_only, **options):
         target = settings.MNOTE_LIBRARY_BASE_DIR / DEMO_ROOT_PATH
         copied = 0
         # Demo files are ours; a file already there is left exactly as it is.
@@ -34,8 +49,12 @@ class Command(BaseCommand):
             path=DEMO_ROOT_PATH, defaults={"name": "Demo library", "recursive": True}
         )
         summary = sync_root(root)
-        self.stdout.write(f"Demo library: {copied} files copied; {summary.line()}")
-        if not root.sources.in_progress().exists():
+        if not follow or copied or summary.new or summary.changed:
+            self.stdout.write(f"Demo library: {copied} files copied; {summary.line()}")
+        if queue_only or not root.sources.in_progress().exists():
+            return
+        if follow:
+            self._follow(root, timeout)
             return
         try:
             with lightrag_client() as client:
@@ -47,3 +66,22 @@ class Command(BaseCommand):
             f"Demo library: {counts['indexed']} indexed, {counts['failed']} failed, {counts['duplicate']} duplicate"
             + ("" if settled else " (still indexing; the dashboard follows it)")
         )
+
+    def _follow(self, root: IndexedRoot, timeout: float) -> None:
+        """Say how far the worker got with the demo, every few seconds and
+        whenever it changed, until nothing of it is in progress."""
+        # LightRAG has just come up: the scan owed since the files were queued
+        # need not wait out the backoff of the tries made while it started.
+        Job.objects.filter(kind=Job.Kind.SCAN, state=Job.State.PENDING).update(next_attempt_at=timezone.now())
+        deadline = time.monotonic() + timeout
+        said = None
+        while time.monotonic() < deadline:
+            progress = root_progress(root)
+            line = progress.log_line()
+            if line != said:
+                self.stdout.write(f"Demo library: {line}")
+                said = line
+            if not progress.in_progress:
+                return
+            time.sleep(FOLLOW_INTERVAL)
+        self.stdout.write("Demo library: still indexing; the dashboard follows it.")

@@ -35,13 +35,23 @@ class Command(BaseCommand):
 
     def handle(self, *args, host, port, no_demo, scaled, **options):
         stop = threading.Event()
+        started = threading.Event()
+
+        def on_signal(*_):
+            stop.set()
+            # During start-up (LightRAG may take minutes, the web app already
+            # answers): stop now, not once everything is up.
+            if not started.is_set():
+                raise KeyboardInterrupt
+
         for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
+            signal.signal(sig, on_signal)
 
         child_env = {}
         stack = None
         postgres = None
         job_workers = 1
+        web, workers = None, []
         try:
             config = config_from_environ(os.environ, settings.DATA_DIR)
             if scaled:
@@ -58,15 +68,12 @@ class Command(BaseCommand):
                 self.stdout.write(f"Using the external LightRAG at {settings.MNOTE_LIGHTRAG.base_url}.")
             else:
                 stack = EmbeddedStack(config)
-                self.stdout.write("Starting the embedded stack (model endpoint, LightRAG)…")
-                stack.start()
-                self.stdout.write(f"LightRAG healthy at {stack.config.lightrag_url} (logs in {settings.DATA_DIR / 'logs'}).")
-                # The web app and the commands read key and folders from LightRAG's own .env.
+                # LightRAG's .env first (key, folders): the web app and the
+                # workers read it, and they start before LightRAG so the web
+                # answers within seconds while LightRAG and the demo start.
+                stack.write_env()
                 child_env["MNOTE_LIGHTRAG_ENV_FILE"] = str(stack.config.env_file)
                 child_env["MNOTE_LIGHTRAG_URL"] = stack.config.lightrag_url
-            if not no_demo:
-                self._manage(["load_demo"], child_env)
-            stack_config = stack.config if stack else config
             # Any number of workers share the ledger: each claims its jobs, one
             # at a time leads (watcher, full sync, reconcile; see library/jobs.py).
             workers = [
@@ -80,20 +87,56 @@ class Command(BaseCommand):
                 )
                 for n in range(job_workers)
             ]
+            web = web_process(stack.config if stack else config, host, port, child_env)
+            self.stdout.write("Starting the web app…")
+            web.start()
+            # The workers' start-up after the web's: on a busy machine every
+            # process starting at once delays the first page.
+            web.wait_healthy(60, say=self.stdout.write)
             for worker in workers:
                 worker.start()
-            web = web_process(stack_config, host, port, child_env)
-            web.start()
-            web.wait_healthy(60)
-        except StackError as e:
+            shown_host = "127.0.0.1" if host in ("0.0.0.0", "") else host
+            self.stdout.write(self.style.SUCCESS(f"\nMNote Library is running: http://{shown_host}:{port}/"))
+            if not no_demo:
+                # Queued now, so the home page shows the demo on its way in
+                # while LightRAG starts; the worker sends it once LightRAG is up.
+                self._manage(["load_demo", "--queue-only"], child_env)
+            if stack:
+                self.stdout.write(
+                    "LightRAG is starting; until it is ready the pages say it is unavailable "
+                    "and searches wait for it."
+                )
+                stack.start(say=self.stdout.write)
+                logs = settings.DATA_DIR / "logs"
+                self.stdout.write(f"LightRAG healthy at {stack.config.lightrag_url} (logs in {logs}).")
+            demo = None
+            if not no_demo:
+                # In the background: the worker indexes it, the dashboard
+                # shows each file's stage, and load_demo logs its progress.
+                self.stdout.write(
+                    "The worker sends LightRAG the demo library; its progress follows here and on the home page."
+                )
+                demo = subprocess.Popen(
+                    [sys.executable, str(REPO_DIR / "manage.py"), "load_demo", "--follow"],
+                    env={**os.environ, **child_env},
+                    cwd=REPO_DIR,
+                    stdin=subprocess.DEVNULL,
+                )
+        except (StackError, KeyboardInterrupt) as e:
+            # The web app and workers start first: they go too.
+            self.stdout.write("Stopping…")
+            for process in ([web] if web else []) + workers:
+                process.stop()
             if stack:
                 stack.stop()
             if postgres:
                 postgres.stop()
+            if isinstance(e, KeyboardInterrupt):
+                self.stdout.write("Stopped.")
+                return
             raise CommandError(str(e)) from e
+        started.set()
 
-        shown_host = "127.0.0.1" if host in ("0.0.0.0", "") else host
-        self.stdout.write(self.style.SUCCESS(f"\nMNote Library is running: http://{shown_host}:{port}/"))
         self.stdout.write("Press Ctrl-C to stop everything.")
         # A crashed LightRAG, model endpoint or worker is restarted; pages keep
         # rendering (with "LightRAG unavailable") meanwhile. Only the web app
@@ -117,6 +160,9 @@ class Command(BaseCommand):
                     self.stderr.write(f"{e}\nTrying again in 30 s.")
                     next_try[process.name] = time.monotonic() + 30
         self.stdout.write("Stopping…")
+        if demo is not None and demo.poll() is None:
+            demo.terminate()
+            demo.wait(15)
         web.stop()
         for worker in workers:
             worker.stop()
