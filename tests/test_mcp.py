@@ -106,6 +106,9 @@ def test_the_tools_answer_over_http_with_the_json_apis_schemas_and_hide_a_restri
     _, (found, answered) = over_http(url, admin_key, ("search", {"query": QUERY}), ("query", {"query": QUERY}))
     [citation] = payload(found)["results"]
     assert citation["fileName"] == "gamma.docx" and "rawQuote" not in citation
+    # A link the agent can hand its user; the result once, as compact JSON text (no structured copy).
+    assert citation["citationUrl"].startswith(f"{live_server.url}/c/r/")
+    assert found.structuredContent is None and len(found.content) == 1 and "\n" not in found.content[0].text
     assert payload(answered)["answer"]["kind"] == "llm"
     _, (opened,) = over_http(url, admin_key, ("open_reference", {"citationUrl": citation["citationUrl"]}))
     assert payload(opened)["sourcePath"] == "vault/gamma.docx"
@@ -113,14 +116,36 @@ def test_the_tools_answer_over_http_with_the_json_apis_schemas_and_hide_a_restri
     assert refused.isError and "not_found" in refused.content[0].text
 
 
-def test_http_refuses_a_missing_or_revoked_token(live_server, transactional_db, member, client):
+def jsonrpc_error(response) -> dict:
+    body = response.json()
+    assert body["jsonrpc"] == "2.0" and body["id"] is None and set(body["error"]) == {"code", "message", "data"}
+    return body["error"]
+
+
+def test_http_refuses_a_missing_or_revoked_token_with_a_jsonrpc_error(live_server, transactional_db, member, client):
     token, key = ApiToken.objects.create_token(member)
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
-    assert client.post("/mcp", body, content_type="application/json").status_code == 401
+    missing = client.post("/mcp", body, content_type="application/json")
+    assert missing.status_code == 401 and missing["WWW-Authenticate"].startswith("Bearer")
+    assert jsonrpc_error(missing)["data"]["code"] == "unauthorized"
     token.delete()
     refused = client.post("/mcp", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
-    assert refused.status_code == 401
-    assert client.get("/mcp", HTTP_AUTHORIZATION=f"Bearer {key}").status_code == 405
+    assert refused.status_code == 401 and "unknown or revoked" in jsonrpc_error(refused)["message"]
+    wrong_method = client.get("/mcp", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert wrong_method.status_code == 405 and wrong_method["Allow"] == "POST"
+    assert jsonrpc_error(wrong_method)["data"]["code"] == "method_not_allowed"
+
+
+@pytest.mark.parametrize("depth", [33, 100_000])
+def test_http_refuses_deeply_nested_json_as_the_api_does(transactional_db, member, client, depth):
+    _, key = ApiToken.objects.create_token(member)
+    nested = "[" * depth + "]" * depth
+    body = '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "search", "arguments": %s}}' % nested
+    response = client.post("/mcp", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.status_code == 400
+    error = jsonrpc_error(response)
+    assert error["code"] == -32700 and "nested too deeply" in error["message"]
+    assert client.post("/api/search", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}").status_code == 400
 
 
 def _manage(env, *args, stdin: str | None = None):
@@ -174,3 +199,45 @@ def test_the_tools_answer_over_stdio_as_the_tokens_user(tmp_path):
     _, (status, opened) = over_stdio(admin_key, ("status", {}), ("open_reference", {"token": citation}))
     assert payload(status)["registry"]["total"] == 1
     assert payload(opened)["displayQuote"] == "The vault combination is 4471."
+
+
+def _stdio_refusal(env) -> tuple[str, str]:
+    """What the official client is told when the stdio server refuses to
+    start, and what the server wrote on stderr."""
+    from mcp.shared.exceptions import McpError
+
+    parameters = StdioServerParameters(command=sys.executable, args=["manage.py", "mcp_stdio"], env=env, cwd=str(REPO_DIR))
+    errlog = Path(env["MNOTE_DATA_DIR"]).parent / "stderr.txt"
+    with errlog.open("w") as stderr:
+        try:
+            run_client(lambda: stdio_client(parameters, errlog=stderr), [])
+        except BaseException as e:  # the client's task group wraps it
+            refused = e
+            while isinstance(refused, BaseExceptionGroup) and len(refused.exceptions) == 1:
+                refused = refused.exceptions[0]
+        else:
+            pytest.fail("the server started")
+    assert isinstance(refused, McpError), refused
+    return str(refused), errlog.read_text()
+
+
+def test_stdio_without_a_database_says_where_it_looked_and_creates_nothing(tmp_path):
+    data = tmp_path / "data"
+    env = {**os.environ, "MNOTE_DATA_DIR": str(data), "MNOTE_API_TOKEN": "mnote_x", "MNOTE_LIGHTRAG_ENV_FILE": ""}
+    env.pop("DATABASE_URL", None)
+    told, stderr = _stdio_refusal(env)
+    assert f"No MNote database at {data / 'mnote.sqlite3'}" in told and "MNOTE_DATA_DIR" in told
+    assert "No MNote database" in stderr and "Traceback" not in stderr
+    assert not data.exists()
+
+
+def test_stdio_with_a_bad_token_says_so(tmp_path):
+    env = {
+        **os.environ,
+        "MNOTE_DATA_DIR": str(tmp_path / "data"),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'data' / 'mnote.sqlite3'}",
+        "MNOTE_LIGHTRAG_ENV_FILE": "",
+    }
+    _manage(env, "migrate", "--no-input")
+    told, stderr = _stdio_refusal({**env, "MNOTE_API_TOKEN": "mnote_not_a_token"})
+    assert "The API token is missing, unknown or revoked" in told and "Traceback" not in stderr
