@@ -70,6 +70,9 @@ def test_a_user_creates_and_revokes_their_own_token(transactional_db, page, live
     page.fill("input[name=name]", "my agent")
     page.click("form.token-form button[type=submit]")
     key = page.locator("code.token-key").inner_text()
+    page.click("button[data-copy-from=new-token]")
+    assert page.locator("button[data-copy-from=new-token]").get_attribute("data-copied") == key
+    assert key in page.locator("#mcp-stdio-config").inner_text()
     status = httpx.get(f"{live_server.url}/api/status", headers={"Authorization": f"Bearer {key}"})
     assert status.status_code == 200
     page.reload()  # shown once

@@ -2,20 +2,19 @@
 the management commands (search, answers, permalinks, chunk context, sync)."""
 
 import json
-import logging
 from collections import Counter
 from urllib.parse import urlencode
 
-from asgiref.sync import async_to_sync
 from django.contrib.auth.decorators import login_not_required
-from django.core.exceptions import RequestDataTooBig
-from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import JsonResponse, StreamingHttpResponse
+from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET
 
 from mnote.accounts.roles import is_admin
 from mnote.api import openapi as openapi_description
-from mnote.api.endpoint import ApiError, api_endpoint, authenticate, error_response, parse_json, read_json, validated
+from mnote.api.endpoint import ApiError, api_endpoint, error_response, read_json, validated
 from mnote.api.forms import (
     MAX_ID,
     ChunkContextForm,
@@ -48,15 +47,6 @@ from mnote.lightrag.provider import HealthReport, health_report, lightrag_client
 from mnote.library.actions import allow_large_text, delete_index, library_status, prune_registry
 from mnote.library.sync import sync_root
 from mnote.library.text_size import is_held_back
-from mnote.json_errors import (
-    JSONRPC_INTERNAL_ERROR,
-    JSONRPC_INVALID_REQUEST,
-    JSONRPC_PARSE_ERROR,
-    JSONRPC_UNAUTHORIZED,
-    jsonrpc_error_response,
-)
-
-log = logging.getLogger(__name__)
 
 SEARCH_SCHEMA = "mnote.knowledge_rag.search_results.v1"
 QUERY_SCHEMA = "mnote.knowledge_rag.agent_query_result.v1"
@@ -450,51 +440,14 @@ def openapi(request):
     return JsonResponse(openapi_description.DESCRIPTION)
 
 
+@login_not_required
+@require_GET
+def docs(request):
+    """The OpenAPI description as a page to read, rendered here (no viewer
+    script, nothing from another site)."""
+    context = {**openapi_description.reference(), "mcp_url": request.build_absolute_uri("/mcp")}
+    return render(request, "api/docs.html", context)
+
+
 def not_found(request, *args, **kwargs):
     return error_response(404, "not_found", f"No API endpoint at {request.path}; see /api/openapi.json.")
-
-
-def _mcp_error(e: ApiError) -> HttpResponse:
-    rpc_code = {400: JSONRPC_PARSE_ERROR, 401: JSONRPC_UNAUTHORIZED}.get(e.status, JSONRPC_INVALID_REQUEST)
-    return jsonrpc_error_response(e.status, rpc_code, e.code, e.message, headers=e.headers, **e.extra)
-
-
-@login_not_required
-@csrf_exempt
-def mcp(request):
-    """MCP over streamable HTTP (stateless, JSON responses) for agents with an
-    API token; the SDK answers, the tools are those of ``mnote.api.mcp_server``.
-    Every refusal is a JSON-RPC error object, with the HTTP status kept."""
-    from mnote.api.mcp_server import serve_http
-
-    try:
-        if request.method != "POST":
-            # No server-initiated stream and no sessions to end: the spec's answer is 405.
-            raise ApiError(405, "method_not_allowed", "Use POST for /mcp.", headers={"Allow": "POST"})
-        scheme, _, _key = request.headers.get("Authorization", "").partition(" ")
-        if scheme.lower() != "bearer":
-            raise ApiError(
-                401, "unauthorized", "Send “Authorization: Bearer <token>”.", headers={"WWW-Authenticate": 'Bearer realm="mnote"'}
-            )
-        authenticate(request)
-        # The JSON API's own limits, before the SDK's parser recurses through the body.
-        parse_json(request.body)
-    except ApiError as e:
-        return _mcp_error(e)
-    except RequestDataTooBig:
-        return jsonrpc_error_response(413, JSONRPC_INVALID_REQUEST, "too_large", "The request body is too large.")
-    headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in request.headers.items()]
-    try:
-        status, response_headers, body = async_to_sync(serve_http)(
-            request.user, "POST", headers, request.body, link_base(request)
-        )
-    except Exception:
-        log.exception("MCP request failed")
-        return jsonrpc_error_response(
-            500, JSONRPC_INTERNAL_ERROR, "internal_error", "MNote failed to handle this request; see its log."
-        )
-    response = HttpResponse(body, status=status)
-    for name, value in response_headers:
-        if name.lower() not in (b"content-length", b"transfer-encoding"):
-            response[name.decode("latin-1")] = value.decode("latin-1")
-    return response
