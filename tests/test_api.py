@@ -631,14 +631,18 @@ def test_it_refuses_a_malformed_conversation_history(member_client, fake_lightra
 # --- what an agent gets: compact, absolute links, the mode used, no hidden counts ---
 
 
-def ten_chunk_answer(manuals) -> dict:
+ENGLISH_ENTRY = "Entry {n}: the mirror was re-aluminised in the coating chamber; vacuum held at 1e-6 mbar. "
+CHINESE_ENTRY = "第{n}条记录：主镜在镀膜室中重新镀铝，真空度保持在百万分之一毫巴，操作人员记录了温度和湿度。"
+
+
+def ten_chunk_answer(manuals, entry: str = ENGLISH_ENTRY) -> dict:
     """/query/data with ten long chunks (LightRAG's default chunk is ~1,200
     tokens), one per registered Markdown file."""
     chunks, references = [], []
     for n in range(10):
         name = f"log-{n}.md"
         indexed_source(manuals, name, f"doc-log{n}", name)
-        paragraph = f"Entry {n}: the mirror was re-aluminised in the coating chamber; vacuum held at 1e-6 mbar. "
+        paragraph = entry.format(n=n)
         chunks.append({"reference_id": str(n + 1), "content": f"# Log {n}\n\n" + paragraph * 50,
                        "file_path": name, "chunk_id": f"doc-log{n}-chunk-000"})
         references.append({"reference_id": str(n + 1), "file_path": name})
@@ -646,13 +650,14 @@ def ten_chunk_answer(manuals) -> dict:
                                                          "references": references}, "metadata": {}}
 
 
+@pytest.mark.parametrize(("entry", "query"), [(ENGLISH_ENTRY, QUERY), (CHINESE_ENTRY, "主镜 镀铝 真空")])
 def test_a_default_search_for_ten_citations_is_compact_and_verbose_brings_the_raw_fields(
-    member_client, fake_lightrag, manuals
+    member_client, fake_lightrag, manuals, entry, query
 ):
     fake_lightrag.on("GET", "/health", "health.json")
-    fake_lightrag.on("POST", "/query/data", (200, ten_chunk_answer(manuals)))
-    compact = post(member_client, "/api/search", {"query": QUERY})
-    verbose = post(member_client, "/api/search", {"query": QUERY, "verbose": True})
+    fake_lightrag.on("POST", "/query/data", (200, ten_chunk_answer(manuals, entry)))
+    compact = post(member_client, "/api/search", {"query": query})
+    verbose = post(member_client, "/api/search", {"query": query, "verbose": True})
     assert len(compact.json()["results"]) == len(verbose.json()["results"]) == 10
     assert len(compact.content) <= 15_000, len(compact.content)
     for citation in compact.json()["results"]:

@@ -217,7 +217,11 @@ SCHEMAS = {
             "locatorPrecision": {"type": "string", "enum": ["bbox", "paragraph", "file"]},
             "page": {"type": "integer", "description": "Only for a bbox locator."},
             "headingPath": STRINGS,
-            "displayQuote": {"type": "string"},
+            "displayQuote": {
+                "type": "string",
+                "description": "The passage around the query's words, about 400 columns (a Chinese, Japanese or "
+                "Korean character takes two); with verbose the whole quote (up to 700 characters).",
+            },
             "citationUrl": {"type": "string", "description": "Absolute, as Citation.citationUrl."},
         },
     },

@@ -2,6 +2,7 @@
 the management commands (search, answers, permalinks, chunk context, sync)."""
 
 import json
+import unicodedata
 from collections import Counter
 from urllib.parse import urlencode
 
@@ -47,6 +48,7 @@ from mnote.lightrag.provider import HealthReport, health_report, lightrag_client
 from mnote.library.actions import allow_large_text, delete_index, library_status, prune_registry
 from mnote.library.sync import sync_root
 from mnote.library.text_size import is_held_back
+from mnote.text.evidence import evidence_window
 
 SEARCH_SCHEMA = "mnote.knowledge_rag.search_results.v1"
 QUERY_SCHEMA = "mnote.knowledge_rag.agent_query_result.v1"
@@ -163,15 +165,32 @@ def search_result(user, params: dict, base: str = "") -> dict:
 
 
 def _agent_json(body: dict) -> JsonResponse:
-    # Text as UTF-8, not \uXXXX escapes: a Chinese quote is half the bytes.
-    return JsonResponse(body, json_dumps_params={"ensure_ascii": False})
+    # Text as UTF-8, not \uXXXX escapes (a Chinese quote is half the bytes), no padding.
+    return JsonResponse(body, json_dumps_params={"ensure_ascii": False, "separators": (",", ":")})
+
+
+# A compact citation's quote: the passage around the query's words, about 400
+# columns, a wide (Chinese, Japanese, Korean) character taking two as on
+# screen. The whole display quote (up to 700 characters, three bytes each in
+# Chinese) put ten Chinese citations at 16 KB; verbose gives it whole.
+COMPACT_QUOTE_COLUMNS = 400
+
+
+def _compact_quote(c: CitationView) -> str:
+    quote = c.display_quote
+    columns = len(quote) + sum(unicodedata.east_asian_width(ch) in "WF" for ch in quote)
+    if columns <= COMPACT_QUOTE_COLUMNS:
+        return quote
+    width = COMPACT_QUOTE_COLUMNS * len(quote) // columns
+    return evidence_window(quote, c.search_query, width=width, cleaned=True)
 
 
 def _citation_json(c: CitationView, base: str, verbose: bool = False) -> dict:
     """A citation for an agent: by default each thing once (the quote once,
-    the link once — ``[fileName](citationUrl)`` is its Markdown — and no
-    LightRAG ids or locator internals); ``verbose`` adds the raw LightRAG
-    fields, the locator, the Markdown link and the mapping's diagnostics."""
+    around the query's words; the link once — ``[fileName](citationUrl)`` is
+    its Markdown — and no LightRAG ids or locator internals); ``verbose``
+    gives the whole quote, the raw LightRAG fields, the locator, the Markdown
+    link and the mapping's diagnostics."""
     url = absolute(base, c.citation_url)
     if verbose:
         return {**c.as_json(), "citationUrl": url, "citationMarkdown": citation_markdown(c, base)}
@@ -182,7 +201,7 @@ def _citation_json(c: CitationView, base: str, verbose: bool = False) -> dict:
         "fileName": c.file_name,
         "locatorPrecision": c.precision,
         "headingPath": c.heading_path,
-        "displayQuote": c.display_quote,
+        "displayQuote": _compact_quote(c),
         "citationUrl": url,
     }
     if c.page is not None:
