@@ -593,7 +593,7 @@ def test_it_describes_every_endpoint_in_openapi(client):
     assert set(spec["paths"]) == routes == {
         "/api/status", "/api/search", "/api/query", "/api/open-reference", "/api/sources/{sourceId}/chunks",
         "/api/admin/ingest", "/api/admin/delete-source", "/api/admin/prune-registry", "/api/admin/retry-failed",
-        "/api/openapi.json",
+        "/api/openapi.json", "/api/docs/",
     }
     schemas = spec["components"]["schemas"]
     assert schemas["SearchResults"]["properties"]["schema"]["const"] == "mnote.knowledge_rag.search_results.v1"

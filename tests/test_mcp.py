@@ -110,8 +110,13 @@ def test_the_tools_answer_over_http_with_the_json_apis_schemas_and_hide_a_restri
     assert citation["citationUrl"].startswith(f"{live_server.url}/c/r/")
     assert found.structuredContent is None and len(found.content) == 1 and "\n" not in found.content[0].text
     assert payload(answered)["answer"]["kind"] == "llm"
-    _, (opened,) = over_http(url, admin_key, ("open_reference", {"citationUrl": citation["citationUrl"]}))
+    _, (opened, verbose) = over_http(
+        url, admin_key, ("open_reference", {"citationUrl": citation["citationUrl"]}), ("search", {"query": QUERY, "verbose": True})
+    )
     assert payload(opened)["sourcePath"] == "vault/gamma.docx"
+    assert payload(opened)["previewUrl"].startswith(f"{live_server.url}/preview/")
+    [raw] = payload(verbose)["results"]
+    assert raw["lightragFilePath"] == "gamma.docx" and "lightragFilePath" not in citation
     _, (refused,) = over_http(url, member_key, ("open_reference", {"citationUrl": citation["citationUrl"]}))
     assert refused.isError and "not_found" in refused.content[0].text
 
@@ -186,9 +191,12 @@ def test_the_tools_answer_over_stdio_as_the_tokens_user(tmp_path):
     _manage(env, "migrate", "--no-input")
     member_key, admin_key, citation = _manage(env, "shell", stdin=SETUP).split()[-3:]
 
-    def over_stdio(key, *calls):
+    def over_stdio(key, *calls, **more_env):
         parameters = StdioServerParameters(
-            command=sys.executable, args=["manage.py", "mcp_stdio"], env={**env, "MNOTE_API_TOKEN": key}, cwd=str(REPO_DIR)
+            command=sys.executable,
+            args=[str(REPO_DIR / "manage.py"), "mcp_stdio"],
+            env={**env, "MNOTE_API_TOKEN": key, **more_env},
+            cwd=str(tmp_path),  # any working folder: the data folder is named
         )
         return run_client(lambda: stdio_client(parameters), calls)
 
@@ -196,9 +204,12 @@ def test_the_tools_answer_over_stdio_as_the_tokens_user(tmp_path):
     assert names == TOOLS
     assert payload(status)["registry"]["total"] == 0 and payload(status)["lightrag"]["healthy"] is False
     assert refused.isError and "4471" not in refused.content[0].text
-    _, (status, opened) = over_stdio(admin_key, ("status", {}), ("open_reference", {"token": citation}))
+    _, (status, opened) = over_stdio(
+        admin_key, ("status", {}), ("open_reference", {"token": citation}), MNOTE_PUBLIC_URL="https://library.example.com"
+    )
     assert payload(status)["registry"]["total"] == 1
     assert payload(opened)["displayQuote"] == "The vault combination is 4471."
+    assert payload(opened)["citationUrl"] == f"https://library.example.com/c/{citation}"
 
 
 def _stdio_refusal(env) -> tuple[str, str]:
@@ -206,8 +217,11 @@ def _stdio_refusal(env) -> tuple[str, str]:
     start, and what the server wrote on stderr."""
     from mcp.shared.exceptions import McpError
 
-    parameters = StdioServerParameters(command=sys.executable, args=["manage.py", "mcp_stdio"], env=env, cwd=str(REPO_DIR))
-    errlog = Path(env["MNOTE_DATA_DIR"]).parent / "stderr.txt"
+    elsewhere = Path(env["MNOTE_DATA_DIR"]).parent
+    parameters = StdioServerParameters(
+        command=sys.executable, args=[str(REPO_DIR / "manage.py"), "mcp_stdio"], env=env, cwd=str(elsewhere)
+    )
+    errlog = elsewhere / "stderr.txt"
     with errlog.open("w") as stderr:
         try:
             run_client(lambda: stdio_client(parameters, errlog=stderr), [])
