@@ -55,7 +55,7 @@ DESCRIPTION = {
             "Status, full-library search, answers and permalinks for agents. Only mapped citations are exposed, "
             "never raw LightRAG chunks; a member only ever sees sources of roots open to them, and no count of "
             "what LightRAG found or dropped. Citations are compact by default (each quote and link once; a search "
-            "for 10 citations is under 15 KB); verbose: true adds LightRAG's raw fields. Links (citationUrl, "
+            "for 10 citations is about 10 KB); verbose: true gives the whole quotes and LightRAG's raw fields. Links (citationUrl, "
             "previewUrl) are absolute. Errors are "
             '{"error": {"code", "message"}}. The same tools are an MCP server at /mcp (streamable HTTP, the same '
             "bearer tokens; its errors are JSON-RPC error objects) and over stdio (manage.py mcp_stdio)."
@@ -247,7 +247,8 @@ DESCRIPTION = {
             "bearerToken": {
                 "type": "http",
                 "scheme": "bearer",
-                "description": "A token from `manage.py create_api_token USERNAME`. No CSRF token needed.",
+                "description": "A token from the API tokens page (/tokens/) or `manage.py create_api_token USERNAME`. "
+                "No CSRF token needed.",
             },
             "session": {
                 "type": "apiKey",
