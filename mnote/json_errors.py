@@ -16,10 +16,18 @@ def error_response(status: int, code: str, message: str, *, headers: dict | None
 
 
 def jsonrpc_error_response(
-    status: int, rpc_code: int, code: str, message: str, *, headers: dict | None = None, **extra
+    status: int,
+    rpc_code: int,
+    code: str,
+    message: str,
+    *,
+    request_id: str | int | None = None,
+    headers: dict | None = None,
+    **extra,
 ) -> JsonResponse:
-    """A JSON-RPC error object (id null: the request's id is unknown or unread),
-    with the HTTP status kept so a plain HTTP client still sees 400/401/405;
-    ``data.code`` is the JSON API's code for the same error."""
-    body = {"jsonrpc": "2.0", "id": None, "error": {"code": rpc_code, "message": message, "data": {"code": code, **extra}}}
+    """A JSON-RPC error object answering ``request_id`` (None when it could not
+    be read), with the HTTP status kept so a plain HTTP client still sees
+    400/401/405; ``data.code`` is the JSON API's code for the same error."""
+    error = {"code": rpc_code, "message": message, "data": {"code": code, **extra}}
+    body = {"jsonrpc": "2.0", "id": request_id, "error": error}
     return JsonResponse(body, status=status, headers=headers)

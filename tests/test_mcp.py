@@ -121,9 +121,9 @@ def test_the_tools_answer_over_http_with_the_json_apis_schemas_and_hide_a_restri
     assert refused.isError and "not_found" in refused.content[0].text
 
 
-def jsonrpc_error(response) -> dict:
+def jsonrpc_error(response, request_id=None) -> dict:
     body = response.json()
-    assert body["jsonrpc"] == "2.0" and body["id"] is None and set(body["error"]) == {"code", "message", "data"}
+    assert body["jsonrpc"] == "2.0" and body["id"] == request_id and set(body["error"]) == {"code", "message", "data"}
     return body["error"]
 
 
@@ -132,10 +132,10 @@ def test_http_refuses_a_missing_or_revoked_token_with_a_jsonrpc_error(live_serve
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     missing = client.post("/mcp", body, content_type="application/json")
     assert missing.status_code == 401 and missing["WWW-Authenticate"].startswith("Bearer")
-    assert jsonrpc_error(missing)["data"]["code"] == "unauthorized"
+    assert jsonrpc_error(missing, request_id=1)["data"]["code"] == "unauthorized"  # it answers the request
     token.delete()
     refused = client.post("/mcp", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
-    assert refused.status_code == 401 and "unknown or revoked" in jsonrpc_error(refused)["message"]
+    assert refused.status_code == 401 and "unknown or revoked" in jsonrpc_error(refused, request_id=1)["message"]
     wrong_method = client.get("/mcp", HTTP_AUTHORIZATION=f"Bearer {key}")
     assert wrong_method.status_code == 405 and wrong_method["Allow"] == "POST"
     assert jsonrpc_error(wrong_method)["data"]["code"] == "method_not_allowed"

@@ -24,9 +24,24 @@ from mnote.json_errors import (
 log = logging.getLogger(__name__)
 
 
-def _mcp_error(e: ApiError) -> HttpResponse:
+def _request_id(request) -> str | int | None:
+    """The id of a readable JSON-RPC request, for its error to answer; None
+    for a body that is not one (JSON-RPC's answer to an unreadable request)."""
+    if request.method != "POST":
+        return None
+    try:
+        message = parse_json(request.body)
+    except (ApiError, RequestDataTooBig):
+        return None
+    found = message.get("id") if isinstance(message, dict) else None
+    return found if isinstance(found, str | int) and not isinstance(found, bool) else None
+
+
+def _mcp_error(request, e: ApiError) -> HttpResponse:
     rpc_code = {400: JSONRPC_PARSE_ERROR, 401: JSONRPC_UNAUTHORIZED}.get(e.status, JSONRPC_INVALID_REQUEST)
-    return jsonrpc_error_response(e.status, rpc_code, e.code, e.message, headers=e.headers, **e.extra)
+    return jsonrpc_error_response(
+        e.status, rpc_code, e.code, e.message, request_id=_request_id(request), headers=e.headers, **e.extra
+    )
 
 
 @login_not_required
@@ -50,7 +65,7 @@ def mcp(request):
         # The JSON API's own limits, before the SDK's parser recurses through the body.
         parse_json(request.body)
     except ApiError as e:
-        return _mcp_error(e)
+        return _mcp_error(request, e)
     except RequestDataTooBig:
         return jsonrpc_error_response(413, JSONRPC_INVALID_REQUEST, "too_large", "The request body is too large.")
     headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in request.headers.items()]
