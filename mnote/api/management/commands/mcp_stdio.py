@@ -10,6 +10,7 @@ from django.db import DatabaseError, connection
 
 from mnote.api.models import ApiToken
 from mnote.data_dir import stored_secret_key
+from mnote.env import env_str
 from mnote.json_errors import JSONRPC_UNAUTHORIZED
 
 # How long a refusing server waits for the client's first request, to answer
@@ -80,7 +81,7 @@ def _database_problem() -> str:
         return f"Cannot open MNote's database {_database_name()}: {e}. {where}"
     if ApiToken._meta.db_table not in tables:
         return f"The database {_database_name()} holds no MNote library (never migrated). {where}"
-    if not settings.SECRET_KEY or (not os.environ.get("MNOTE_SECRET_KEY") and stored_secret_key(settings.DATA_DIR) is None):
+    if not env_str("MNOTE_SECRET_KEY") and stored_secret_key(settings.DATA_DIR) is None:
         return (
             f"No secret key in {settings.DATA_DIR} and no MNOTE_SECRET_KEY: the links this server gives would not "
             f"open in the web app. {where}"
