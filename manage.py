@@ -11,7 +11,10 @@ def main():
 
     # Every command starts here (make run's migrate and run_stack among them):
     # the data folder, key and database file exist before the settings load.
-    prepare_data_dir()
+    # The stdio MCP server only reads a library that runs already: it checks
+    # for it and says where it looked, rather than make an empty one.
+    if sys.argv[1:2] != ["mcp_stdio"]:
+        prepare_data_dir()
 
     execute_from_command_line(sys.argv)
 

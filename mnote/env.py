@@ -7,6 +7,7 @@ environment must stop the app at start-up, not silently fall back.
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -56,6 +57,26 @@ def env_path(name: str, default: Path, environ: Mapping[str, str] = os.environ) 
     if not path.is_absolute():
         raise ImproperlyConfigured(f"{name}={raw!r} must be an absolute path.")
     return path
+
+
+def env_base_url(name: str, environ: Mapping[str, str] = os.environ) -> str:
+    """An origin, ``http(s)://host[:port]`` without a path (a trailing slash is
+    dropped); "" when unset. Links are built as this plus the app's own paths."""
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return ""
+    parts = urlsplit(raw)
+    try:
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError as e:
+        raise ImproperlyConfigured(f"{name}={raw!r} has a port that is not a number.") from e
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
+        raise ImproperlyConfigured(f"{name}={raw!r} must be an http:// or https:// address, e.g. https://library.example.com.")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} must be the site's address without a path (the app's own paths are added to it)."
+        )
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def postgres_options(environ: Mapping[str, str] = os.environ) -> dict:

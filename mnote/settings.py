@@ -11,7 +11,7 @@ from django.utils.csp import CSP
 from django.utils.translation import gettext_lazy as _
 
 from mnote.data_dir import BASE_DIR, data_dir, sqlite_path, stored_secret_key
-from mnote.env import env_bool, env_int, env_list, env_path, env_str, postgres_options
+from mnote.env import env_base_url, env_bool, env_int, env_list, env_path, env_str, postgres_options
 from mnote.lightrag.config import ImproperlyConfiguredLightRAG, load_config
 
 # Importing the settings writes nothing: manage.py and mnote.wsgi create the
@@ -178,6 +178,8 @@ MNOTE_MAX_TEXT_MB = env_int("MNOTE_MAX_TEXT_MB", 20, minimum=0)
 MNOTE_UPLOAD_MAX_MB = env_int("MNOTE_UPLOAD_MAX_MB", 200, minimum=1)
 # Days an invitation link works (once); a password reset link works PASSWORD_RESET_TIMEOUT (Django's, 3 days).
 MNOTE_INVITATION_DAYS = env_int("MNOTE_INVITATION_DAYS", 7, minimum=1)
+# The address agents' links start with (the JSON API, MCP); unset: the request's own.
+MNOTE_PUBLIC_URL = env_base_url("MNOTE_PUBLIC_URL")
 
 _lightrag_environ = dict(os.environ)
 # The embedded stack writes LightRAG's own .env here; read key and folders from it.

@@ -3,7 +3,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 from django.views.i18n import set_language
 
-from mnote.api import token_views
+from mnote.api import mcp_http, token_views
 from mnote.api import views as api_views
 from mnote.citations import views as citation_views
 from mnote.library import views as library_views
@@ -19,7 +19,7 @@ urlpatterns = [
     path("people/groups/", include("mnote.library.group_urls")),
     path("people/", include("mnote.accounts.people_urls")),
     path("api/", include("mnote.api.urls")),
-    path("mcp", api_views.mcp, name="mcp"),
+    path("mcp", mcp_http.mcp, name="mcp"),
     path("tokens/", token_views.tokens, name="tokens"),
     path("tokens/<int:pk>/revoke", token_views.revoke, name="token-revoke"),
     # The login page offers the language switch too.

@@ -140,7 +140,8 @@ def test_it_returns_mapped_citations_and_never_raw_chunks(member_client, lightra
     assert citation["sourceId"] == gamma.pk and citation["sourcePath"] == "manuals/gamma.docx"
     assert citation["locatorPrecision"] == "paragraph"
     assert citation["headingPath"] == ["Gamma Telescope Manual", "Maintenance"]
-    assert citation["citationUrl"].startswith("/c/")
+    # Absolute, from the request's own scheme and host: an agent hands it to its user.
+    assert citation["citationUrl"].startswith("http://testserver/c/")
     text = response.content.decode()
     assert "rawQuote" not in text and "raw_quote" not in text
     assert "<table" not in text  # the raw chunk's markup never leaves MNote
@@ -173,7 +174,6 @@ def test_it_limits_search_to_source_paths(member_client, lightrag_answers, gamma
     indexed_source(manuals, "other/notes.md", "doc-other", "notes.md")
     body = post(member_client, "/api/search", {"query": QUERY, "sourcePaths": ["manuals/other"]}).json()
     assert body["results"] == []
-    assert body["diagnostics"]["dropped"] == {"outside the search scope": 1}
     assert body["diagnostics"]["outsideScope"] == 1
     body = post(member_client, "/api/search", {"query": QUERY, "sourcePaths": ["/manuals/"]}).json()
     assert [c["sourcePath"] for c in body["results"]] == ["manuals/gamma.docx"]
@@ -264,8 +264,8 @@ def test_it_never_gives_a_member_a_source_of_a_root_restricted_to_another_group(
     response = post(member_client, "/api/search", {"query": QUERY})
     body = response.json()
     assert body["results"] == []
-    # Folded with unmapped references: nothing says a hidden document matched.
-    assert body["diagnostics"]["dropped"] == {"not citable": 1}
+    # No count of what LightRAG found or dropped: it would say a hidden document matched.
+    assert set(body["diagnostics"]) <= {"mode", "llmAvailable", "providerRerankRequested", "providerRerankAvailable"}
     assert "gamma" not in response.content.decode().lower()
     assert "visible" not in response.content.decode()
 
@@ -307,8 +307,8 @@ def test_it_answers_with_badges_from_this_querys_citations(member_client, lightr
     assert body["answer"]["kind"] == "llm"
     assert "[1]" not in body["answer"]["text"]
     [citation] = body["citations"]
-    assert set(citation) == {"citationId", "sourcePath", "fileName", "locatorPrecision", "headingPath",
-                             "displayQuote", "citationUrl", "citationMarkdown"}  # no page: a DOCX paragraph
+    assert set(citation) == {"citationId", "sourceId", "sourcePath", "fileName", "locatorPrecision", "headingPath",
+                             "displayQuote", "citationUrl"}  # no page: a DOCX paragraph
     ids = {c["citationId"] for c in body["citations"]}
     assert all(set(s["citationIds"]) <= ids and len(s["citationIds"]) <= 3 for s in body["answer"]["sentences"])
     assert body["contextUsed"] == 1
@@ -363,10 +363,10 @@ def test_it_opens_a_reference_by_url_or_token(member_client, lightrag_answers, g
         response = post(member_client, "/api/open-reference", body)
         assert response.status_code == 200, response.content
         opened = response.json()
-        assert opened["token"] == token and opened["citationUrl"] == url
+        assert opened["token"] == token and opened["citationUrl"] == f"http://testserver{url}"
         assert opened["sourceId"] == gamma.pk and opened["sourcePath"] == "manuals/gamma.docx"
         assert opened["state"] == "current"
-        assert opened["previewUrl"] == f"/preview/{gamma.pk}/?c={token}"
+        assert opened["previewUrl"] == f"http://testserver/preview/{gamma.pk}/?c={token}"
         assert opened["locator"]["precision"] == "paragraph" and opened["locator"]["blockId"]
 
 
@@ -593,7 +593,7 @@ def test_it_describes_every_endpoint_in_openapi(client):
     assert set(spec["paths"]) == routes == {
         "/api/status", "/api/search", "/api/query", "/api/open-reference", "/api/sources/{sourceId}/chunks",
         "/api/admin/ingest", "/api/admin/delete-source", "/api/admin/prune-registry", "/api/admin/retry-failed",
-        "/api/openapi.json",
+        "/api/openapi.json", "/api/docs/",
     }
     schemas = spec["components"]["schemas"]
     assert schemas["SearchResults"]["properties"]["schema"]["const"] == "mnote.knowledge_rag.search_results.v1"
@@ -626,3 +626,80 @@ def test_it_streams_an_answer_as_ndjson_citations_first(member_client, lightrag_
 def test_it_refuses_a_malformed_conversation_history(member_client, fake_lightrag):
     body = post(member_client, "/api/query", {"query": QUERY, "conversationHistory": [{"role": "system", "content": "x"}]})
     assert body.status_code == 400 and "conversationHistory" in body.json()["error"]["fields"]
+
+
+# --- what an agent gets: compact, absolute links, the mode used, no hidden counts ---
+
+
+ENGLISH_ENTRY = "Entry {n}: the mirror was re-aluminised in the coating chamber; vacuum held at 1e-6 mbar. "
+CHINESE_ENTRY = "第{n}条记录：主镜在镀膜室中重新镀铝，真空度保持在百万分之一毫巴，操作人员记录了温度和湿度。"
+
+
+def ten_chunk_answer(manuals, entry: str = ENGLISH_ENTRY) -> dict:
+    """/query/data with ten long chunks (LightRAG's default chunk is ~1,200
+    tokens), one per registered Markdown file."""
+    chunks, references = [], []
+    for n in range(10):
+        name = f"log-{n}.md"
+        indexed_source(manuals, name, f"doc-log{n}", name)
+        paragraph = entry.format(n=n)
+        chunks.append({"reference_id": str(n + 1), "content": f"# Log {n}\n\n" + paragraph * 50,
+                       "file_path": name, "chunk_id": f"doc-log{n}-chunk-000"})
+        references.append({"reference_id": str(n + 1), "file_path": name})
+    return {"status": "success", "message": "", "data": {"entities": [], "relationships": [], "chunks": chunks,
+                                                         "references": references}, "metadata": {}}
+
+
+@pytest.mark.parametrize(("entry", "query"), [(ENGLISH_ENTRY, QUERY), (CHINESE_ENTRY, "主镜 镀铝 真空")])
+def test_a_default_search_for_ten_citations_is_compact_and_verbose_brings_the_raw_fields(
+    member_client, fake_lightrag, manuals, entry, query
+):
+    fake_lightrag.on("GET", "/health", "health.json")
+    fake_lightrag.on("POST", "/query/data", (200, ten_chunk_answer(manuals, entry)))
+    compact = post(member_client, "/api/search", {"query": query})
+    verbose = post(member_client, "/api/search", {"query": query, "verbose": True})
+    assert len(compact.json()["results"]) == len(verbose.json()["results"]) == 10
+    assert len(compact.content) <= 15_000, len(compact.content)
+    for citation in compact.json()["results"]:
+        # The quote once; no LightRAG ids, locator internals or mapping diagnostics.
+        assert compact.content.decode().count(citation["displayQuote"]) == 1
+        assert not {"lightragDocId", "lightragFilePath", "chunkId", "locator", "diagnostics"} & set(citation)
+    raw = verbose.json()["results"][0]
+    assert raw["lightragDocId"] == "doc-log0" and raw["chunkId"] == "doc-log0-chunk-000" and raw["locator"]
+    assert raw["citationUrl"].startswith("http://testserver/c/r/")
+    assert len(verbose.content) > 2 * len(compact.content)
+
+
+def test_links_start_with_the_public_url_when_it_is_set(member_client, lightrag_answers, gamma, settings):
+    settings.MNOTE_PUBLIC_URL = "https://library.example.com"
+    [citation] = post(member_client, "/api/search", {"query": QUERY}).json()["results"]
+    assert citation["citationUrl"].startswith("https://library.example.com/c/r/")
+    [verbose] = post(member_client, "/api/search", {"query": QUERY, "verbose": True}).json()["results"]
+    assert verbose["citationMarkdown"].endswith(f"({verbose['citationUrl']})")
+    token = member_client.get(citation["citationUrl"])["Location"].rsplit("/", 1)[1]
+    opened = post(member_client, "/api/open-reference", {"token": token}).json()
+    assert opened["citationUrl"] == f"https://library.example.com/c/{token}"
+    assert opened["previewUrl"] == f"https://library.example.com/preview/{gamma.pk}/?c={token}"
+
+
+def test_without_an_llm_a_search_uses_and_reports_vectors_only(member_client, fake_lightrag, gamma):
+    from tests.conftest import recorded
+
+    _, health = recorded("health.json")
+    health = {**health, "configuration": {**health["configuration"], "llm_binding": None, "llm_model": None}}
+    fake_lightrag.on("GET", "/health", (200, health))
+    fake_lightrag.on("POST", "/query/data", "query_data_naive.json")
+    body = post(member_client, "/api/search", {"query": QUERY}).json()
+    assert body["mode"] == "naive" and body["diagnostics"]["mode"] == "naive"
+    assert sent_to_lightrag(fake_lightrag, "/query/data")[0]["mode"] == "naive"
+    answered = post(member_client, "/api/query", {"query": QUERY}).json()
+    assert answered["mode"] == "naive"
+
+
+def test_only_admins_learn_what_lightrag_found_and_dropped(client, member, admin_user, lightrag_answers, hidden_gamma):
+    client.force_login(member)
+    member_view = post(client, "/api/search", {"query": QUERY}).json()["diagnostics"]
+    assert not {"references", "chunks", "dropped", "referencesBuiltFromChunks"} & set(member_view)
+    client.force_login(admin_user)
+    admin_view = post(client, "/api/search", {"query": QUERY}).json()["diagnostics"]
+    assert admin_view["references"] == 1 and admin_view["dropped"] == {}

@@ -70,9 +70,20 @@ def test_a_user_creates_and_revokes_their_own_token(transactional_db, page, live
     page.fill("input[name=name]", "my agent")
     page.click("form.token-form button[type=submit]")
     key = page.locator("code.token-key").inner_text()
+    page.click("button[data-copy-from=new-token]")
+    assert page.locator("button[data-copy-from=new-token]").get_attribute("data-copied") == key
+    assert key in page.locator("#mcp-stdio-config").inner_text()
+    page.set_viewport_size({"width": 390, "height": 800})
+    for url in (page.url, f"{live_server.url}/api/docs/"):
+        if url != page.url:
+            page.goto(url)
+        widths = page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert widths[0] <= widths[1], f"{url} scrolls sideways at 390 px: {widths}"
+    page.set_viewport_size({"width": 1366, "height": 800})
+    page.goto(f"{live_server.url}/tokens/")
     status = httpx.get(f"{live_server.url}/api/status", headers={"Authorization": f"Bearer {key}"})
     assert status.status_code == 200
-    page.reload()  # shown once
+    # shown once (the page was left since)
     assert page.locator("code.token-key").count() == 0 and "my agent" in page.locator("table.tokens-table").inner_text()
     page.click("button.revoke")
     page.locator(".messages").wait_for()

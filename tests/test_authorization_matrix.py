@@ -85,6 +85,7 @@ MATRIX = {
     "api/admin/prune-registry": ("POST", {}, expect(401, 403, 403, 200)),
     "api/admin/retry-failed": ("POST", {"rootId": "<root_id>"}, expect(401, 403, 403, 200)),
     "api/openapi.json": ("GET", None, PUBLIC),
+    "api/docs/": ("GET", None, PUBLIC),
     "api/^.*$": ("GET", None, expect(404, 404, 404, 404)),
     "i18n/setlang/": ("POST", {"language": "en"}, expect(302, 302, 302, 302)),
     # A conversation and a token are their owner's (the group member's) alone, even to admins.
@@ -256,3 +257,38 @@ def test_the_admin_site_is_for_staff_only(world, client, role):
             assert response.status_code == 302, pattern
             assert response["Location"].startswith(("/admin/login/", "/admin/", "/accounts/login/")), pattern
         assert SECRET not in response.content, pattern
+
+
+# Counts and diagnostics: what LightRAG found and why references were dropped
+# would tell a member that hidden documents are about the query. Only these
+# may reach a non-admin, on every surface (session, token, MCP).
+MEMBER_DIAGNOSTICS = {"mode", "llmAvailable", "providerRerankRequested", "providerRerankAvailable", "outsideScope"}
+ADMIN_COUNTS = {"references", "chunks", "dropped"}
+
+
+def _search_diagnostics(client, surface: str, user) -> dict:
+    body = {"query": "restricted yield"}
+    if surface == "session":
+        client.force_login(user)
+        return client.post("/api/search", json.dumps(body), content_type="application/json").json()["diagnostics"]
+    _, key = ApiToken.objects.create_token(user, surface)
+    bearer = {"HTTP_AUTHORIZATION": f"Bearer {key}"}
+    if surface == "token":
+        return client.post("/api/search", json.dumps(body), content_type="application/json", **bearer).json()["diagnostics"]
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "search", "arguments": body}}
+    response = client.post("/mcp", json.dumps(call), content_type="application/json",
+                           HTTP_ACCEPT="application/json, text/event-stream", **bearer)  # fmt: skip
+    result = response.json()["result"]
+    assert not result.get("isError"), result
+    return json.loads(result["content"][0]["text"])["diagnostics"]
+
+
+@pytest.mark.parametrize("surface", ["session", "token", "mcp"])
+@pytest.mark.parametrize("role", ["member", "group_member", "admin"])
+def test_only_admins_get_counts_and_diagnostics_of_a_search(world, client, role, surface):
+    users, *_ = world
+    diagnostics = _search_diagnostics(client, surface, users[role])
+    if role == "admin":
+        assert ADMIN_COUNTS <= set(diagnostics)
+    else:
+        assert set(diagnostics) <= MEMBER_DIAGNOSTICS, set(diagnostics) - MEMBER_DIAGNOSTICS

@@ -361,3 +361,20 @@ def test_files_matching_by_name_are_found_as_the_registry_query_found_them(membe
     ]
     assert [r[2] for r in _name_matches(roots, ["50%"], 10)] == ["old/budget_50%.md"]
     assert _name_matches([library["handbook"].root.pk], ["budget"], 10)[0][2] == "a/BUDGET plan.docx"
+
+
+@pytest.mark.parametrize(("llm", "sent"), [(True, "mix"), (False, "naive")])
+def test_without_a_chosen_retrieval_it_uses_the_providers_mode(member_client, settings, library, llm, sent):
+    fake = _serve(settings, lambda body: [_chunk("handbook.docx", 0, HANDBOOK)])
+
+    def provider(request):
+        if request.url.path == "/health" and not llm:
+            status, body = recorded("health.json")
+            body = {**body, "configuration": {**body["configuration"], "llm_binding": None, "llm_model": None}}
+            return httpx.Response(status, json=body)
+        return fake.handler(request)
+
+    settings.MNOTE_LIGHTRAG_TRANSPORT = httpx.MockTransport(provider)
+    member_client.get("/search/", {"q": "purchase approval", "mode": "library"})
+    member_client.get("/search/", {"q": "purchase approval", "mode": "library", "retrieval": "mix"})
+    assert [ask["mode"] for ask in fake.asks] == [sent, "mix"]

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from mnote.env import env_bool, env_int, env_list, env_path
+from mnote.env import env_base_url, env_bool, env_int, env_list, env_path
 
 
 def test_it_reads_booleans_and_refuses_anything_else():
@@ -32,6 +32,22 @@ def test_it_refuses_a_relative_path():
     assert env_path("P", Path("/d"), {}) == Path("/d")
     with pytest.raises(ImproperlyConfigured, match="must be an absolute path"):
         env_path("P", Path("/d"), {"P": "relative/dir"})
+
+
+def test_it_reads_a_public_url_as_an_origin_and_refuses_anything_else():
+    assert env_base_url("U", {}) == ""
+    assert env_base_url("U", {"U": " https://library.example.com/ "}) == "https://library.example.com"
+    assert env_base_url("U", {"U": "http://10.0.0.5:8000"}) == "http://10.0.0.5:8000"
+    for bad, why in [
+        ("library.example.com", "must be an http:// or https:// address"),
+        ("ftp://library.example.com", "must be an http:// or https:// address"),
+        ("https://user:pw@library.example.com", "must be an http:// or https:// address"),
+        ("https://library.example.com/mnote", "without a path"),
+        ("https://library.example.com/?x=1", "without a path"),
+        ("https://library.example.com:80x", "port that is not a number"),
+    ]:
+        with pytest.raises(ImproperlyConfigured, match=why):
+            env_base_url("U", {"U": bad})
 
 
 def _clean_env(data: Path) -> dict[str, str]:

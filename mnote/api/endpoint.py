@@ -77,18 +77,37 @@ def authenticate(request) -> None:
             )
 
 
-def read_json(request) -> dict:
-    if not request.body.strip():
-        return {}
+# No field of the API or of an MCP request nests deeper than a few levels
+# (a tool call's conversationHistory is five): a body nested deeper is refused
+# before any parser downstream recurses through it.
+MAX_JSON_DEPTH = 32
+
+
+def _nesting_depth_exceeds(value, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
+def parse_json(body: bytes):
+    """A request body parsed as JSON, nested at most ``MAX_JSON_DEPTH`` deep and
+    holding only text that can be encoded; ApiError 400 (invalid_json) otherwise.
+    The one check of the JSON API and the MCP endpoint."""
+    too_deep = ApiError(400, "invalid_json", f"The request body is nested too deeply (at most {MAX_JSON_DEPTH} levels).")
     try:
-        data = json.loads(request.body)
+        data = json.loads(body)
     except (ValueError, UnicodeDecodeError) as e:
         raise ApiError(400, "invalid_json", f"The request body is not valid JSON: {e}") from e
     except RecursionError as e:
-        # Thousands of nested [[[…]]] exhaust the parser's stack; no field of ours nests.
-        raise ApiError(400, "invalid_json", "The request body is nested too deeply.") from e
-    if not isinstance(data, dict):
-        raise ApiError(400, "invalid_json", "The request body must be a JSON object.")
+        # Thousands of nested [[[…]]] exhaust the parser's stack.
+        raise too_deep from e
+    if _nesting_depth_exceeds(data, MAX_JSON_DEPTH):
+        raise too_deep
     try:
         # JSON may carry "\ud800", which is no character: nothing downstream
         # (the database, LightRAG) can encode it, so it is refused here, once.
@@ -97,8 +116,15 @@ def read_json(request) -> dict:
         raise ApiError(
             400, "invalid_json", "The request body contains a lone surrogate (such as \\ud800), which is not text."
         ) from e
-    except RecursionError as e:
-        raise ApiError(400, "invalid_json", "The request body is nested too deeply.") from e
+    return data
+
+
+def read_json(request) -> dict:
+    if not request.body.strip():
+        return {}
+    data = parse_json(request.body)
+    if not isinstance(data, dict):
+        raise ApiError(400, "invalid_json", "The request body must be a JSON object.")
     return data
 
 

@@ -72,9 +72,14 @@ class SearchForm(forms.Form):
     chunkTopK = JsonIntegerField(min_value=1, max_value=100, required=False)
     sourcePaths = ScopeField(required=False)
     enableRerank = JsonBooleanField(required=False)
+    verbose = JsonBooleanField(required=False)
 
     def clean_mode(self):
-        return self.cleaned_data.get("mode") or "mix"
+        # Blank: the search picks the mode that fits the provider.
+        return self.cleaned_data.get("mode") or ""
+
+    def clean_verbose(self):
+        return bool(self.cleaned_data.get("verbose"))
 
     def clean_query(self):
         query = self.cleaned_data["query"]

@@ -12,6 +12,7 @@ request to the SDK's session manager; and stdio, by ``manage.py mcp_stdio``.
 """
 
 import contextvars
+import json
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -27,6 +28,9 @@ from mnote.lightrag import QUERY_MODES, LightRAGError
 
 # The user whose token opened this MCP request or stdio session.
 asker: contextvars.ContextVar = contextvars.ContextVar("mnote_mcp_asker")
+# What the tools' links start with (``mnote.api.links.link_base``): the
+# request's or MNOTE_PUBLIC_URL over HTTP, MNOTE_PUBLIC_URL over stdio.
+links_base: contextvars.ContextVar = contextvars.ContextVar("mnote_mcp_links_base", default="")
 
 server = FastMCP(
     "MNote Library",
@@ -39,16 +43,20 @@ server = FastMCP(
 )
 
 Mode = Literal[QUERY_MODES]
+VERBOSE = "Also LightRAG's raw fields (ids, locator, evidence text, diagnostics) per citation; several times larger."
 
 
-def _run(work, *args) -> dict:
-    """Run one tool's work as the asker; the API's errors become tool errors."""
+def _run(work, *args) -> str:
+    """Run one tool's work as the asker; the API's errors become tool errors.
+    The result is one compact JSON text: the SDK's structured copy beside it
+    would send every quote twice, and its own text is indented."""
     try:
-        return work(asker.get(), *args)
+        result = work(asker.get(), *args)
     except ApiError as e:
         raise ToolError(f"{e.code}: {e.message}") from e
     except LightRAGError as e:
         raise ToolError(f"lightrag_unavailable: {e}") from e
+    return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
 
 
 def _arguments(**values) -> dict:
@@ -64,7 +72,7 @@ def _status(user) -> dict:
 def _search(user, data: dict) -> dict:
     from mnote.api.views import search_result
 
-    return search_result(user, validated(SearchForm, data))
+    return search_result(user, validated(SearchForm, data), links_base.get())
 
 
 def _query(user, data: dict) -> dict:
@@ -75,28 +83,33 @@ def _query(user, data: dict) -> dict:
     answer = answer_question(
         user, params["query"], history=params["conversationHistory"] or None, **_search_arguments(params)
     )
-    return query_result(answer, params["mode"])
+    return query_result(answer, links_base.get(), params["verbose"])
 
 
 def _open_reference(user, data: dict) -> dict:
     from mnote.api.views import reference_result
 
-    return reference_result(user, validated(OpenReferenceForm, data))
+    return reference_result(user, validated(OpenReferenceForm, data), links_base.get())
 
 
 # Tools run the ORM through sync_to_async: in the thread of the Django
 # request (HTTP) or in asgiref's one worker thread (stdio), never in the event loop.
 
 
-@server.tool(name="status", description="LightRAG's health and the library's counts (mnote.library.status.v1).")
-async def status() -> dict[str, Any]:
+@server.tool(
+    name="status",
+    description="LightRAG's health and the library's counts (mnote.library.status.v1).",
+    structured_output=False,
+)
+async def status() -> str:
     return await sync_to_async(_run)(_status)
 
 
 @server.tool(
     name="search",
     description="Full-library search: LightRAG's references as citations, no answer "
-    "(mnote.knowledge_rag.search_results.v1).",
+    "(mnote.knowledge_rag.search_results.v1). Each citation has an absolute citationUrl to give the user.",
+    structured_output=False,
 )
 async def search(
     query: Annotated[str, Field(min_length=1, max_length=1000)],
@@ -105,9 +118,16 @@ async def search(
     chunkTopK: Annotated[int | None, Field(ge=1, le=100)] = None,
     sourcePaths: Annotated[list[str] | None, Field(max_length=50, description="Library paths of files or folders.")] = None,
     enableRerank: bool | None = None,
-) -> dict[str, Any]:
+    verbose: Annotated[bool | None, Field(description=VERBOSE)] = None,
+) -> str:
     data = _arguments(
-        query=query, mode=mode, topK=topK, chunkTopK=chunkTopK, sourcePaths=sourcePaths, enableRerank=enableRerank
+        query=query,
+        mode=mode,
+        topK=topK,
+        chunkTopK=chunkTopK,
+        sourcePaths=sourcePaths,
+        enableRerank=enableRerank,
+        verbose=verbose,
     )
     return await sync_to_async(_run)(_search, data)
 
@@ -116,6 +136,7 @@ async def search(
     name="query",
     description="An answer whose sentences carry citation ids, with those citations "
     "(mnote.knowledge_rag.agent_query_result.v1). Pass earlier turns as conversationHistory to follow up.",
+    structured_output=False,
 )
 async def query(
     query: Annotated[str, Field(min_length=1, max_length=1000)],
@@ -127,7 +148,8 @@ async def query(
     conversationHistory: Annotated[
         list[dict[str, str]] | None, Field(max_length=20, description='[{"role": "user"|"assistant", "content": "…"}]')
     ] = None,
-) -> dict[str, Any]:
+    verbose: Annotated[bool | None, Field(description=VERBOSE)] = None,
+) -> str:
     data = _arguments(
         query=query,
         mode=mode,
@@ -136,6 +158,7 @@ async def query(
         sourcePaths=sourcePaths,
         enableRerank=enableRerank,
         conversationHistory=conversationHistory,
+        verbose=verbose,
     )
     return await sync_to_async(_run)(_query, data)
 
@@ -144,15 +167,19 @@ async def query(
     name="open_reference",
     description="Where a citation URL (or its token) points now: source, locator, quote, preview URL, "
     "and whether the source changed or is gone.",
+    structured_output=False,
 )
-async def open_reference(citationUrl: str | None = None, token: str | None = None) -> dict[str, Any]:
+async def open_reference(citationUrl: str | None = None, token: str | None = None) -> str:
     return await sync_to_async(_run)(_open_reference, _arguments(citationUrl=citationUrl, token=token))
 
 
-async def serve_http(user, method: str, headers: list[tuple[bytes, bytes]], body: bytes) -> tuple[int, list, bytes]:
+async def serve_http(
+    user, method: str, headers: list[tuple[bytes, bytes]], body: bytes, base: str = ""
+) -> tuple[int, list, bytes]:
     """One streamable-HTTP exchange, stateless with a JSON response: the SDK's
     session manager answers it as an ASGI app would; returns status, headers, body."""
     asker.set(user)
+    links_base.set(base)
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},

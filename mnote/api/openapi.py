@@ -53,8 +53,12 @@ DESCRIPTION = {
         "version": "1",
         "description": (
             "Status, full-library search, answers and permalinks for agents. Only mapped citations are exposed, "
-            "never raw LightRAG chunks; a member only ever sees sources of roots open to them. Errors are "
-            '{"error": {"code", "message"}}.'
+            "never raw LightRAG chunks; a member only ever sees sources of roots open to them, and no count of "
+            "what LightRAG found or dropped. Citations are compact by default (each quote and link once; a search "
+            "for 10 citations is about 10 KB); verbose: true gives the whole quotes and LightRAG's raw fields. Links (citationUrl, "
+            "previewUrl) are absolute. Errors are "
+            '{"error": {"code", "message"}}. The same tools are an MCP server at /mcp (streamable HTTP, the same '
+            "bearer tokens; its errors are JSON-RPC error objects) and over stdio (manage.py mcp_stdio)."
         ),
     },
     "servers": [{"url": "/"}],
@@ -229,13 +233,22 @@ DESCRIPTION = {
                 "responses": {"200": {"description": "OpenAPI 3.1", "content": {"application/json": {}}}},
             }
         },
+        "/api/docs/": {
+            "get": {
+                "operationId": "docs",
+                "summary": "This description as a page to read.",
+                "security": [],
+                "responses": {"200": {"description": "HTML", "content": {"text/html": {}}}},
+            }
+        },
     },
     "components": {
         "securitySchemes": {
             "bearerToken": {
                 "type": "http",
                 "scheme": "bearer",
-                "description": "A token from `manage.py create_api_token USERNAME`. No CSRF token needed.",
+                "description": "A token from the API tokens page (/tokens/) or `manage.py create_api_token USERNAME`. "
+                "No CSRF token needed.",
             },
             "session": {
                 "type": "apiKey",
@@ -247,3 +260,85 @@ DESCRIPTION = {
         "schemas": SCHEMAS,
     },
 }
+
+
+def _type_label(schema: dict) -> str:
+    """A schema's type in a few words, for the documentation page."""
+    if "$ref" in schema:
+        return schema["$ref"].rsplit("/", 1)[1]
+    if "const" in schema:
+        return f"“{schema['const']}”"
+    if "enum" in schema:
+        return " | ".join(str(v) for v in schema["enum"])
+    kind = schema.get("type", "object" if "properties" in schema else "any")
+    if isinstance(kind, list):
+        kind = " or ".join(kind)
+    if kind == "array" and "items" in schema:
+        return f"array of {_type_label(schema['items'])}"
+    return kind
+
+
+def _limits(schema: dict) -> str:
+    words = {"minimum": "≥ {}", "maximum": "≤ {}", "minLength": "length ≥ {}", "maxLength": "length ≤ {}",
+             "maxItems": "at most {} items", "default": "default {}"}  # fmt: skip
+    return ", ".join(text.format(schema[name]) for name, text in words.items() if name in schema)
+
+
+def _fields(schema: dict) -> list[dict]:
+    required = set(schema.get("required", ()))
+    return [
+        {
+            "name": name,
+            "type": _type_label(field),
+            "ref": _ref_name(field),
+            "required": name in required,
+            "limits": _limits(field),
+            "description": field.get("description", ""),
+        }
+        for name, field in schema.get("properties", {}).items()
+    ]
+
+
+def _ref_name(schema: dict) -> str:
+    """The schema a field (or its items) refers to, for a link; "" for none."""
+    target = schema.get("$ref") or (schema.get("items") or {}).get("$ref") or ""
+    return target.rsplit("/", 1)[-1]
+
+
+def _body_schema(content: dict) -> str:
+    return _ref_name((content.get("application/json") or {}).get("schema") or {})
+
+
+def reference() -> dict:
+    """DESCRIPTION arranged for the documentation page (/api/docs/): each
+    operation with its parameters, body and answers, then each schema."""
+    operations = []
+    for path, methods in DESCRIPTION["paths"].items():
+        for method, operation in methods.items():
+            body = operation.get("requestBody") or {}
+            operations.append(
+                {
+                    "id": operation["operationId"],
+                    "method": method.upper(),
+                    "path": path,
+                    "summary": operation["summary"],
+                    "description": operation.get("description", ""),
+                    "public": operation.get("security") == [],
+                    "parameters": [
+                        {"name": p["name"], "in": p["in"], "type": _type_label(p["schema"]), "required": p.get("required", False),
+                         "limits": _limits(p["schema"]), "description": p.get("description", "")}
+                        for p in operation.get("parameters", ())
+                    ],  # fmt: skip
+                    "body": _body_schema(body.get("content") or {}),
+                    "responses": [
+                        {"status": status, "description": answer["description"], "schema": _body_schema(answer.get("content") or {})}
+                        for status, answer in operation["responses"].items()
+                    ],  # fmt: skip
+                }
+            )
+    schemas = [
+        {"name": name, "title": schema.get("title", ""), "description": schema.get("description", ""), "fields": _fields(schema)}
+        for name, schema in DESCRIPTION["components"]["schemas"].items()
+    ]
+    return {"info": DESCRIPTION["info"], "operations": operations, "schemas": schemas,
+            "security": DESCRIPTION["components"]["securitySchemes"]}  # fmt: skip

@@ -61,8 +61,8 @@ SCHEMAS = {
             "mode": {
                 "type": "string",
                 "enum": list(MODES),
-                "default": "mix",
-                "description": "hybrid is sent to LightRAG as mix.",
+                "description": "Absent: mix when LightRAG has an LLM, naive (vectors only) without one, as it then "
+                "builds no knowledge graph. hybrid is sent to LightRAG as mix. The answer's mode is the one used.",
             },
             "topK": {"type": "integer", "minimum": 1, "maximum": 200},
             "chunkTopK": {"type": "integer", "minimum": 1, "maximum": 100},
@@ -75,6 +75,13 @@ SCHEMAS = {
             "enableRerank": {
                 "type": "boolean",
                 "description": "Passed to LightRAG's own reranker; absent means LightRAG's default.",
+            },
+            "verbose": {
+                "type": "boolean",
+                "default": False,
+                "description": "Citations with LightRAG's raw fields too (document and chunk ids, the locator, "
+                "evidence text, the Markdown link, the mapping's diagnostics): several times larger. Without it "
+                "each citation holds its quote and its link once.",
             },
         },
     },
@@ -108,7 +115,10 @@ SCHEMAS = {
     },
     "Citation": {
         "type": "object",
-        "description": "A mapped citation. Raw LightRAG chunk text is never included.",
+        "description": "A mapped citation. Raw LightRAG chunk text is never included. By default only the fields "
+        "of CompactCitation; the others with verbose: true.",
+        "required": ["citationId", "sourceId", "sourcePath", "fileName", "locatorPrecision", "headingPath",
+                     "displayQuote", "citationUrl"],
         "properties": {
             "citationId": {"type": "string", "pattern": "^(IMG-)?[0-9a-z]{4}$"},
             "provider": {"type": "string", "const": "lightrag"},
@@ -126,8 +136,13 @@ SCHEMAS = {
             "locatorPrecision": {"type": "string", "enum": ["bbox", "paragraph", "file"]},
             "locatorDegraded": {"type": "boolean"},
             "locator": ref("Locator"),
-            "citationUrl": {"type": "string", "description": "Link to the cited place, /c/r/<reference>: it becomes a permalink /c/<token> when first opened."},
-            "citationMarkdown": {"type": "string"},
+            "citationUrl": {
+                "type": "string",
+                "description": "Absolute link to the cited place, …/c/r/<reference>: it becomes a permalink "
+                "…/c/<token> when first opened. It starts with MNOTE_PUBLIC_URL when the server sets it, else "
+                "with the request's own scheme and host.",
+            },
+            "citationMarkdown": {"type": "string", "description": "[file, place](citationUrl); verbose only."},
             "relevance": {
                 "type": "object",
                 "properties": {
@@ -149,7 +164,7 @@ SCHEMAS = {
         "properties": {
             "schema": {"const": "mnote.knowledge_rag.search_results.v1"},
             "query": {"type": "string"},
-            "mode": {"type": "string", "description": "As requested; diagnostics.mode is what LightRAG was sent."},
+            "mode": {"type": "string", "description": "The mode LightRAG was sent (naive without an LLM unless asked otherwise)."},
             "results": {"type": "array", "items": ref("Citation")},
             "notInLightRAG": {
                 "type": "array",
@@ -166,6 +181,9 @@ SCHEMAS = {
             },
             "diagnostics": {
                 "type": "object",
+                "description": "A member gets mode, llmAvailable, providerRerankRequested, providerRerankAvailable "
+                "and outsideScope only: counts of what LightRAG found or dropped could tell that documents they "
+                "may not see are about the query. Admins get all of them.",
                 "properties": {
                     "references": {"type": "integer"},
                     "chunks": {"type": "integer"},
@@ -175,12 +193,11 @@ SCHEMAS = {
                     "providerStatus": nullable("string"),
                     "llmAvailable": {"type": "boolean"},
                     "mode": {"type": "string"},
+                    "outsideScope": {"type": "integer", "description": "Chunks of visible files outside sourcePaths."},
                     "dropped": {
                         "type": "object",
-                        "description": "References not cited, counted by reason (stale, unmapped, outside the "
-                        "search scope). "
-                        "A member gets references to files they may not see and unmapped ones together, as "
-                        "\"not citable\", so the count never tells that hidden documents matched.",
+                        "description": "Admins: references not cited, counted by reason (stale, unmapped, not "
+                        "visible, outside the search scope).",
                         "additionalProperties": {"type": "integer"},
                     },
                 },
@@ -189,18 +206,23 @@ SCHEMAS = {
     },
     "CompactCitation": {
         "type": "object",
-        "required": ["citationId", "sourcePath", "fileName", "locatorPrecision", "headingPath", "displayQuote",
-                     "citationUrl", "citationMarkdown"],
+        "description": "A citation as answers give it by default (with verbose: a Citation).",
+        "required": ["citationId", "sourceId", "sourcePath", "fileName", "locatorPrecision", "headingPath",
+                     "displayQuote", "citationUrl"],
         "properties": {
             "citationId": {"type": "string"},
+            "sourceId": {"type": "integer"},
             "sourcePath": {"type": "string"},
             "fileName": {"type": "string"},
             "locatorPrecision": {"type": "string", "enum": ["bbox", "paragraph", "file"]},
             "page": {"type": "integer", "description": "Only for a bbox locator."},
             "headingPath": STRINGS,
-            "displayQuote": {"type": "string"},
-            "citationUrl": {"type": "string"},
-            "citationMarkdown": {"type": "string"},
+            "displayQuote": {
+                "type": "string",
+                "description": "The passage around the query's words, about 400 columns (a Chinese, Japanese or "
+                "Korean character takes two); with verbose the whole quote (up to 700 characters).",
+            },
+            "citationUrl": {"type": "string", "description": "Absolute, as Citation.citationUrl."},
         },
     },
     "AgentQueryResult": {
@@ -210,7 +232,7 @@ SCHEMAS = {
         "properties": {
             "schema": {"const": "mnote.knowledge_rag.agent_query_result.v1"},
             "query": {"type": "string"},
-            "mode": {"type": "string"},
+            "mode": {"type": "string", "description": "The mode LightRAG was sent."},
             "answer": {
                 "type": "object",
                 "required": ["kind", "text", "sentences", "notes"],
@@ -230,7 +252,7 @@ SCHEMAS = {
                     "notes": STRINGS,
                 },
             },
-            "citations": {"type": "array", "items": ref("CompactCitation")},
+            "citations": {"type": "array", "items": ref("CompactCitation"), "description": "Citations with verbose."},
             "contextUsed": {"type": "integer", "description": "How many citations the answer drew on."},
         },
     },
@@ -333,9 +355,9 @@ SCHEMAS = {
             "headingPath": STRINGS,
             "displayQuote": {"type": "string"},
             "previewUrl": nullable(
-                "string", description="/preview/<sourceId>/?c=<token>; null once the source is pruned."
+                "string", description="Absolute …/preview/<sourceId>/?c=<token>; null once the source is pruned."
             ),
-            "citationUrl": {"type": "string"},
+            "citationUrl": {"type": "string", "description": "Absolute …/c/<token>."},
         },
     },
     "ContextChunk": {

@@ -16,6 +16,7 @@ urlpatterns = [
     path("admin/prune-registry", views.admin_prune_registry, name="admin-prune-registry"),
     path("admin/retry-failed", views.admin_retry_failed, name="admin-retry-failed"),
     path("openapi.json", views.openapi, name="openapi"),
+    path("docs/", views.docs, name="docs"),
     # Anything else under /api/ is a JSON 404, never the login page.
     re_path(r"^.*$", login_not_required(csrf_exempt(views.not_found))),
 ]

@@ -2,18 +2,20 @@
 the management commands (search, answers, permalinks, chunk context, sync)."""
 
 import json
+import unicodedata
 from collections import Counter
 from urllib.parse import urlencode
 
-from asgiref.sync import async_to_sync
 from django.contrib.auth.decorators import login_not_required
-from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import JsonResponse, StreamingHttpResponse
+from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET
 
 from mnote.accounts.roles import is_admin
 from mnote.api import openapi as openapi_description
-from mnote.api.endpoint import ApiError, api_endpoint, authenticate, error_response, read_json, validated
+from mnote.api.endpoint import ApiError, api_endpoint, error_response, read_json, validated
 from mnote.api.forms import (
     MAX_ID,
     ChunkContextForm,
@@ -25,6 +27,7 @@ from mnote.api.forms import (
     RetryFailedForm,
     SearchForm,
 )
+from mnote.api.links import absolute, citation_markdown, link_base
 from mnote.citations.context import ChunkNotFound, chunk_context
 from mnote.citations.mapper import CitationView
 from mnote.citations import permalinks
@@ -45,6 +48,7 @@ from mnote.lightrag.provider import HealthReport, health_report, lightrag_client
 from mnote.library.actions import allow_large_text, delete_index, library_status, prune_registry
 from mnote.library.sync import sync_root
 from mnote.library.text_size import is_held_back
+from mnote.text.evidence import evidence_window
 
 SEARCH_SCHEMA = "mnote.knowledge_rag.search_results.v1"
 QUERY_SCHEMA = "mnote.knowledge_rag.agent_query_result.v1"
@@ -114,7 +118,8 @@ def _refuse_unknown_scope(user, params: dict) -> None:
 
 def _search_arguments(params: dict) -> dict:
     return {
-        "mode": params["mode"],
+        # Blank: the mode that fits the provider (naive without an LLM, which builds no graph).
+        "mode": params["mode"] or None,
         "top_k": params["topK"],
         "chunk_top_k": params["chunkTopK"],
         "scope": params["sourcePaths"] or None,
@@ -122,64 +127,95 @@ def _search_arguments(params: dict) -> dict:
     }
 
 
-# A member is told no more than "not citable" for a reference to a file
-# they may not see or that no row maps to: the count of hidden matches alone
-# would say that hidden documents are about the query.
-NOT_CITABLE = "not citable"
+# Admins see why each reference LightRAG returned was or was not cited.
+# A member sees none of those counts: how many references LightRAG found,
+# or how many were dropped as "not visible", would tell that hidden
+# documents are about the query. What a member is told concerns their own
+# view only (the mode, the provider's abilities, matches outside their scope).
+MEMBER_DIAGNOSTICS = ("mode", "llmAvailable", "providerRerankRequested", "providerRerankAvailable", "outsideScope")
 
 
-def _told_reason(reason: str, admin: bool) -> str:
-    if not admin and (reason.startswith("unmapped") or reason == "not visible to you"):
-        return NOT_CITABLE
-    return reason
+def _diagnostics(user, mapped) -> dict:
+    if is_admin(user):
+        return {**mapped.diagnostics, "dropped": dict(Counter(d["reason"] for d in mapped.dropped))}
+    return {name: mapped.diagnostics[name] for name in MEMBER_DIAGNOSTICS if name in mapped.diagnostics}
 
 
 @api_endpoint("POST")
 def search(request):
     """Full-library search: LightRAG's references as mapped citations, no answer."""
-    return JsonResponse(search_result(request.user, validated(SearchForm, read_json(request))))
+    params = validated(SearchForm, read_json(request))
+    return _agent_json(search_result(request.user, params, link_base(request)))
 
 
-def search_result(user, params: dict) -> dict:
-    """``search_results.v1`` for validated ``SearchForm`` parameters (the JSON API and MCP)."""
+def search_result(user, params: dict, base: str = "") -> dict:
+    """``search_results.v1`` for validated ``SearchForm`` parameters (the JSON
+    API and MCP); links start with ``base`` (see ``mnote.api.links``)."""
     query = params["query"]
     _refuse_unknown_scope(user, params)
     mapped = full_library_search(user, query, **_search_arguments(params))
-    dropped = Counter(_told_reason(d["reason"], is_admin(user)) for d in mapped.dropped)
-    diagnostics = {**mapped.diagnostics, "dropped": dict(dropped)}
     return {
         "schema": SEARCH_SCHEMA,
         "query": query,
-        "mode": params["mode"],
-        "results": [c.as_json() for c in mapped.citations],
+        "mode": mapped.diagnostics["mode"],
+        "results": [_citation_json(c, base, params["verbose"]) for c in mapped.citations],
         "notInLightRAG": not_in_lightrag(user, query),
-        "diagnostics": diagnostics,
+        "diagnostics": _diagnostics(user, mapped),
     }
 
 
-def _compact_citation(c: CitationView) -> dict:
+def _agent_json(body: dict) -> JsonResponse:
+    # Text as UTF-8, not \uXXXX escapes (a Chinese quote is half the bytes), no padding.
+    return JsonResponse(body, json_dumps_params={"ensure_ascii": False, "separators": (",", ":")})
+
+
+# A compact citation's quote: the passage around the query's words, about 400
+# columns, a wide (Chinese, Japanese, Korean) character taking two as on
+# screen. The whole display quote (up to 700 characters, three bytes each in
+# Chinese) put ten Chinese citations at 16 KB; verbose gives it whole.
+COMPACT_QUOTE_COLUMNS = 400
+
+
+def _compact_quote(c: CitationView) -> str:
+    quote = c.display_quote
+    columns = len(quote) + sum(unicodedata.east_asian_width(ch) in "WF" for ch in quote)
+    if columns <= COMPACT_QUOTE_COLUMNS:
+        return quote
+    width = COMPACT_QUOTE_COLUMNS * len(quote) // columns
+    return evidence_window(quote, c.search_query, width=width, cleaned=True)
+
+
+def _citation_json(c: CitationView, base: str, verbose: bool = False) -> dict:
+    """A citation for an agent: by default each thing once (the quote once,
+    around the query's words; the link once — ``[fileName](citationUrl)`` is
+    its Markdown — and no LightRAG ids or locator internals); ``verbose``
+    gives the whole quote, the raw LightRAG fields, the locator, the Markdown
+    link and the mapping's diagnostics."""
+    url = absolute(base, c.citation_url)
+    if verbose:
+        return {**c.as_json(), "citationUrl": url, "citationMarkdown": citation_markdown(c, base)}
     item = {
         "citationId": c.citation_id,
+        "sourceId": c.source_id,
         "sourcePath": c.source_path,
         "fileName": c.file_name,
         "locatorPrecision": c.precision,
         "headingPath": c.heading_path,
-        "displayQuote": c.display_quote,
-        "citationUrl": c.citation_url,
-        "citationMarkdown": c.citation_markdown,
+        "displayQuote": _compact_quote(c),
+        "citationUrl": url,
     }
     if c.page is not None:
         item["page"] = c.page
     return item
 
 
-def query_result(answer, mode: str) -> dict:
+def query_result(answer, base: str = "", verbose: bool = False) -> dict:
     """An answer in the ``agent_query_result.v1`` schema (the JSON API and MCP)."""
-    citations = [_compact_citation(c) for c in answer.mapped.citations]
+    citations = [_citation_json(c, base, verbose) for c in answer.mapped.citations]
     return {
         "schema": QUERY_SCHEMA,
         "query": answer.query,
-        "mode": mode,
+        "mode": answer.mapped.diagnostics.get("mode", ""),
         "answer": {
             "kind": answer.kind,
             "text": answer.text,
@@ -195,19 +231,19 @@ def _ndjson(item: dict) -> bytes:
     return (json.dumps(item, ensure_ascii=False) + "\n").encode()
 
 
-def _answer_lines(events, first, mode: str):
+def _answer_lines(events, first, base: str, verbose: bool):
     """NDJSON of a streamed answer: its citations before any word, sentences
     with their citation ids as they complete, then the whole result."""
     try:
         answer = first.answer
-        citations = [_compact_citation(c) for c in answer.mapped.citations]
+        citations = [_citation_json(c, base, verbose) for c in answer.mapped.citations]
         yield _ndjson({"event": "context", "schema": QUERY_SCHEMA, "kind": answer.kind, "citations": citations})
         for event in events:
             if event.kind == "text":
                 sentences = [{"text": s.text, "citationIds": list(s.citation_ids)} for s in event.sentences]
                 yield _ndjson({"event": "sentences", "sentences": sentences, "pending": event.pending})
             elif event.kind == "done":
-                yield _ndjson({"event": "done", **query_result(event.answer, mode)})
+                yield _ndjson({"event": "done", **query_result(event.answer, base, verbose)})
     except LightRAGError as e:
         yield _ndjson({"event": "error", "error": {"code": "lightrag_unavailable", "message": str(e)}})
     finally:
@@ -225,11 +261,12 @@ def query(request):
         events = answer_stream(request.user, params["query"], **arguments)
         # The citations are read here, so LightRAG being down is still a 503.
         first = next(event for event in events if event.kind != "cards")
-        response = StreamingHttpResponse(_answer_lines(events, first, params["mode"]), content_type="application/x-ndjson")
+        lines = _answer_lines(events, first, link_base(request), params["verbose"])
+        response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
         response["Cache-Control"] = "no-cache"
         return response
     answer = answer_question(request.user, params["query"], **arguments)
-    return JsonResponse(query_result(answer, params["mode"]))
+    return _agent_json(query_result(answer, link_base(request), params["verbose"]))
 
 
 def preview_url(source_id: int, token: str) -> str:
@@ -239,10 +276,11 @@ def preview_url(source_id: int, token: str) -> str:
 @api_endpoint("POST")
 def open_reference(request):
     """Where a permalink points now, and whether its source changed or is gone."""
-    return JsonResponse(reference_result(request.user, validated(OpenReferenceForm, read_json(request))))
+    params = validated(OpenReferenceForm, read_json(request))
+    return _agent_json(reference_result(request.user, params, link_base(request)))
 
 
-def reference_result(user, params: dict) -> dict:
+def reference_result(user, params: dict, base: str = "") -> dict:
     """Where a permalink points now, for validated ``OpenReferenceForm`` parameters; ApiError 404 if ``user`` may not see it."""
     if params.get("reference"):
         # A search's link, not yet a row: opening it makes one (a POST).
@@ -277,8 +315,8 @@ def reference_result(user, params: dict) -> dict:
             "locator": cited.locator,
             "headingPath": cited.heading_path,
             "displayQuote": cited.display_quote,
-            "previewUrl": preview_url(source.pk, cited.token) if source else None,
-            "citationUrl": cited.get_absolute_url(),
+            "previewUrl": absolute(base, preview_url(source.pk, cited.token)) if source else None,
+            "citationUrl": absolute(base, cited.get_absolute_url()),
         }
     )
 
@@ -421,31 +459,14 @@ def openapi(request):
     return JsonResponse(openapi_description.DESCRIPTION)
 
 
+@login_not_required
+@require_GET
+def docs(request):
+    """The OpenAPI description as a page to read, rendered here (no viewer
+    script, nothing from another site)."""
+    context = {**openapi_description.reference(), "mcp_url": request.build_absolute_uri("/mcp")}
+    return render(request, "api/docs.html", context)
+
+
 def not_found(request, *args, **kwargs):
     return error_response(404, "not_found", f"No API endpoint at {request.path}; see /api/openapi.json.")
-
-
-@login_not_required
-@csrf_exempt
-def mcp(request):
-    """MCP over streamable HTTP (stateless, JSON responses) for agents with an
-    API token; the SDK answers, the tools are those of ``mnote.api.mcp_server``."""
-    from mnote.api.mcp_server import serve_http
-
-    if request.method != "POST":
-        # No server-initiated stream and no sessions to end: the spec's answer is 405.
-        return error_response(405, "method_not_allowed", "Use POST for /mcp.", headers={"Allow": "POST"})
-    scheme, _, _key = request.headers.get("Authorization", "").partition(" ")
-    try:
-        if scheme.lower() != "bearer":
-            raise ApiError(401, "unauthorized", "Send “Authorization: Bearer <token>”.", headers={"WWW-Authenticate": 'Bearer realm="mnote"'})
-        authenticate(request)
-    except ApiError as e:
-        return e.response()
-    headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in request.headers.items()]
-    status, response_headers, body = async_to_sync(serve_http)(request.user, "POST", headers, request.body)
-    response = HttpResponse(body, status=status)
-    for name, value in response_headers:
-        if name.lower() not in (b"content-length", b"transfer-encoding"):
-            response[name.decode("latin-1")] = value.decode("latin-1")
-    return response

@@ -112,7 +112,7 @@ def full_library_search(
     user,
     query: str,
     *,
-    mode: str = "mix",
+    mode: str | None = None,
     top_k: int | None = None,
     chunk_top_k: int | None = None,
     scope: list[str] | None = None,
@@ -129,6 +129,9 @@ def full_library_search(
     post-filter), so LightRAG is asked again with a wider ``chunk_top_k``
     until enough citations fall inside it — a bounded number of times.
 
+    Without a ``mode``: the provider's (:func:`default_mode`); the one used
+    is ``diagnostics["mode"]``.
+
     Raises UnknownScope, and the LightRAG client's typed errors (unavailable,
     busy, rejected).
     """
@@ -137,6 +140,7 @@ def full_library_search(
     asks = 0
     with lightrag_client() as client:
         health = recent_health(client)
+        mode = mode or default_mode(health)
         reranked_pool = chunk_top_k is None and health.rerank_enabled and enable_rerank is not False
         if reranked_pool:
             width = RERANK_CANDIDATES
@@ -318,7 +322,7 @@ def answer_stream(
     user,
     query: str,
     *,
-    mode: str = "mix",
+    mode: str | None = None,
     top_k: int | None = None,
     chunk_top_k: int | None = None,
     scope: list[str] | None = None,
@@ -337,6 +341,7 @@ def answer_stream(
     """
     with lightrag_client() as client:
         health = recent_health(client)
+        mode = mode or default_mode(health)
         if not health.has_llm:
             mapped = full_library_search(
                 user, query, mode=mode, top_k=top_k, chunk_top_k=chunk_top_k, scope=scope, enable_rerank=enable_rerank

@@ -13,7 +13,10 @@ RETRIEVAL_CHOICES = [("mix", _("mix (vectors + graph)")), ("naive", _("naive (ve
 class SearchForm(forms.Form):
     q = forms.CharField(label=_("Search"), max_length=1000, strip=True)
     mode = forms.ChoiceField(label=_("Mode"), choices=MODE_CHOICES, required=False)
-    retrieval = forms.ChoiceField(label=_("Retrieval"), choices=RETRIEVAL_CHOICES, required=False)
+    # Blank: the provider's mode (mix with an LLM; naive without one, which builds no graph).
+    retrieval = forms.ChoiceField(
+        label=_("Retrieval"), choices=[("", _("automatic (mix with an LLM, naive without)")), *RETRIEVAL_CHOICES], required=False
+    )
     scope = ScopeField(
         text=True,
         label=_("Scope"),
@@ -26,7 +29,7 @@ class SearchForm(forms.Form):
         return self.cleaned_data.get("mode") or "library"
 
     def clean_retrieval(self):
-        return self.cleaned_data.get("retrieval") or "mix"
+        return self.cleaned_data.get("retrieval") or ""
 
 
 class AskForm(SearchForm):
