@@ -34,7 +34,8 @@ class RecordedLightRAG:
         self.requests: list[httpx.Request] = []
 
     def on(self, method: str, path: str, response):
-        """``response``: a recording's file name, an (status, body) pair, or an exception to raise.
+        """``response``: a recording's file name, an (status, body) pair, an
+        exception to raise, or a function of the request returning such a pair.
         A body that is a list is sent as NDJSON, one line per item (``/query/stream``)."""
         self.routes[(method, path)] = response
         return self
@@ -47,6 +48,8 @@ class RecordedLightRAG:
         response = self.routes[key]
         if isinstance(response, Exception):
             raise response
+        if callable(response):
+            response = response(request)
         status, body = recorded(response) if isinstance(response, str) else response
         if isinstance(body, list):
             lines = "".join(json.dumps(line) + "\n" for line in body)
