@@ -173,11 +173,12 @@ def test_a_members_answer_never_repeats_a_restricted_root_in_any_mode(vault, mem
         graph = client.query_data("Gamma vault combination", mode="local")["data"]
     assert any("4471" in e.get("description", "") for e in graph.get("entities", []))
 
-    for question in ("What is the Gamma vault combination?", "Tell me about the Gamma telescope"):
+    for question in ("What is the Gamma vault combination?", "Tell me about the Gamma telescope mirror"):
         answer = list(answer_stream(member, question, mode=mode))[-1].answer
         assert answer.kind == "llm"
         assert "4471" not in answer.text and "spring" not in answer.text
         assert all("4471" not in c.display_quote for c in answer.mapped.citations)
+    assert "Zerodur" in answer.text  # the member is answered from what they may see
 
     # The same question from someone who may see the vault gets it.
     admitted = list(answer_stream(admin_user, "What is the Gamma vault combination?", mode=mode))[-1].answer
