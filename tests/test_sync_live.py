@@ -103,10 +103,10 @@ def test_it_follows_edits_and_deletions_and_never_touches_the_files(live_lightra
     assert fingerprint(folder) == before
 
 
-def test_it_loses_no_job_when_lightrag_is_busy_killed_and_restarted(live_lightrag, library_dir):
+def test_it_loses_no_job_when_lightrag_is_busy_killed_and_restarted(live_lightrag, library_dir, monkeypatch):
     """Twenty files indexing when LightRAG dies by SIGKILL (no shutdown, its
-    documents left "processing"): once it is back, every one ends indexed,
-    each once, with no one pressing anything."""
+    documents left "processing"), the worker going on while it is down: once
+    it is back, every one ends indexed, each once, with no one pressing anything."""
     folder = library_dir / "bulk"
     folder.mkdir()
     # A page of the glossary each: one chunk a file keeps the test short.
@@ -130,6 +130,12 @@ def test_it_loses_no_job_when_lightrag_is_busy_killed_and_restarted(live_lightra
     assert any(states.get(name) != "processed" for name in ours), "LightRAG finished before it was killed"
 
     live_lightrag.lightrag.kill()
+    # The worker goes on while LightRAG is down, for longer than the ledger's
+    # patience with a job that fails (made short here): owed work is kept.
+    monkeypatch.setattr(Job, "MAX_ATTEMPTS", 1)
+    with lightrag_client() as client:
+        assert not wait_until_settled(client, timeout=4, interval=0.5)
+    assert Job.objects.filter(kind=Job.Kind.SCAN, state=Job.State.PENDING, attempts__gte=2).exists()
     live_lightrag.restart_lightrag()
 
     # A new client and no in-memory state: what an app restart leaves.
