@@ -272,9 +272,10 @@ def embedded_stack(tmp_path_factory):
 @pytest.fixture(scope="session")
 def answering_stack(embedded_stack, tmp_path_factory):
     """A second real lightrag-server whose LLM is the deterministic test
-    answering model, served by the session's model endpoint: LightRAG's own
-    answer pipeline and /query/stream run for real. Its answer cache is off,
-    so an answer always comes from the context of this test's documents."""
+    answering model, served by the session's model endpoint: LightRAG's
+    /query/stream runs for real, and its ingest builds a knowledge graph (the
+    stand-in's ``graph_extraction``). Its answer cache is off, so an answer
+    always comes from the context of this test's documents."""
     from mnote.stack.answering_model import TEST_ANSWER_MODEL
     from mnote.stack.processes import EMBEDDING_DIM, EMBEDDING_MODEL, ExternalModel
 
