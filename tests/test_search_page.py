@@ -389,9 +389,10 @@ def test_twenty_threads_searching_at_once_all_get_their_cards(client, member, li
             return found
 
     monkeypatch.setattr(sidecar, "_INDEXES", YieldingMemo())
+    monkeypatch.setattr(sidecar, "_INDEXES_KEPT", 8)  # a small memo: few documents to cite for evictions
 
     root = IndexedRoot.objects.create(name="Office", path="office")
-    names = [f"memo-{i:03d}.docx" for i in range(sidecar._INDEXES_KEPT + 16)]
+    names = [f"memo-{i:03d}.docx" for i in range(12)]
     for name in names:
         _source(root, f"memos/{name}", name)
     chunks = [_chunk(name, 0, f"{HANDBOOK} Memo {name}.") for name in names]
