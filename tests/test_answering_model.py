@@ -75,7 +75,7 @@ def test_it_answers_a_prompt_mnote_made_from_that_prompt_alone():
 def test_the_stand_in_extraction_gives_lightrag_a_graph_of_capitalised_names():
     from mnote.stack.chat_standin import EXTRACTION_DONE, graph_extraction
 
-    rows = graph_extraction("# Vault\n\nThe Gamma vault combination is 4471-ZETA and it changes every spring.").splitlines()
+    rows = graph_extraction("# Vault\n\nThe Gamma vault combination is 4471-ZETA, changed in spring.").splitlines()
     assert rows[-1] == EXTRACTION_DONE
     assert rows[0].startswith("entity<|#|>Gamma<|#|>Other<|#|>The Gamma vault combination is 4471-ZETA")
     assert any(r.startswith("relation<|#|>Gamma<|#|>4471-ZETA<|#|>") for r in rows)

@@ -364,7 +364,9 @@ def test_files_matching_by_name_are_found_as_the_registry_query_found_them(membe
 
 
 @pytest.mark.django_db(transaction=True)  # the threads' own connections see the rows
-def test_twenty_threads_searching_at_once_all_get_their_cards(client, member, lightrag_dirs, fake_lightrag, monkeypatch):
+def test_twenty_threads_searching_at_once_all_get_their_cards(
+    client, member, lightrag_dirs, fake_lightrag, monkeypatch
+):
     """The web process's threads share its memos (documents' indexes, files'
     facts, text matches, LightRAG's health): each search here cites more
     documents than the process keeps indexes of, so threads evict what

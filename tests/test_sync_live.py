@@ -113,7 +113,7 @@ def test_it_loses_no_job_when_lightrag_is_busy_killed_and_restarted(live_lightra
     glossary = (DEMO / "en" / "glossary.txt").read_text()[:800]
     for i in range(19):
         # Distinct content, or LightRAG files them as duplicates of the first.
-        (folder / f"glossary-copy-{i}.txt").write_text(f"{glossary}\nCopy number {i} of the glossary, kept for the ingest test.\n")
+        (folder / f"glossary-copy-{i}.txt").write_text(f"{glossary}\nCopy number {i} of the glossary.\n")
     root = IndexedRoot.objects.create(name="Bulk", path="bulk")
     sync_root(root)
     with lightrag_client() as client:

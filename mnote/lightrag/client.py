@@ -277,7 +277,9 @@ class LightRAGClient:
             yield stream
 
     @contextmanager
-    def answer_stream(self, prompt: str, *, conversation_history: list[dict[str, str]] | None = None) -> Iterator[AnswerStream]:
+    def answer_stream(
+        self, prompt: str, *, conversation_history: list[dict[str, str]] | None = None
+    ) -> Iterator[AnswerStream]:
         """The LLM's words for a prompt MNote made, as they are written:
         ``/query/stream`` in LightRAG's ``bypass`` mode, which retrieves
         nothing and neither reads nor writes LightRAG's answer cache (the

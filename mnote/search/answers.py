@@ -327,21 +327,23 @@ def answer_context(question: str, citations, chunks: list[dict]) -> AnswerContex
     numbers: dict[str, str] = {}
     lines, used, seen = [], 0, set()
     for chunk in chunks:
-        name, chunk_id, content = str(chunk.get("file_path") or ""), str(chunk.get("chunk_id") or ""), chunk.get("content")
-        if (name, chunk_id) not in cited or (name, chunk_id) in seen or not isinstance(content, str):
+        name, content = str(chunk.get("file_path") or ""), chunk.get("content")
+        key = (name, str(chunk.get("chunk_id") or ""))
+        if key not in cited or key in seen or not isinstance(content, str):
             continue
-        seen.add((name, chunk_id))
-        line = json.dumps({"reference_id": numbers.get(name, str(len(numbers) + 1)), "content": content}, ensure_ascii=False)
+        seen.add(key)
+        number = numbers.get(name, str(len(numbers) + 1))
+        line = json.dumps({"reference_id": number, "content": content}, ensure_ascii=False)
         if used + len(line) > CONTEXT_MAX_CHARS:
             break
-        numbers.setdefault(name, str(len(numbers) + 1))
+        numbers[name] = number
         lines.append(line)
         used += len(line) + 1
     if not lines:
         return None
     references = "\n".join(f"[{number}] {paths[name]}" for name, number in numbers.items())
     prompt = ANSWER_PROMPT.format(chunks="\n".join(lines), references=references, question=question)
-    ids = {number: [c.citation_id for c in citations if c.lightrag_file_path == name] for name, number in numbers.items()}
+    ids = {n: [c.citation_id for c in citations if c.lightrag_file_path == name] for name, n in numbers.items()}
     return AnswerContext(prompt, ids)
 
 
@@ -372,7 +374,8 @@ def answer_stream(
     """
     with lightrag_client() as client:
         mapped, chunks, health = _retrieve(
-            client, user, query, mode=mode, top_k=top_k, chunk_top_k=chunk_top_k, scope=scope, enable_rerank=enable_rerank
+            client, user, query, mode=mode, top_k=top_k, chunk_top_k=chunk_top_k, scope=scope,
+            enable_rerank=enable_rerank,
         )
         if not health.has_llm:
             answer = Answer(query, "extractive", extractive_answer(query, mapped.citations), mapped, notes=[NO_LLM_NOTE])

@@ -221,7 +221,8 @@ def graph_extraction(chunk: str, as_json: bool = False) -> str:
             relations.setdefault((first, second), sentence)
     if as_json:
         return json.dumps({
-            "entities": [{"entity_name": n, "entity_type": "Other", "entity_description": " ".join(d)} for n, d in names.items()],
+            "entities": [{"entity_name": n, "entity_type": "Other", "entity_description": " ".join(d)}
+                         for n, d in names.items()],
             "relationships": [{"source_entity": a, "target_entity": b, "relationship_keywords": "mentioned together",
                                "relationship_description": d} for (a, b), d in relations.items()],
         }, ensure_ascii=False)
