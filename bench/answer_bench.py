@@ -13,9 +13,11 @@ production runs it (``mnote.stack.processes.web_process``).
 
 Per question, interleaved, after one untimed warm-up round:
 
-  (a) bare   ``POST {lightrag}/query/stream`` with the body the app sends
-             (naive, include_references, include_chunk_content): time to the
-             references line, and to the first response line;
+  (a) bare   ``POST {lightrag}/query/stream`` as LightRAG answers alone
+             (naive, include_references, include_chunk_content; the app now
+             retrieves with /query/data and sends the LLM its own context in
+             bypass mode): time to the references line, and to the first
+             response line;
   (b) app    ``POST /ask/`` with ``Accept: text/event-stream`` (logged in,
              retrieval naive): time to the ``context`` event (the cards), and
              to the first ``text`` event carrying words.

@@ -34,7 +34,8 @@ class RecordedLightRAG:
         self.requests: list[httpx.Request] = []
 
     def on(self, method: str, path: str, response):
-        """``response``: a recording's file name, an (status, body) pair, or an exception to raise.
+        """``response``: a recording's file name, an (status, body) pair, an
+        exception to raise, or a function of the request returning such a pair.
         A body that is a list is sent as NDJSON, one line per item (``/query/stream``)."""
         self.routes[(method, path)] = response
         return self
@@ -47,6 +48,8 @@ class RecordedLightRAG:
         response = self.routes[key]
         if isinstance(response, Exception):
             raise response
+        if callable(response):
+            response = response(request)
         status, body = recorded(response) if isinstance(response, str) else response
         if isinstance(body, list):
             lines = "".join(json.dumps(line) + "\n" for line in body)
@@ -269,9 +272,10 @@ def embedded_stack(tmp_path_factory):
 @pytest.fixture(scope="session")
 def answering_stack(embedded_stack, tmp_path_factory):
     """A second real lightrag-server whose LLM is the deterministic test
-    answering model, served by the session's model endpoint: LightRAG's own
-    answer pipeline and /query/stream run for real. Its answer cache is off,
-    so an answer always comes from the context of this test's documents."""
+    answering model, served by the session's model endpoint: LightRAG's
+    /query/stream runs for real, and its ingest builds a knowledge graph (the
+    stand-in's ``graph_extraction``). Its answer cache is off, so an answer
+    always comes from the context of this test's documents."""
     from mnote.stack.answering_model import TEST_ANSWER_MODEL
     from mnote.stack.processes import EMBEDDING_DIM, EMBEDDING_MODEL, ExternalModel
 

@@ -53,3 +53,30 @@ def test_it_says_so_when_nothing_in_the_context_matches_and_streams_in_pieces():
     assert ask("Who painted the Mona Lisa?") == NO_ANSWER
     text = ask("What is the Beta dome?")
     assert "".join(pieces(text)) == text and len(pieces(text)) > 3
+
+
+def test_it_answers_a_prompt_mnote_made_from_that_prompt_alone():
+    """LightRAG's bypass mode sends MNote's prompt as the user's message, with no system prompt."""
+    from types import SimpleNamespace
+
+    from mnote.search.answers import answer_context
+
+    citations = [SimpleNamespace(lightrag_file_path="gamma.docx", chunk_id="c-0", source_path="manuals/gamma.docx",
+                                 citation_id="G1")]
+    chunks = [{"file_path": "gamma.docx", "chunk_id": "c-0", "content": CHUNKS[0]["content"]},
+              {"file_path": "beta.md", "chunk_id": "c-1", "content": CHUNKS[1]["content"]}]
+    context = answer_context("How often is the Gamma mirror re-aluminised?", citations, chunks)
+    assert "Beta dome" not in context.prompt and context.ids_by_reference == {"1": ["G1"]}
+    text = answer([{"role": "user", "content": context.prompt}])
+    assert text.startswith("The mirror is re-aluminised every three years in the on-site coating chamber [1].")
+    assert "[1] manuals/gamma.docx" in text
+
+
+def test_the_stand_in_extraction_gives_lightrag_a_graph_of_capitalised_names():
+    from mnote.stack.chat_standin import EXTRACTION_DONE, graph_extraction
+
+    rows = graph_extraction("# Vault\n\nThe Gamma vault combination is 4471-ZETA, changed in spring.").splitlines()
+    assert rows[-1] == EXTRACTION_DONE
+    assert rows[0].startswith("entity<|#|>Gamma<|#|>Other<|#|>The Gamma vault combination is 4471-ZETA")
+    assert any(r.startswith("relation<|#|>Gamma<|#|>4471-ZETA<|#|>") for r in rows)
+    assert json.loads(graph_extraction("Gamma and Zerodur are named here.", as_json=True))["relationships"]

@@ -283,19 +283,13 @@ def test_it_tells_why_a_matching_file_is_not_in_lightrag(member_client, lightrag
 
 
 def query_stream_lines() -> list[dict]:
-    """/query/stream's NDJSON for the recorded gamma query: the references
-    line (with chunk content, as LightRAG 1.5.7's stream generator builds it
-    from the same retrieval) then the recorded answer in pieces."""
+    """/query/stream's NDJSON in bypass mode (the LLM's words for MNote's own
+    prompt, no references line): the recorded answer to the gamma query, in pieces."""
     from tests.conftest import recorded
 
-    _, data = recorded("query_data_naive.json")
     _, answer = recorded("query.json")
-    references = [
-        {**r, "content": [c["content"] for c in data["data"]["chunks"] if c["reference_id"] == r["reference_id"]]}
-        for r in data["data"]["references"]
-    ]
     text = answer["response"]
-    return [{"references": references}] + [{"response": text[i : i + 9]} for i in range(0, len(text), 9)]
+    return [{"response": text[i : i + 9]} for i in range(0, len(text), 9)]
 
 
 def test_it_answers_with_badges_from_this_querys_citations(member_client, lightrag_answers, gamma):
@@ -312,27 +306,55 @@ def test_it_answers_with_badges_from_this_querys_citations(member_client, lightr
     ids = {c["citationId"] for c in body["citations"]}
     assert all(set(s["citationIds"]) <= ids and len(s["citationIds"]) <= 3 for s in body["answer"]["sentences"])
     assert body["contextUsed"] == 1
+    # One retrieval (the search's), then the LLM with MNote's context, which
+    # holds the cited chunk's text and the question, and no other file.
+    [retrieval] = sent_to_lightrag(lightrag_answers, "/query/data")
     [sent] = sent_to_lightrag(lightrag_answers, "/query/stream")
-    assert sent["mode"] == "mix" and sent["include_chunk_content"] is True
-    # One retrieval: the badges come from the stream's own references.
-    assert not sent_to_lightrag(lightrag_answers, "/query/data") and not sent_to_lightrag(lightrag_answers, "/query")
+    assert retrieval["mode"] == "mix" and sent["mode"] == "bypass" and not sent_to_lightrag(lightrag_answers, "/query")
+    assert QUERY in sent["query"] and "manuals/" in sent["query"]
     assert "rawQuote" not in response.content.decode()
 
 
 def test_it_passes_topk_to_lightrag_for_answers_too(member_client, lightrag_answers, gamma):
     lightrag_answers.on("POST", "/query/stream", (200, query_stream_lines()))
     post(member_client, "/api/query", {"query": QUERY, "topK": 5, "chunkTopK": 7})
-    [sent] = sent_to_lightrag(lightrag_answers, "/query/stream")
+    [sent] = sent_to_lightrag(lightrag_answers, "/query/data")
     assert (sent["top_k"], sent["chunk_top_k"]) == (5, 7)
 
 
-def test_it_withholds_the_llms_words_when_its_context_holds_a_hidden_source(
-    member_client, lightrag_answers, hidden_gamma
-):
+def test_a_hidden_source_never_reaches_the_llm(member_client, lightrag_answers, hidden_gamma):
     lightrag_answers.on("POST", "/query/stream", (200, query_stream_lines()))
     body = post(member_client, "/api/query", {"query": QUERY}).json()
-    assert body["answer"]["kind"] == "extractive" and body["citations"] == []
+    assert body["citations"] == [] and body["answer"]["sentences"] == []
     assert "Stub answer" not in json.dumps(body)
+    # Nothing the member may open was found: the LLM was not asked at all.
+    assert not sent_to_lightrag(lightrag_answers, "/query/stream")
+
+
+def test_the_llms_context_holds_only_chunks_the_asker_may_open(member_client, lightrag_answers, gamma, restricted):
+    """One retrieval brings a visible file, a hidden one, and graph entities
+    naming the hidden one's secret: the LLM's prompt holds the visible chunk only."""
+    from tests.conftest import recorded
+
+    indexed_source(restricted, "pay/salaries.md", "doc-salaries", "salaries.md")
+    _, data = recorded("query_data_mix.json")
+    _, naive = recorded("query_data_naive.json")
+    secret = {"reference_id": "2", "file_path": "salaries.md", "chunk_id": "doc-salaries-chunk-000",
+              "content": "The director's salary is 412,000 euros a year."}
+    body = {**data, "data": {
+        **data["data"],
+        "entities": [{"entity_name": "Director", "description": "The director's salary is 412,000 euros a year.",
+                      "file_path": "salaries.md<SEP>gamma.docx"}],
+        "relationships": [],
+        "chunks": [secret, *naive["data"]["chunks"]],
+        "references": [{"reference_id": "2", "file_path": "salaries.md"}, *naive["data"]["references"]],
+    }}
+    lightrag_answers.on("POST", "/query/data", (200, body))
+    lightrag_answers.on("POST", "/query/stream", (200, query_stream_lines()))
+    post(member_client, "/api/query", {"query": QUERY, "mode": "local"})
+    [sent] = sent_to_lightrag(lightrag_answers, "/query/stream")
+    assert "re-aluminised every three years" in sent["query"] and "[1] manuals/gamma.docx" in sent["query"]
+    assert "412,000" not in sent["query"] and "salaries" not in sent["query"] and "Director" not in sent["query"]
 
 
 def test_it_answers_extractively_without_an_llm(member_client, fake_lightrag, gamma):

@@ -29,6 +29,7 @@ def no_llm_health():
 @pytest.fixture
 def with_llm(fake_lightrag):
     fake_lightrag.on("GET", "/health", "health.json")
+    fake_lightrag.on("POST", "/query/data", "query_data_naive.json")
     fake_lightrag.on("POST", "/query/stream", (200, query_stream_lines()))
     return fake_lightrag
 
@@ -65,8 +66,9 @@ def test_it_streams_cards_before_words_and_saves_the_turn(member_client, member,
     assert [name for name, _ in events][0] == "context" and events[-1][0] == "done"
     assert "source-card" in events[0][1]["html"] and "Stub answer" not in events[0][1]["html"]
     assert any("Stub answer" in data["html"] for name, data in events if name == "text")
+    [retrieval] = [json.loads(r.content) for r in with_llm.requests if r.url.path == "/query/data"]
     [sent] = [json.loads(r.content) for r in with_llm.requests if r.url.path == "/query/stream"]
-    assert sent["mode"] == "mix" and "conversation_history" not in sent
+    assert retrieval["mode"] == "mix" and sent["mode"] == "bypass" and "conversation_history" not in sent
     conversation = Conversation.objects.get(user=member)
     assert events[-1][1]["url"] == conversation.get_absolute_url()
 

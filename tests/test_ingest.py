@@ -264,3 +264,24 @@ def test_a_scan_job_waits_while_another_worker_links_for_its_own(root, input_dir
         assert run_due_jobs(client) >= 1
     assert linked_names(input_dir) == ["alpha.md"]
     assert root.sources.get(relative_path="alpha.md").status == Source.Status.INDEXING
+
+
+def test_a_job_is_owed_while_lightrag_cannot_be_reached_however_long(db, fake_lightrag, settings):
+    """Killed or restarting, LightRAG gives no answer: the scan stays owed
+    past the ledger's last attempt. An answer that is an error still counts."""
+    import httpx
+
+    job = Job.objects.create(kind=Job.Kind.SCAN, attempts=Job.MAX_ATTEMPTS + 3)
+    fake_lightrag.on("POST", "/documents/scan", httpx.ConnectError("connection refused"))
+    with lightrag_client() as client:
+        run_due_jobs(client)
+    job.refresh_from_db()
+    assert job.state == Job.State.PENDING and "Cannot reach LightRAG" in job.last_error
+    assert job.next_attempt_at <= timezone.now() + Job.BUSY_BACKOFF_MAX
+
+    Job.objects.update(next_attempt_at=timezone.now() - timedelta(seconds=1))
+    fake_lightrag.on("POST", "/documents/scan", (500, {"detail": "internal error"}))
+    with lightrag_client() as client:
+        run_due_jobs(client)
+    job.refresh_from_db()
+    assert job.state == Job.State.FAILED

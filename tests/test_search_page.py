@@ -378,3 +378,70 @@ def test_without_a_chosen_retrieval_it_uses_the_providers_mode(member_client, se
     member_client.get("/search/", {"q": "purchase approval", "mode": "library"})
     member_client.get("/search/", {"q": "purchase approval", "mode": "library", "retrieval": "mix"})
     assert [ask["mode"] for ask in fake.asks] == [sent, "mix"]
+@pytest.mark.django_db(transaction=True)  # the threads' own connections see the rows
+def test_twenty_threads_searching_at_once_all_get_their_cards(
+    client, member, lightrag_dirs, fake_lightrag, monkeypatch
+):
+    """The web process's threads share its memos (documents' indexes, files'
+    facts, text matches, LightRAG's health): each search here cites more
+    documents than the process keeps indexes of, so threads evict what
+    others are reading. No search may fail for it."""
+    import random
+    import sys
+    import threading
+    import time
+    from collections import OrderedDict
+
+    from django.test import Client
+
+    from mnote.citations import sidecar
+
+    class YieldingMemo(OrderedDict):
+        """The process's memo of documents' indexes, letting other threads
+        run right after each look-up, where an unlocked memo is raced."""
+
+        def get(self, key, default=None):
+            found = super().get(key, default)
+            time.sleep(0)
+            return found
+
+    monkeypatch.setattr(sidecar, "_INDEXES", YieldingMemo())
+    monkeypatch.setattr(sidecar, "_INDEXES_KEPT", 8)  # a small memo: few documents to cite for evictions
+
+    root = IndexedRoot.objects.create(name="Office", path="office")
+    names = [f"memo-{i:03d}.docx" for i in range(12)]
+    for name in names:
+        _source(root, f"memos/{name}", name)
+    chunks = [_chunk(name, 0, f"{HANDBOOK} Memo {name}.") for name in names]
+
+    def shuffled(request):  # each search cites them in an order of its own: hits and evictions mix
+        mine = random.sample(chunks, len(chunks))
+        return 200, {"status": "success", "data": {"chunks": mine, "references": mine}}
+
+    fake_lightrag.on("GET", "/health", "health.json")
+    fake_lightrag.on("POST", "/query/data", shuffled)
+    client.force_login(member)
+    failures, pages = [], []
+
+    def search():
+        reader = Client()
+        reader.cookies = client.cookies
+        try:
+            for _ in range(2):
+                response = reader.get("/search/", {"q": "purchase approval signatures", "mode": "library"})
+                pages.append((response.status_code, response.content.decode().count("source-card")))
+        except Exception as e:  # noqa: BLE001 - any error is the failure this test looks for
+            failures.append(repr(e))
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads change places as often as they can: races show
+    try:
+        threads = [threading.Thread(target=search) for _ in range(20)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+    finally:
+        sys.setswitchinterval(interval)
+    assert failures == []
+    assert len(pages) == 40 and all(status == 200 and cards >= 1 for status, cards in pages), pages[:5]

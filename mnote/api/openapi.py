@@ -92,7 +92,8 @@ DESCRIPTION = {
             "post": {
                 "operationId": "query",
                 "summary": "An answer with citation badges, and its citations.",
-                "description": "Same parameters as search, from one LightRAG /query/stream retrieval. "
+                "description": "Same parameters as search, from the search's one retrieval; the LLM sees only "
+                "the chunks of citations the asker may open. "
                 "With stream: application/x-ndjson lines (see QueryRequest.stream).",
                 "requestBody": _json_body("QueryRequest"),
                 "responses": {

@@ -10,6 +10,7 @@ never become citations; they are kept in the diagnostics.
 import hashlib
 import json
 import string
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
@@ -161,23 +162,29 @@ class _SourceFacts(NamedTuple):
         # Kept by the process, by the row fields they are made of (pathlib
         # joins, each search again for the same few files, were most of it).
         key = (source.relative_path, source.root.path)
-        facts = _FACTS.get(key)
+        with _FACTS_LOCK:
+            facts = _FACTS.get(key)
         if facts is None:
-            if len(_FACTS) >= 4096:
-                _FACTS.clear()
             file_name = source.file_name
-            facts = _FACTS[key] = cls(file_name, source.library_path, kind_of(file_name))
+            facts = cls(file_name, source.library_path, kind_of(file_name))
+            with _FACTS_LOCK:
+                if len(_FACTS) >= 4096:
+                    _FACTS.clear()
+                _FACTS[key] = facts
         return facts
 
 
 _FACTS: dict[tuple[str, str], _SourceFacts] = {}
+# Shared by the web process's threads.
+_FACTS_LOCK = threading.Lock()
 
 
 def forget_text_memos() -> None:
     """This process's memos — cleaned texts, files' path facts, places' ids
     (a cold start, for tests and benchmarks)."""
     _forget_matching_memos()
-    _FACTS.clear()
+    with _FACTS_LOCK:
+        _FACTS.clear()
     _short_id.cache_clear()
 
 

@@ -3,6 +3,7 @@ the mapper reads over and over (kept by the process: cleaning is a pure
 function of the text, and the same blocks and chunks come back search after
 search)."""
 
+import threading
 from collections import Counter
 from functools import lru_cache
 from itertools import repeat
@@ -81,6 +82,10 @@ def _inside_either(a: str, b: str) -> bool:
 
 # Text matches kept per document version (``DocIndex.text_matches``), at most this many.
 TEXT_MATCHES_KEPT = 2048
+# The memo is the document version's, shared by the web process's threads:
+# its look-ups, clearing and stores are made under this lock (the matching
+# itself runs outside it; two threads may match the same chunk once each).
+_TEXT_MATCHES_LOCK = threading.Lock()
 
 
 def _match_block(
@@ -96,12 +101,15 @@ def _match_block(
     elif text_matches is None:
         blocks, how = _blocks_by_text(chunk_text, sidecar)
     else:
-        found = text_matches.get(chunk_text)
+        with _TEXT_MATCHES_LOCK:
+            found = text_matches.get(chunk_text)
         if found is None:
-            if len(text_matches) >= TEXT_MATCHES_KEPT:
-                text_matches.clear()
             matched, how = _blocks_by_text(chunk_text, sidecar)
-            found = text_matches[chunk_text] = (tuple(matched), how)
+            found = (tuple(matched), how)
+            with _TEXT_MATCHES_LOCK:
+                if len(text_matches) >= TEXT_MATCHES_KEPT:
+                    text_matches.clear()
+                text_matches[chunk_text] = found
         blocks, how = found
     if not blocks:
         return None, "no_block_match"

@@ -13,6 +13,7 @@ import logging
 import marshal
 import mmap
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -221,6 +222,11 @@ def chunk_index_of(chunk_id: str) -> int | None:
 INDEX_FORMAT = 4
 _INDEXES: "OrderedDict[str, tuple[tuple, DocIndex]]" = OrderedDict()
 _INDEXES_KEPT = 64
+# The web process's threads share _INDEXES: a look-up and its move to the end
+# (or an eviction) by one thread between another's get() and move_to_end()
+# raised KeyError. Held only around the dictionary, never while an index is
+# read or built.
+_INDEXES_LOCK = threading.Lock()
 
 
 class DocIndex:
@@ -284,18 +290,20 @@ def load_doc_index(
     sidecar_key = (stat.st_size, stat.st_mtime_ns) if stat else None
     # Deleted and indexed again (new chunk settings), a version gets new chunks.
     validity = (sidecar_key, doc_id, indexed_at)
-    held = _INDEXES.get(key)
-    if held and held[0] == validity and (held[1].store_seen or not store_exists):
-        _INDEXES.move_to_end(key)
-        return held[1]
+    with _INDEXES_LOCK:
+        held = _INDEXES.get(key)
+        if held and held[0] == validity and (held[1].store_seen or not store_exists):
+            _INDEXES.move_to_end(key)
+            return held[1]
     index = _read_index(path, validity, store_exists)
     if index is None:
         index, complete = _build_index(input_dir, working_dir, lightrag_name, doc_id, store_exists)
         if complete and sha256:
             _write_index(path, validity, index)
-    _INDEXES[key] = (validity, index)
-    while len(_INDEXES) > _INDEXES_KEPT:
-        _INDEXES.popitem(last=False)
+    with _INDEXES_LOCK:
+        _INDEXES[key] = (validity, index)
+        while len(_INDEXES) > _INDEXES_KEPT:
+            _INDEXES.popitem(last=False)
     return index
 
 
@@ -328,7 +336,8 @@ def doc_index(source) -> DocIndex:
 
 def forget_doc_indexes() -> None:
     """This process's copies (the files on disk stay): a cold start, for tests and benchmarks."""
-    _INDEXES.clear()
+    with _INDEXES_LOCK:
+        _INDEXES.clear()
 
 
 def _build_index(input_dir: Path, working_dir: Path, lightrag_name: str, doc_id: str, store_exists: bool) -> tuple[DocIndex, bool]:

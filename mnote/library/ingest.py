@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from mnote.library.jobs import claim_due_jobs
 from mnote.library.models import Job, Source
-from mnote.lightrag import LightRAGBusy, LightRAGClient, LightRAGError, LightRAGRejected
+from mnote.lightrag import LightRAGBusy, LightRAGClient, LightRAGError, LightRAGRejected, LightRAGUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -344,6 +344,12 @@ def run_due_jobs(client: LightRAGClient) -> int:
         except LightRAGRejected as e:
             # "not_allowed" while a document is still being processed is transient too.
             job.retry_later(f"LightRAG refused: {e}")
+            continue
+        except LightRAGUnavailable as e:
+            # No answer at all (killed, restarting, unreachable): the work is
+            # owed until LightRAG is back, however long that takes. An answer
+            # that is an error (a 5xx) counts towards giving up.
+            job.retry_later(str(e), give_up=e.status_code is not None)
             continue
         except LightRAGError as e:
             job.retry_later(str(e))

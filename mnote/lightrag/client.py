@@ -307,6 +307,8 @@ class LightRAGClient:
     ) -> Iterator[AnswerStream]:
         """One retrieval and its answer: ``/query/stream``'s references (with
         chunk content) first, then the LLM's words as they are written.
+        LightRAG builds that context from every file it holds, so MNote's
+        answers use :meth:`answer_stream` with a context of their own instead.
 
         Leaving the ``with`` block closes the connection, which makes LightRAG
         stop the answer (a Stop button, a client gone away).
@@ -314,13 +316,36 @@ class LightRAGClient:
         request = _query_request(query, mode, top_k, chunk_top_k, enable_rerank)
         if conversation_history:
             request["conversation_history"] = conversation_history
-        request_name = "POST /query/stream"
+        with self._stream("/query/stream", request) as stream:
+            yield stream
+
+    @contextmanager
+    def answer_stream(
+        self, prompt: str, *, conversation_history: list[dict[str, str]] | None = None
+    ) -> Iterator[AnswerStream]:
+        """The LLM's words for a prompt MNote made, as they are written:
+        ``/query/stream`` in LightRAG's ``bypass`` mode, which retrieves
+        nothing and neither reads nor writes LightRAG's answer cache (the
+        prompt goes to the LLM as the user's message, after the history).
+
+        Leaving the ``with`` block closes the connection, which makes LightRAG
+        stop the answer (a Stop button, a client gone away).
+        """
+        request: dict[str, Any] = {"query": prompt, "mode": "bypass", "include_references": False, "stream": True}
+        if conversation_history:
+            request["conversation_history"] = conversation_history
+        with self._stream("/query/stream", request) as stream:
+            yield stream
+
+    @contextmanager
+    def _stream(self, path: str, request: dict[str, Any]) -> Iterator[AnswerStream]:
+        request_name = f"POST {path}"
         *earlier, last = self._in_turn()
         with ExitStack() as opened:
             for server in (*earlier, last):
                 try:
                     response = opened.enter_context(
-                        server.http.stream("POST", "/query/stream", json=request, timeout=ANSWER_TIMEOUT)
+                        server.http.stream("POST", path, json=request, timeout=ANSWER_TIMEOUT)
                     )
                     break
                 except httpx.TransportError as e:

@@ -57,7 +57,8 @@ def recent_health(client: LightRAGClient) -> Health:
     path); only a process's first search waits for it."""
     key = settings.MNOTE_LIGHTRAG.base_url
     now = time.monotonic()
-    cached = _recent.get(key)
+    with _lock:  # _recent is shared by the process's threads
+        cached = _recent.get(key)
     if cached and now - cached[0] < HEALTH_MAX_AGE_S:
         return cached[1]
     in_background = getattr(settings, "MNOTE_LIGHTRAG_TRANSPORT", None) is None  # tests: deterministic
@@ -69,13 +70,16 @@ def recent_health(client: LightRAGClient) -> Health:
             threading.Thread(target=_refresh_health, args=(key,), name="lightrag-health", daemon=True).start()
         return cached[1]
     health = client.health()
-    _recent[key] = (time.monotonic(), health)
+    with _lock:
+        _recent[key] = (time.monotonic(), health)
     return health
 
 
 def _refresh_health(key: str) -> None:
     try:
-        _recent[key] = (time.monotonic(), lightrag_client().health())
+        health = lightrag_client().health()
+        with _lock:
+            _recent[key] = (time.monotonic(), health)
     except LightRAGError as e:
         log.info("LightRAG's health not refreshed: %s", e)
     finally:

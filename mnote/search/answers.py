@@ -2,17 +2,15 @@
 citations, and answers are badged by MNote. Used by the pages and the JSON
 API alike."""
 
-import hashlib
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from django.conf import settings
 from django.db import connections, router
 from django.db.models import Q
 from django.utils.translation import gettext_noop
 
 from mnote.citations.mapper import MappedResult, map_query_data
-from mnote.citations.sidecar import load_chunk_store
 from mnote.library.models import IndexedRoot, Source
 from mnote.lightrag import QUERY_MODES, lightrag_mode
 from mnote.lightrag.provider import lightrag_client, recent_health
@@ -135,33 +133,43 @@ def full_library_search(
     Raises UnknownScope, and the LightRAG client's typed errors (unavailable,
     busy, rejected).
     """
+    with lightrag_client() as client:
+        mapped, _chunks, _health = _retrieve(
+            client, user, query, mode=mode, top_k=top_k, chunk_top_k=chunk_top_k, scope=scope,
+            enable_rerank=enable_rerank, sources=sources,
+        )
+    return mapped
+
+
+def _retrieve(client, user, query: str, *, mode, top_k, chunk_top_k, scope, enable_rerank, sources=None):
+    """(citations the user may see, the ``/query/data`` chunks of the last
+    ask, LightRAG's health): the one retrieval of a search and of an answer."""
     check_scope(user, scope)
     width = chunk_top_k
     asks = 0
-    with lightrag_client() as client:
-        health = recent_health(client)
-        mode = mode or default_mode(health)
-        reranked_pool = chunk_top_k is None and health.rerank_enabled and enable_rerank is not False
-        if reranked_pool:
-            width = RERANK_CANDIDATES
-        while True:
-            asks += 1
-            result = client.query_data(query, mode=mode, top_k=top_k, chunk_top_k=width, enable_rerank=enable_rerank)
-            if reranked_pool and not scope:
-                result = _first_chunks(result, CARDS_SHOWN)
-            mapped = map_query_data(result, **_mapping(user, query, scope, enable_rerank, health, sources))
-            _drop_unreadable(mapped)
-            asked = width or DEFAULT_CHUNK_TOP_K
-            returned = len((result.get("data") or {}).get("chunks") or [])
-            if (
-                not scope
-                or len(mapped.citations) >= SCOPE_ENOUGH
-                or returned < asked  # LightRAG has nothing more to give
-                or asks >= SCOPE_WIDENING
-                or asked >= SCOPE_MAX_CHUNK_TOP_K
-            ):
-                break
-            width = min(asked * 3, SCOPE_MAX_CHUNK_TOP_K)
+    health = recent_health(client)
+    mode = mode or default_mode(health)
+    reranked_pool = chunk_top_k is None and health.rerank_enabled and enable_rerank is not False
+    if reranked_pool:
+        width = RERANK_CANDIDATES
+    while True:
+        asks += 1
+        result = client.query_data(query, mode=mode, top_k=top_k, chunk_top_k=width, enable_rerank=enable_rerank)
+        if reranked_pool and not scope:
+            result = _first_chunks(result, CARDS_SHOWN)
+        mapped = map_query_data(result, **_mapping(user, query, scope, enable_rerank, health, sources))
+        _drop_unreadable(mapped)
+        asked = width or DEFAULT_CHUNK_TOP_K
+        returned = len((result.get("data") or {}).get("chunks") or [])
+        if (
+            not scope
+            or len(mapped.citations) >= SCOPE_ENOUGH
+            or returned < asked  # LightRAG has nothing more to give
+            or asks >= SCOPE_WIDENING
+            or asked >= SCOPE_MAX_CHUNK_TOP_K
+        ):
+            break
+        width = min(asked * 3, SCOPE_MAX_CHUNK_TOP_K)
     if reranked_pool:
         del mapped.citations[CARDS_SHOWN:]
     mapped.diagnostics["llmAvailable"] = health.has_llm
@@ -172,7 +180,7 @@ def full_library_search(
         )
         mapped.diagnostics["scopeAsks"] = asks
         mapped.diagnostics["chunkTopK"] = width or DEFAULT_CHUNK_TOP_K
-    return mapped
+    return mapped, (result.get("data") or {}).get("chunks") or [], health
 
 
 def not_in_lightrag(user, query: str, *, limit: int = 10, root_ids: list[int] | None = None) -> list[dict]:
@@ -224,7 +232,8 @@ def _name_matches(root_ids: list[int], terms: list[str], limit: int) -> list[tup
 
 
 NO_LLM_NOTE = gettext_noop("Extractive answer: no LLM is configured, so these are the cited sentences that best match.")
-# Said without naming or counting what was hidden.
+# Answers no longer withhold (their context is only ever what the asker may
+# see); saved turns made when they did still carry this note.
 WITHHELD_NOTE = gettext_noop(
     "Extractive answer: the LLM's context could not be limited to documents you may open, "
     "so these are the cited sentences that best match instead."
@@ -238,8 +247,6 @@ class Answer:
     sentences: list[AnsweredSentence]
     mapped: MappedResult
     notes: list[str] = field(default_factory=list)
-    withheld: bool = False
-    """True when an LLM answer was not read because its context held passages the asker may not see."""
 
     @property
     def text(self) -> str:
@@ -253,10 +260,9 @@ class Answer:
 
 @dataclass
 class AnswerEvent:
-    """One step of an answer as it is made: ``cards`` (optional: the first
-    file's citations, early), ``context`` (all citations known, before any
-    word), ``text`` (sentences completed since the last event and the text
-    still being written), ``done``."""
+    """One step of an answer as it is made: ``context`` (all citations known,
+    before any word), ``text`` (sentences completed since the last event and
+    the text still being written), ``done``."""
 
     kind: str
     answer: Answer
@@ -264,52 +270,85 @@ class AnswerEvent:
     pending: str = ""
 
 
-_chunk_ids_for: tuple[object, dict[str, str]] | None = None
+# --- the LLM's context: made by MNote, from the asker's citations only ---------
+#
+# LightRAG has no notion of who asks: the context its own answer modes give
+# the LLM holds chunks, knowledge-graph entities and relations drawn from every
+# file, and its answer cache is keyed by the question. So MNote never lets
+# LightRAG build an answer's context. It retrieves with /query/data (the
+# search's retrieval), keeps the chunks of the citations the mapper made — only
+# of registry rows the asker may see, inside the scope — and sends the LLM a
+# prompt holding those chunks' text and nothing else, through LightRAG's
+# ``bypass`` mode (no retrieval and no answer cache; only the asker's own
+# conversation goes with it). Entities and relations are never sent: their
+# descriptions merge text from every file that names them.
+
+# LightRAG 1.5.7 takes at most 64 KiB in a query (MAX_QUERY_CHARS); the
+# chunks stop here, leaving room for the instructions and the question.
+CONTEXT_MAX_CHARS = 48_000
+ANSWER_PROMPT = """---Role---
+You are an assistant answering the user's question from the Document Chunks below, and from nothing else.
+
+---Instructions---
+- Use only facts stated in the Document Chunks. If they do not answer the question, say so; do not guess.
+- After each sentence that uses a chunk, put that chunk's reference_id in square brackets, like [1].
+- Answer in the language of the question. Be concise.
+- End with a "### References" section listing the reference ids you used.
+
+---Context---
+Document Chunks (each entry's reference_id refers to the Reference Document List):
+
+```json
+{chunks}
+```
+
+Reference Document List:
+
+```
+{references}
+```
+
+---Question---
+{question}"""
 
 
-def _chunk_ids_by_content() -> dict[str, str]:
-    """Chunk text → chunk id, from LightRAG's chunk store when it is readable
-    (``/query/stream`` references carry the text of their chunks, not their ids)."""
-    global _chunk_ids_for
-    store = load_chunk_store(settings.MNOTE_LIGHTRAG.working_dir)
-    if not store:
-        return {}
-    if _chunk_ids_for is None or _chunk_ids_for[0] is not store:
-        _chunk_ids_for = (store, {chunk.content: chunk_id for chunk_id, chunk in store.items()})
-    return _chunk_ids_for[1]
+@dataclass
+class AnswerContext:
+    prompt: str
+    ids_by_reference: dict[str, list[str]]
+    """The prompt's reference ids ("1", "2", …) → the ids of the citations of that file."""
 
 
-def _as_query_data(references: list[dict]) -> dict:
-    """``/query/stream``'s references line in ``/query/data``'s shape, for the one mapper."""
-    ids = _chunk_ids_by_content()
-    chunks, listed = [], []
-    for reference in references:
-        name = str(reference.get("file_path") or "")
-        ref_id = str(reference.get("reference_id") or "")
-        listed.append({"reference_id": ref_id, "file_path": name})
-        for content in reference.get("content") or []:
-            if isinstance(content, str):
-                # Without the store, a stable stand-in keeps permalinks of different chunks apart.
-                chunk_id = ids.get(content) or f"{name}#sha1-{hashlib.sha1(content.encode()).hexdigest()[:16]}"
-                chunks.append({"reference_id": ref_id, "file_path": name, "content": content, "chunk_id": chunk_id[:120]})
-    return {"status": "success", "data": {"chunks": chunks, "references": listed}}
+def answer_context(question: str, citations, chunks: list[dict]) -> AnswerContext | None:
+    """The LLM's prompt: the question and the text of the chunks ``citations``
+    were made of, numbered by file; None when there is no such chunk.
 
-
-def _first_reference(data: dict) -> dict:
-    first = data["data"]["references"][0]
-    chunks = [c for c in data["data"]["chunks"] if c["file_path"] == first["file_path"]]
-    return {**data, "data": {"chunks": chunks, "references": [first]}}
-
-
-def _outside_view(user, references: list[dict]) -> bool:
-    """Whether any file in the context is one the asker may not see (or, for
-    a member, one no registry row names): then the LLM's words may repeat it.
-    Admins see every root, and LightRAG's own documents in its WebUI."""
-    if user.is_staff and user.is_active:
-        return False
-    names = {str(r.get("file_path") or "") for r in references}
-    visible = set(Source.objects.visible_to(user).filter(lightrag_name__in=names).values_list("lightrag_name", flat=True))
-    return bool(names - visible)
+    By construction, nothing else reaches the prompt: a chunk goes in only
+    when a citation (which the mapper made only of a source the asker may see,
+    inside the scope) names its file and its id."""
+    cited = {(c.lightrag_file_path, c.chunk_id) for c in citations}
+    paths = {c.lightrag_file_path: c.source_path for c in citations}
+    numbers: dict[str, str] = {}
+    lines, used, seen = [], 0, set()
+    for chunk in chunks:
+        name, content = str(chunk.get("file_path") or ""), chunk.get("content")
+        key = (name, str(chunk.get("chunk_id") or ""))
+        if key not in cited or key in seen or not isinstance(content, str):
+            continue
+        seen.add(key)
+        number = numbers.get(name, str(len(numbers) + 1))
+        line = json.dumps({"reference_id": number, "content": content}, ensure_ascii=False)
+        if used + len(line) > CONTEXT_MAX_CHARS:
+            break
+        numbers[name] = number
+        lines.append(line)
+        used += len(line) + 1
+    if not lines:
+        return None
+    references = "\n".join(f"[{number}] {paths[name]}" for name, number in numbers.items())
+    prompt = ANSWER_PROMPT.format(chunks="\n".join(lines), references=references, question=question)
+    ids = {n: [c.citation_id for c in citations if c.lightrag_file_path == name] for name, n in numbers.items()}
+    return AnswerContext(prompt, ids)
 
 
 def default_mode(health) -> str:
@@ -329,66 +368,41 @@ def answer_stream(
     enable_rerank: bool | None = None,
     history: list[dict[str, str]] | None = None,
 ) -> Iterator[AnswerEvent]:
-    """An answer as it is written, from ONE retrieval: ``/query/stream``'s
-    references are mapped to citations before the first word is read, and
-    badges come only from them.
+    """An answer as it is written: the search's retrieval (``mode`` picks how
+    LightRAG finds the chunks) mapped to the citations the asker may see, then
+    the LLM asked with a context made of those citations' chunks alone
+    (:func:`answer_context`), its words badged only from them.
 
-    The LLM's words are read only when every file in its context is one the
-    asker may see; otherwise the stream is closed at once and the answer is
-    extractive from the visible citations (README, "Answers and restricted
-    roots"). Without an LLM the answer is extractive. Closing the generator
-    closes the connection, and LightRAG stops the answer.
+    Without an LLM the answer is extractive. Closing the generator closes the
+    connection, and LightRAG stops the answer.
     """
     with lightrag_client() as client:
-        health = recent_health(client)
-        mode = mode or default_mode(health)
+        mapped, chunks, health = _retrieve(
+            client, user, query, mode=mode, top_k=top_k, chunk_top_k=chunk_top_k, scope=scope,
+            enable_rerank=enable_rerank,
+        )
         if not health.has_llm:
-            mapped = full_library_search(
-                user, query, mode=mode, top_k=top_k, chunk_top_k=chunk_top_k, scope=scope, enable_rerank=enable_rerank
-            )
             answer = Answer(query, "extractive", extractive_answer(query, mapped.citations), mapped, notes=[NO_LLM_NOTE])
             yield AnswerEvent("context", answer)
             yield AnswerEvent("done", answer)
             return
-        with client.query_stream(
-            query, mode=mode, top_k=top_k, chunk_top_k=chunk_top_k, enable_rerank=enable_rerank, conversation_history=history
-        ) as stream:
-            references = stream.read_references()
-            withheld = _outside_view(user, references)
-            data = _as_query_data(references)
-            mapping = _mapping(user, query, scope, enable_rerank, health)
-            if len(references) > 1:
-                # The first file's cards while the rest are mapped: the same
-                # ids and permalinks as in the full result (ids follow LightRAG's order).
-                early = map_query_data(_first_reference(data), **mapping)
-                if early.citations:
-                    yield AnswerEvent("cards", Answer(query, "extractive" if withheld else "llm", [], early))
-            mapped = map_query_data(data, **mapping)
-            mapped.diagnostics.update(llmAvailable=True, mode=lightrag_mode(mode))
-            if withheld:
-                answer = Answer(
-                    query, "extractive", extractive_answer(query, mapped.citations), mapped, notes=[WITHHELD_NOTE], withheld=True
-                )
-                yield AnswerEvent("context", answer)
-                yield AnswerEvent("done", answer)
-                return
-            answer = Answer(query, "llm", [], mapped)
-            yield AnswerEvent("context", answer)
-            names = {c.lightrag_file_path for c in mapped.citations}
-            ids_by_reference = {
-                str(r.get("reference_id")): [c.citation_id for c in mapped.citations if c.lightrag_file_path == r.get("file_path")]
-                for r in references
-                if r.get("file_path") in names
-            }
-            placer = BadgePlacer(mapped.citations, query=query, ids_by_reference=ids_by_reference)
+        answer = Answer(query, "llm", [], mapped)
+        yield AnswerEvent("context", answer)
+        context = answer_context(query, mapped.citations, chunks)
+        if context is None:
+            # Nothing the asker may open was found: no context, so no LLM.
+            yield AnswerEvent("done", answer)
+            return
+        placer = BadgePlacer(mapped.citations, query=query, ids_by_reference=context.ids_by_reference)
+        with client.answer_stream(context.prompt, conversation_history=history) as stream:
             for piece in stream.pieces():
                 new = placer.feed(piece)
                 answer.sentences.extend(new)
                 yield AnswerEvent("text", answer, new, placer.pending)
-            new = placer.finish()
-            answer.sentences.extend(new)
-            yield AnswerEvent("text", answer, new, "")
-            yield AnswerEvent("done", answer)
+        new = placer.finish()
+        answer.sentences.extend(new)
+        yield AnswerEvent("text", answer, new, "")
+        yield AnswerEvent("done", answer)
 
 
 def answer_question(user, query: str, **options) -> Answer:

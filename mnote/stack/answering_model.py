@@ -7,7 +7,12 @@ an LLM would, from the context LightRAG put in the prompt:
 
 * the question is the last user message, earlier user messages are the
   conversation (``conversation_history``), and the context is the
-  ``Document Chunks`` JSON lines of the system prompt;
+  ``Document Chunks`` JSON lines of the system prompt — or, for a prompt
+  MNote made itself (sent through LightRAG's ``bypass`` mode, so it is the
+  last user message), of that message, whose question follows its
+  ``---Question---`` line;
+* the ``Knowledge Graph Data`` entities' and relations' descriptions of
+  LightRAG's own prompts are read as context too (a real LLM would use them);
 * the answer is up to three sentences taken verbatim from that context — the
   ones sharing most words with the question (its words count twice, earlier
   questions' words once, so a follow-up is read in the light of the turn
@@ -76,6 +81,28 @@ def context_of(system_prompt: str) -> tuple[list[tuple[str, str]], dict[str, str
     return chunks, references
 
 
+# The line before the question in a prompt MNote made (search/answers.py).
+QUESTION_MARK = "---Question---\n"
+# LightRAG 1.5.7's Knowledge Graph Data blocks (prompt.py, kg_query_context):
+# one JSON object a line, each with a description.
+_GRAPH_BLOCK = re.compile(r"Knowledge Graph Data \((?:Entity|Relationship)\)[^\n]*\n+```json\n(.*?)\n```", re.DOTALL)
+
+
+def graph_context_of(system_prompt: str) -> list[tuple[str, str]]:
+    """The entities' and relations' descriptions of a LightRAG RAG prompt, as
+    context without a reference id (LightRAG gives them none)."""
+    found = []
+    for block in _GRAPH_BLOCK.findall(system_prompt):
+        for line in block.splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and isinstance(entry.get("description"), str):
+                found.append(("", entry["description"]))
+    return found
+
+
 def _terms(text: str) -> set[str]:
     terms = set()
     for word in _WORD.findall(text.casefold()):
@@ -110,7 +137,11 @@ def answer(messages: list) -> str:
     system = "\n".join(_text(m) for m in messages if isinstance(m, dict) and m.get("role") == "system")
     questions = [_text(m) for m in messages if isinstance(m, dict) and m.get("role") == "user"]
     question = questions[-1] if questions else ""
+    if QUESTION_MARK in question and not _CHUNKS_BLOCK.search(system):
+        system, question = question.rsplit(QUESTION_MARK, 1)
+        questions[-1] = question
     chunks, references = context_of(system)
+    chunks += graph_context_of(system)
     now, before = _terms(question), set().union(*map(_terms, questions[:-1])) if len(questions) > 1 else set()
     scored = []
     order = 0

@@ -8,6 +8,10 @@ reply is chosen from the kind (phrases taken from ``lightrag/prompt.py``):
 * keyword extraction -> a JSON object built from the query's own words;
 * anything else (answer generation) -> a fixed sentence saying retrieval only.
 
+For the tests' answering LightRAG, :func:`graph_extraction` replies to an
+extraction prompt with entities and relations read from the chunk, so that
+LightRAG builds a knowledge graph as it would with a real LLM.
+
 Stdlib only: the Django side imports it (tests, the stack's config).
 """
 from __future__ import annotations
@@ -183,3 +187,45 @@ def extraction_input(messages: list) -> str | None:
         return None
     text = prompt[start + len(_INPUT_START):end]
     return text if text.strip() else None
+
+
+# --- a graph for the tests' answering LightRAG --------------------------------
+
+_TUPLE = "<|#|>"
+# Capitalised words (and codes such as 4471-ZETA) name the entities.
+_NAME = re.compile(r"\b(?:[A-Z][a-z]{2,}|[0-9A-Z]+(?:-[0-9A-Z]+)+)\b")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
+_NOT_NAMES = frozenset(w.capitalize() for w in _STOPWORDS) | {"Every", "Each", "After", "Before", "Copy"}
+MAX_ENTITIES = 8
+
+
+def graph_extraction(chunk: str, as_json: bool = False) -> str:
+    """Entities and relations of one chunk, deterministically: every
+    capitalised word is an entity described by the sentences naming it, and
+    two entities in one sentence are related by that sentence. A real LLM
+    would do better; this is enough for LightRAG to build a graph whose
+    entities merge what several files say of them."""
+    lines = [line for line in chunk.splitlines() if line.strip() and not line.lstrip().startswith(("#", "|"))]
+    sentences = [" ".join(s.split()) for line in lines for s in _SENTENCE_END.split(line) if len(s.split()) >= 3]
+    names: dict[str, list[str]] = {}
+    for sentence in sentences:
+        for name in _NAME.findall(sentence):
+            if name not in _NOT_NAMES and (name in names or len(names) < MAX_ENTITIES):
+                names.setdefault(name, [])
+                if sentence not in names[name]:
+                    names[name].append(sentence)
+    relations = {}
+    for sentence in sentences:
+        present = [n for n in dict.fromkeys(_NAME.findall(sentence)) if n in names]
+        for first, second in zip(present, present[1:]):
+            relations.setdefault((first, second), sentence)
+    if as_json:
+        return json.dumps({
+            "entities": [{"entity_name": n, "entity_type": "Other", "entity_description": " ".join(d)}
+                         for n, d in names.items()],
+            "relationships": [{"source_entity": a, "target_entity": b, "relationship_keywords": "mentioned together",
+                               "relationship_description": d} for (a, b), d in relations.items()],
+        }, ensure_ascii=False)
+    rows = [_TUPLE.join(("entity", n, "Other", " ".join(d))) for n, d in names.items()]
+    rows += [_TUPLE.join(("relation", a, b, "mentioned together", d)) for (a, b), d in relations.items()]
+    return "\n".join(rows + [EXTRACTION_DONE])

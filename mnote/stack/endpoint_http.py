@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from mnote.stack import event_stream
-from mnote.stack.chat_standin import NO_LLM_MODEL, _message_text, _rough_tokens, chat_reply, extraction_input
+from mnote.stack.chat_standin import (
+    NO_LLM_MODEL, _message_text, _rough_tokens, chat_reply, extraction_input, graph_extraction,
+)
 from mnote.stack.embedder import EMBEDDING_DIM, EMBEDDING_MODEL, Busy, InjectedFailure
 
 if TYPE_CHECKING:
@@ -257,6 +259,7 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(messages, list) or not messages:
             raise HTTPError(400, "'messages' must be a non-empty list")
         kind, text = chat_reply(messages, body.get("response_format"))
+        chunk = None
         if kind in ("extract", "extract_json"):
             # The chunk's vector, computed now outside LightRAG's storage lock
             # (see mnote.stack.embedder): the reply waits for it as it would
@@ -264,8 +267,16 @@ class Handler(BaseHTTPRequestHandler):
             chunk = extraction_input(messages)
             if chunk is not None:
                 self.server.embedder.ahead(chunk)
-        if kind == "answer" and self.server.test_answers is not None and self.server.test_answers.wants(body):
+        answering = self.server.test_answers is not None and self.server.test_answers.wants(body)
+        if kind == "answer" and answering:
             return self.server.test_answers.serve(self, body)
+        if kind in ("extract", "extract_json") and answering and chunk is not None:
+            # The tests' answering LightRAG builds a knowledge graph.
+            text = graph_extraction(chunk, as_json=kind == "extract_json")
+        if kind == "keywords" and answering:
+            # ...and searches it: relations are found by high-level keywords.
+            keywords = json.loads(text)
+            text = json.dumps({**keywords, "high_level_keywords": keywords["low_level_keywords"]}, ensure_ascii=False)
         prompt_tokens = sum(_rough_tokens(_message_text(m)) for m in messages)
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": _rough_tokens(text),
                  "total_tokens": prompt_tokens + _rough_tokens(text)}

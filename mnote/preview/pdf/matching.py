@@ -4,6 +4,7 @@ window; the result is a *text match* with its score, never a layout bbox.
 """
 
 import bisect
+import functools
 import math
 import re
 import unicodedata
@@ -46,18 +47,17 @@ _PROBE_GRAMS = 64  # 4-grams sampled from the evidence for that
 
 
 _ASCII_WORDS_OR_OTHER = re.compile(r"[A-Za-z0-9]+|[^\x00-\x7f]+")
-_folded: dict[str, str] = {}  # one entry per distinct character ever seen: small
 
 
+# One entry per distinct character ever seen (small); lru_cache, as the web
+# process's threads share it.
+@functools.cache
 def _fold_char(char: str) -> str:
     """The letters and digits of one character with case, width, compatibility
     forms and accents folded (NFKD + casefold, combining marks dropped); ''
     for whitespace, punctuation and hyphens, which matching ignores."""
-    folded = _folded.get(char)
-    if folded is None:
-        decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", char).casefold())
-        folded = _folded[char] = "".join(c for c in decomposed if c.isalnum())
-    return folded
+    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", char).casefold())
+    return "".join(c for c in decomposed if c.isalnum())
 
 
 def _skeleton(text: str) -> tuple[str, list[int]]:
