@@ -436,6 +436,7 @@ def test_admins_retry_failed_files_through_the_json_api(root, library_dir, admin
         "rootId": None,
         "root": None,
         "retried": 1,
+        "notRetried": 0,
         "message": "1 failed file(s) of the library will be sent to LightRAG again, a few at a time.",
     }
     assert not Source.objects.filter(status=Source.Status.FAILED).exists()

@@ -37,7 +37,7 @@ from mnote.search.answers import (
     full_library_search,
     not_in_lightrag,
 )
-from mnote.library.failures import retry_failed
+from mnote.library.failures import not_retried, retry_failed
 from mnote.library.ingest import queue_for_ingest
 from mnote.lightrag import LightRAGError
 from mnote.library.models import IndexedRoot, Source
@@ -403,12 +403,15 @@ def admin_retry_failed(request):
             raise ApiError(404, "not_found", "No such root.")
         sources = root.sources.all()
     retried = retry_failed(sources)
+    # Damaged, encrypted, textless or too large: a retry cannot cure them.
+    left = not_retried(sources)
     where = f"the root “{root.name}”" if root else "the library"
     return JsonResponse(
         {
             "rootId": root.pk if root else None,
             "root": root.name if root else None,
             "retried": retried,
+            "notRetried": left,
             "message": f"{retried} failed file(s) of {where} will be sent to LightRAG again, a few at a time."
             if retried
             else f"No failed file in {where} to retry.",

@@ -4,7 +4,9 @@ Transient failures (timeouts, a busy or halted pipeline, an unreachable model
 service, a restart mid-document) are sent again with backoff and a cap, in
 small waves and only while LightRAG is idle, so one large file cannot make the
 others fail; permanent ones stay failed with LightRAG's whole message; a DOCX
-the native parser found empty goes through the legacy parser.
+the native parser found empty goes through the legacy parser, and a file no
+LightRAG parser reads goes as MNote's own text of it (``derived_text``).
+Every failure is told to users in one plain vocabulary (:func:`plain_reason`).
 """
 
 import re
@@ -13,8 +15,10 @@ from datetime import timedelta
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
-from mnote.library.ingest import mark_indexed, owe_delete, queue_many, refresh_fingerprint, submit_delete, unlink_from_inputs
+from mnote.library.derived_text import can_give_text
+from mnote.library.ingest import NO_TEXT_FOUND, READER_REFUSED, mark_indexed, owe_delete, queue_many, refresh_fingerprint, submit_delete, unlink_from_inputs
 from mnote.library.models import Job, Source
 from mnote.lightrag import LightRAGClient
 
@@ -66,6 +70,13 @@ def record_failure(source: Source, document) -> None:
         # parse that LightRAG could only run once it is idle (the ingest's tail).
         kind, to_legacy = "permanent", False
         message = f"{message} {NO_TEXT_AT_ALL}"
+    if kind in ("permanent", "legacy") and not to_legacy and _mnote_text_may_cure(source, message):
+        # No LightRAG parser reads it; MNote's reader may (Strict OOXML, text
+        # only in headers, notes or boxes): sent again as MNote's text of it.
+        source.parser_hint = Source.MNOTE_TEXT
+        source.last_error = message
+        schedule_retry(source, document.id, delay=timedelta(0), count=False)
+        return
     if to_legacy:
         source.parser_hint = "legacy"
         source.last_error = message
@@ -84,6 +95,15 @@ def record_failure(source: Source, document) -> None:
         source.last_error = f"Gave up after {source.attempts + 1} attempts. {message}"
     else:
         source.last_error = message
+
+
+def _mnote_text_may_cure(source: Source, message: str) -> bool:
+    """Whether a file LightRAG failed for good is worth sending as MNote's own
+    text of it: MNote reads the kind, has not tried, and the failure is not one
+    no reader can cure (a password, no text anywhere)."""
+    if source.parser_hint == Source.MNOTE_TEXT or not can_give_text(source):
+        return False
+    return NO_TEXT_AT_ALL not in message and reason_code(message, source) not in (ENCRYPTED, TOO_LARGE)
 
 
 def docx_holds_text(source: Source) -> bool | None:
@@ -134,15 +154,25 @@ def schedule_retry(source: Source, failed_doc_id: str = "", *, delay: timedelta 
 
 def retry_failed(sources) -> int:
     """Send failed sources of ``sources`` (a queryset) back to LightRAG, in
-    the worker's small waves, with a fresh retry budget. Returns how many."""
+    the worker's small waves, with a fresh retry budget: only those a retry
+    can cure (LightRAG gave up on them); a damaged, encrypted or textless file
+    stays failed until it changes (a sync sends it again then). Returns how many."""
     count = 0
     with transaction.atomic():
         for source in sources.filter(status=Source.Status.FAILED).select_for_update():
+            if not retry_can_cure(source):
+                continue
             source.attempts = 0
             schedule_retry(source, source.lightrag_doc_id, delay=timedelta(0), count=False)
             source.save()
             count += 1
     return count
+
+
+def not_retried(sources) -> int:
+    """How many failed sources of ``sources`` a retry would not cure (what
+    "Retry failed" leaves, and says so)."""
+    return sources.filter(status=Source.Status.FAILED, failure_kind=Source.Failure.PERMANENT).count()
 
 
 # A delete LightRAG accepted but whose document it still lists this long after
@@ -194,6 +224,10 @@ def _ready_to_resend(source: Source, documents: dict) -> bool | None:
 
 
 def _first_legacy_attempt(source: Source) -> bool:
+    """A file going to another reader after LightRAG's first could not read
+    it (the legacy parser, or MNote's text), not a retry of a timeout."""
+    if source.parser_hint == Source.MNOTE_TEXT:
+        return bool(source.last_error) and classify_failure(source.last_error) == "permanent"
     return source.parser_hint == "legacy" and classify_failure(source.last_error) == "legacy"
 
 
@@ -235,3 +269,93 @@ def advance_retries(client: LightRAGClient) -> tuple[int, bool]:
     queue_many(sent)
     return len(sent), False
 
+
+
+# --- plain reasons -----------------------------------------------------------
+# One vocabulary for every page, the API and the admin: what a user can do
+# something about, never LightRAG's banners or its input paths.
+DAMAGED, ENCRYPTED, NO_TEXT, UNSUPPORTED, TOO_LARGE, DUPLICATE, GAVE_UP = (
+    "damaged", "encrypted", "no_text", "unsupported_variant", "too_large", "duplicate", "gave_up",
+)
+# Tried in this order, on the lower-cased message: the first that matches names it.
+_REASON_MARKERS = (
+    (ENCRYPTED, ("encrypted", "password", "encryption")),
+    (TOO_LARGE, ("decompression budget", "too large", "too big", "text-size limit", "exceeds the", "size limit")),
+    (NO_TEXT, ("no usable text", "empty content", "no content or only whitespace", "holds no text",
+               NO_TEXT_FOUND.lower(), "found no text")),
+    (UNSUPPORTED, ("legacy word 97-2003", "no relationship of type", "not a zip/ooxml", "rtf document saved with",
+                   "does not support", "not valid utf-8", "unsupported", "cannot be parsed by")),
+    (DAMAGED, ("damaged", "corrupt", "truncated", "not a zip file", "bad zip", "badzipfile", "is empty (0 bytes)",
+               "malformed", "not what its name says", "could not be read")),
+)
+# A password-protected Office file is an OLE2 compound file holding this stream.
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_ENCRYPTED_PACKAGE = "EncryptedPackage".encode("utf-16-le")
+
+
+def reason_code(message: str, source: Source | None = None) -> str:
+    """The plain reason of a failure message (LightRAG's, or MNote's own):
+    damaged, encrypted, no_text, unsupported_variant, too_large or gave_up.
+    ``source``: to look inside the file where the message cannot tell (an
+    encrypted Office file, which LightRAG calls a legacy .doc)."""
+    text = (message or "").lower()
+    if text.startswith("gave up after"):
+        return GAVE_UP
+    for code, markers in _REASON_MARKERS:
+        if any(marker in text for marker in markers):
+            if code == UNSUPPORTED and "legacy word 97-2003" in text and source is not None and _office_encrypted(source):
+                return ENCRYPTED
+            return code
+    return DAMAGED
+
+
+def _office_encrypted(source: Source) -> bool:
+    """Whether the file is a password-protected Office document (an OLE2
+    file with an EncryptedPackage stream, whatever its suffix)."""
+    from mnote.library.source_files import SourceUnavailable, open_source_file
+
+    try:
+        with open_source_file(source) as handle:
+            head = handle.read(1024 * 1024)
+    except (SourceUnavailable, OSError):
+        return False
+    return head.startswith(_OLE_MAGIC) and _ENCRYPTED_PACKAGE in head
+
+
+def source_reason_code(source: Source) -> str:
+    """The plain reason code of a failed or duplicate source, or ""."""
+    if source.status == Source.Status.DUPLICATE:
+        return DUPLICATE
+    if source.status != Source.Status.FAILED:
+        return ""
+    if source.failure_kind == Source.Failure.TRANSIENT or not source.last_error:
+        return GAVE_UP
+    return reason_code(source.last_error, source)
+
+
+def retry_can_cure(source: Source) -> bool:
+    """A retry cannot decrypt, repair or add text: only a file LightRAG gave
+    up on (timeouts, a busy model service) is worth sending again as it is."""
+    return source.status == Source.Status.FAILED and source.failure_kind != Source.Failure.PERMANENT
+
+
+def plain_reason(source: Source) -> str:
+    """Why a file is not searchable, in a sentence for users (translated):
+    "" when nothing is wrong with it."""
+    code = source_reason_code(source)
+    if code == DUPLICATE:
+        original = source.duplicate_of
+        if original is None:
+            return _("Duplicate: the same text is already in the library.")
+        return _("Duplicate of %(path)s.") % {"path": original.library_path}
+    return REASON_SENTENCES[code]() if code else ""
+
+
+REASON_SENTENCES = {
+    DAMAGED: lambda: _("Damaged: the file could not be read."),
+    ENCRYPTED: lambda: _("Encrypted: the file is password-protected."),
+    NO_TEXT: lambda: _("No text: the file holds no words to search."),
+    UNSUPPORTED: lambda: _("Unsupported variant: this version of the format cannot be read."),
+    TOO_LARGE: lambda: _("Too large: the file holds more text than the library takes in."),
+    GAVE_UP: lambda: _("LightRAG failed on it several times; Retry failed sends it again."),
+}
