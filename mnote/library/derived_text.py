@@ -35,6 +35,11 @@ class NoDerivedText(Exception):
     failure's plain reason: a renderer's refusal, or no text)."""
 
 
+class DerivedTextLater(Exception):
+    """The reader could not take the file now (every reader slot busy): the
+    file stays queued for the next scan."""
+
+
 def wants_mnote_text(source: Source) -> bool:
     """Whether LightRAG should be given MNote's text of the file from the start
     (the kind is one LightRAG cannot read, measured: ``Kind.mnote_text``)."""
@@ -68,6 +73,8 @@ def write_derived_text(source: Source, real_path: Path) -> Path:
     except SourceUnavailable:
         raise
     except Exception as e:  # a renderer's refusal (damaged, encrypted, too large …): its message is for users
+        if getattr(e, "transient", False) or getattr(e, "reason", "") in ("busy", "start"):
+            raise DerivedTextLater(str(e)) from e
         raise NoDerivedText(str(e) or type(e).__name__) from e
     blocks = next((blocks for _receiver, blocks in answers if blocks is not None), None)
     text = "\n\n".join(block for block in blocks or [] if block.strip())

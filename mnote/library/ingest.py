@@ -23,7 +23,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from mnote.library.derived_text import NoDerivedText, wants_mnote_text, write_derived_text
+from mnote.library.derived_text import DerivedTextLater, NoDerivedText, wants_mnote_text, write_derived_text
 from mnote.library.jobs import claim_due_jobs
 from mnote.library.models import Job, Source
 from mnote.lightrag import LightRAGBusy, LightRAGClient, LightRAGError, LightRAGRejected
@@ -298,6 +298,9 @@ def link_for_scan(limit: int | None = None) -> tuple[dict[int, str], bool]:
             except NoDerivedText as e:
                 fail_without_text(source, str(e))
                 continue
+            except DerivedTextLater:
+                more = True  # still queued: the next scan takes it
+                continue
             name = source.link_name  # ours: one path component, never a "/"
             try:
                 # To the real path just checked: a swap after the check
@@ -402,6 +405,7 @@ def wait_with(busy_job: Job) -> int:
     return others.update(next_attempt_at=busy_job.next_attempt_at)
 
 
+def mark_indexed(source: Source, document) -> None:
     """A document LightRAG processed: the source is indexed and citable (the
     caller saves). A delete we still owe for this very document — a failed
     record LightRAG itself processed again — is called off."""
