@@ -46,9 +46,15 @@ def wants_mnote_text(source: Source) -> bool:
     return kind_of(source.file_name).mnote_text
 
 
+# Previews whose render holds no text map of the file's words: a PDF's text
+# comes page by page from the PDF reader, not from its render.
+_NO_TEXT_MAP = frozenset({"pdf"})
+
+
 def can_give_text(source: Source) -> bool:
-    """Whether MNote can read the kind at all (it has a preview renderer)."""
-    return bool(kind_of(source.file_name).renderer) and kind_of(source.file_name).indexed
+    """Whether MNote can read the kind's text (its preview renders the words)."""
+    kind = kind_of(source.file_name)
+    return bool(kind.renderer) and kind.indexed and kind.name not in _NO_TEXT_MAP
 
 
 def derived_text_dir() -> Path:
