@@ -67,9 +67,10 @@ def bridge_statuses(client: LightRAGClient) -> int:
         source.save()
         changed.append((source, document))
     # After the saves, so an original indexed in this same pass is found.
+    resent = {}  # the failed record's id of each duplicate sent again in this pass -> its source
     for source, document in changed:
         if source.status == Source.Status.DUPLICATE:
-            settle_duplicate(source, document.original_doc_id)
+            settle_duplicate(source, document.original_doc_id, resent)
     resend_orphaned_duplicates()
 
     removed = 0
@@ -94,31 +95,38 @@ def bridge_statuses(client: LightRAGClient) -> int:
 _ORIGINAL_STATES = (Source.Status.INDEXED, Source.Status.QUEUED, Source.Status.INDEXING, Source.Status.RETRYING)
 
 
-def settle_duplicate(source: Source, original_doc_id: str) -> None:
+def settle_duplicate(source: Source, original_doc_id: str, resent: dict | None = None) -> None:
     """A duplicate names the source whose document LightRAG kept, and only
     one that is (or is becoming) searchable: never a duplicate itself (two
     files with the same text, each recorded as the other's duplicate, left
     neither searchable), a failed or a removed file. Without such an original
     the file is sent again (its duplicate record deleted first), to be the
-    searchable one itself."""
+    searchable one itself. ``resent``: the duplicates of this pass sent
+    again, by their old record's id (the other of a pair names that one)."""
+    resent = {} if resent is None else resent
     original = None
     if original_doc_id:
-        original = Source.objects.filter(lightrag_doc_id=original_doc_id).exclude(pk=source.pk).first()
+        original = resent.get(original_doc_id)
+        original = original or Source.objects.filter(lightrag_doc_id=original_doc_id).exclude(pk=source.pk).first()
     if original is not None and original.status in _ORIGINAL_STATES and original.duplicate_of_id != source.pk:
         source.duplicate_of = original
         source.save(update_fields=["duplicate_of"])
         return
-    resend_duplicate(source)
+    doc_id = source.lightrag_doc_id
+    if resend_duplicate(source):
+        resent[doc_id] = source
 
 
-def resend_duplicate(source: Source) -> None:
+def resend_duplicate(source: Source) -> bool:
     """Send a duplicate whose original is not searchable again, a bounded
-    number of times: after that it stays a duplicate (of what LightRAG says)."""
+    number of times (after that it stays a duplicate of what LightRAG says).
+    Returns whether it goes."""
     if source.attempts >= MAX_AUTO_RETRIES:
-        return
+        return False
     doc_id, source.duplicate_of = source.lightrag_doc_id, None
     schedule_retry(source, doc_id, delay=timedelta(0))
     source.save()
+    return True
 
 
 def resend_orphaned_duplicates() -> int:
@@ -134,8 +142,7 @@ def resend_orphaned_duplicates() -> int:
         if source.duplicate_of_id in seen:
             continue
         seen.add(source.duplicate_of_id)
-        resend_duplicate(source)
-        sent += 1
+        sent += resend_duplicate(source)
     return sent
 
 
