@@ -260,3 +260,41 @@ def test_small_files_are_scanned_before_a_large_one_queued_first(shelf, library_
     shelf.sources.filter(pk__in=linked).update(status=Source.Status.INDEXING)
     linked, more = link_for_scan()
     assert [Source.objects.get(pk=pk).relative_path for pk in linked] == ["big.md"] and not more
+
+
+# --- on the real embedded stack -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kinds_shelf(embedded_stack, tmp_path_factory):
+    """An EPUB, a web page and an RTF letter: kinds LightRAG 1.5.7 cannot read itself."""
+    from tests import preview_files
+    from tests.conftest import make_shelf
+
+    def fill(folder):
+        shutil.copy(EPUB, folder / "alice.epub")
+        (folder / "mirror.html").write_text(PAGE)
+        preview_files.make_rtf(folder / "menu.rtf")
+
+    return make_shelf(embedded_stack, tmp_path_factory, "Kinds", "kinds", fill)
+
+
+@pytest.mark.integration
+def test_kinds_lightrag_cannot_read_are_searchable_and_cited_at_their_words(kinds_shelf, settings, member, client):
+    from mnote.search.answers import full_library_search
+    from tests.conftest import use_shelf
+
+    root = use_shelf(kinds_shelf, settings)
+    assert set(root.sources.values_list("status", flat=True)) == {"indexed"}
+    page = root.sources.get(relative_path="mirror.html")
+    mapped = full_library_search(member, "re-aluminise the primary mirror every two years", mode="naive")
+    cited = next(c for c in mapped.citations if c.source_id == page.pk)
+    assert "Re-aluminise the primary mirror" in cited.display_quote
+    assert "analytics" not in cited.display_quote and "<" not in cited.display_quote
+    # Its preview finds the cited words in the original, exactly.
+    client.force_login(member)
+    found = client.get(f"/preview/{page.pk}/anchor", {"evidence": cited.evidence_text, "chunk_id": cited.locator.get("chunkId", "")}).json()
+    assert found["anchor"]["status"] == "exact", found
+    book = root.sources.get(relative_path="alice.epub")
+    mapped = full_library_search(member, "Alice down the rabbit hole", mode="naive")
+    assert any(c.source_id == book.pk for c in mapped.citations), mapped.dropped
