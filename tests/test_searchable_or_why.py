@@ -161,6 +161,17 @@ def test_the_dashboard_and_the_tree_say_the_plain_reason(shelf, library_dir, adm
     assert "Unsupported variant: this version of the format cannot be read." in home
     tree = admin_client.get(f"/library/tree/?root={shelf.pk}").content.decode()
     assert '<span class="tree-reason">Unsupported variant' in tree
+    source = shelf.sources.get()
+    preview = admin_client.get(f"/preview/{source.pk}/").content.decode()
+    assert "Not searchable: Unsupported variant" in preview
+    registry = admin_client.get("/admin/library/source/").content.decode()
+    assert "Unsupported variant: this version of the format cannot be read." in registry
+    api = admin_client.get(f"/api/sources/{source.pk}/chunks", {"chunk_index": 0}).json()
+    assert api["error"]["sourceReason"].startswith("Unsupported variant")
+    for page in (home, tree, preview, registry):
+        assert "=====" not in page and "mnote-0123456789abcdef" not in page and "/data/inputs" not in page
+    # LightRAG's own words stay one click away for admins, naming the file by its library path.
+    assert "shelf/a.md&#x27; is a legacy Word 97-2003 (.doc) document" in home
 
 
 def test_retry_failed_sends_again_only_what_a_retry_can_cure_and_says_so(shelf, library_dir, admin_client):

@@ -301,6 +301,7 @@ def source_chunks(request, source_id: int):
             "source_not_citable",
             f"{source.library_path} is not citable now ({state}): LightRAG's chunks of it are missing or out of date.",
             sourceStatus=source.status,
+            sourceReason=source.plain_reason or None,
         )
     try:
         context = chunk_context(source, params["chunk_index"], context=params["context"], block_id=params["block_id"])

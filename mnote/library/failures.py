@@ -351,6 +351,19 @@ def plain_reason(source: Source) -> str:
     return REASON_SENTENCES[code]() if code else ""
 
 
+# LightRAG's banner rules, and the paths of its input copies (ours, in its input folder).
+_BANNER_RULE = re.compile(r"^\s*[=\-]{5,}\s*$", re.MULTILINE)
+_INPUT_NAME = re.compile(r"(?:[^\s'\"]*/)?mnote-[0-9a-f]{16}-[^\s'\"()]+")
+
+
+def readable_message(source: Source) -> str:
+    """LightRAG's own message about the file, for admins: without its banner
+    rules, the file named by its library path instead of LightRAG's copy."""
+    text = _BANNER_RULE.sub("", source.last_error or "")
+    text = _INPUT_NAME.sub(source.library_path, text)
+    return " ".join(text.split())
+
+
 REASON_SENTENCES = {
     DAMAGED: lambda: _("Damaged: the file could not be read."),
     ENCRYPTED: lambda: _("Encrypted: the file is password-protected."),

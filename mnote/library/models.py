@@ -271,6 +271,13 @@ class Source(models.Model):
         return plain_reason(self)
 
     @property
+    def readable_error(self) -> str:
+        """LightRAG's message without its banners and input paths (for admins)."""
+        from mnote.library.failures import readable_message
+
+        return readable_message(self)
+
+    @property
     def file_level_citations(self) -> bool:
         """Parsed without LightRAG's sidecar blocks, so citations point at the
         file, not a paragraph."""
