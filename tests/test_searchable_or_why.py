@@ -217,6 +217,24 @@ def test_two_files_with_the_same_text_are_never_each_others_duplicate(shelf, lib
     assert plain_reason(duplicate) == "Duplicate of shelf/%s." % original.relative_path
 
 
+def test_a_duplicate_of_a_file_lightrag_is_still_parsing_names_it(shelf, library_dir, fake_lightrag):
+    for name in ("a.md", "b.md"):
+        (library_dir / "shelf" / name).write_text("the same words")
+    sync_root(shelf)
+    Source.objects.update(status=Source.Status.INDEXING)
+    a, b = shelf.sources.get(relative_path="a.md"), shelf.sources.get(relative_path="b.md")
+    parsing = document(a.lightrag_name, "parsing", doc_id="doc-a")
+    dup = document(b.lightrag_name, "failed", doc_id="doc-b", error="Identical content already exists under another "
+                   "filename. Original doc_id: doc-a, Status: DocStatus.PARSING")
+    dup["metadata"] = {"is_duplicate": True, "original_doc_id": "doc-a"}
+    fake_lightrag.on("POST", "/documents/paginated", listing(parsing, dup))
+    with lightrag_client() as client:
+        bridge_statuses(client)
+    b.refresh_from_db()
+    assert (b.status, b.duplicate_of) == (Source.Status.DUPLICATE, a)
+    assert not Job.objects.filter(kind=Job.Kind.DELETE).exists()  # nothing sent again
+
+
 def test_duplicates_of_a_file_that_failed_are_sent_again(shelf, library_dir, fake_lightrag):
     for name in ("a.md", "b.md", "c.md"):
         (library_dir / "shelf" / name).write_text("the same words")

@@ -32,8 +32,10 @@ def bridge_statuses(client: LightRAGClient) -> int:
     listed_ids = set()
     documents = {}
     by_name = {}
+    name_of_id = {}
     for document in client.iter_documents():
         listed_ids.add(document.id)
+        name_of_id[document.id] = document.file_path
         if by_name.get(document.file_path, "dup-").startswith("dup-"):
             by_name[document.file_path] = document.id
         if document.file_path not in waiting:
@@ -70,7 +72,7 @@ def bridge_statuses(client: LightRAGClient) -> int:
     resent = {}  # the failed record's id of each duplicate sent again in this pass -> its source
     for source, document in changed:
         if source.status == Source.Status.DUPLICATE:
-            settle_duplicate(source, document.original_doc_id, resent)
+            settle_duplicate(source, document.original_doc_id, resent, name_of_id.get(document.original_doc_id, ""))
     resend_orphaned_duplicates()
 
     removed = 0
@@ -95,19 +97,23 @@ def bridge_statuses(client: LightRAGClient) -> int:
 _ORIGINAL_STATES = (Source.Status.INDEXED, Source.Status.QUEUED, Source.Status.INDEXING, Source.Status.RETRYING)
 
 
-def settle_duplicate(source: Source, original_doc_id: str, resent: dict | None = None) -> None:
+def settle_duplicate(source: Source, original_doc_id: str, resent: dict | None = None, original_name: str = "") -> None:
     """A duplicate names the source whose document LightRAG kept, and only
     one that is (or is becoming) searchable: never a duplicate itself (two
     files with the same text, each recorded as the other's duplicate, left
     neither searchable), a failed or a removed file. Without such an original
     the file is sent again (its duplicate record deleted first), to be the
     searchable one itself. ``resent``: the duplicates of this pass sent
-    again, by their old record's id (the other of a pair names that one)."""
+    again, by their old record's id (the other of a pair names that one);
+    ``original_name``: the original's LightRAG name, for one LightRAG is
+    still working on (no doc id of it recorded yet)."""
     resent = {} if resent is None else resent
     original = None
     if original_doc_id:
         original = resent.get(original_doc_id)
         original = original or Source.objects.filter(lightrag_doc_id=original_doc_id).exclude(pk=source.pk).first()
+    if original is None and original_name:
+        original = Source.objects.filter(lightrag_name=original_name).exclude(pk=source.pk).first()
     if original is not None and original.status in _ORIGINAL_STATES and original.duplicate_of_id != source.pk:
         source.duplicate_of = original
         source.save(update_fields=["duplicate_of"])
