@@ -504,6 +504,7 @@ def main(argv=None) -> int:
     ap.add_argument("--corpus", type=Path, default=default_corpus)
     ap.add_argument("--limit", type=int, default=40, help="corpus DOCX files to ingest (0: all)")
     ap.add_argument("--per-kind", type=int, help="instead: this many files of every kind in the corpus, sub-folders too (0: all)")
+    ap.add_argument("--max-text-mb", type=int, help="MNOTE_MAX_TEXT_MB for the run (hold back books too long for a short run)")
     ap.add_argument("--ports", type=int, help="first of four loopback ports to use (default: free ones)")
     ap.add_argument("--lightrag-only", action="store_true",
                     help="the baseline: LightRAG's own parsers for every kind, never MNote's text")
@@ -527,6 +528,8 @@ def main(argv=None) -> int:
         "MNOTE_DEBUG": "0",
         "MNOTE_LOG_LEVEL": "WARNING",
     })
+    if args.max_text_mb is not None:
+        os.environ["MNOTE_MAX_TEXT_MB"] = str(args.max_text_mb)
     import django
 
     django.setup()

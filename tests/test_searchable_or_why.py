@@ -327,3 +327,18 @@ def test_kinds_lightrag_cannot_read_are_searchable_and_cited_at_their_words(kind
     book = root.sources.get(relative_path="alice.epub")
     mapped = full_library_search(member, "Alice down the rabbit hole", mode="naive")
     assert any(c.source_id == book.pk for c in mapped.citations), mapped.dropped
+
+
+def test_a_package_small_on_disk_but_long_in_text_is_scanned_after_the_small_files(shelf, library_dir, input_dir, settings):
+    import zipfile
+
+    settings.MNOTE_SCAN_ALONE_KB = 100
+    # 300 KB of chapter text that compresses to a few KB: many chunks, a small file.
+    with zipfile.ZipFile(library_dir / "shelf" / "book.epub", "w", zipfile.ZIP_DEFLATED) as book:
+        book.writestr("OEBPS/chapter.xhtml", "<p>the mirror was cleaned again</p>" * 9000)
+    assert (library_dir / "shelf" / "book.epub").stat().st_size < 100 * 1024
+    sync_root(shelf)
+    (library_dir / "shelf" / "note.md").write_text("a small note")
+    sync_root(shelf)
+    linked, more = link_for_scan()
+    assert [Source.objects.get(pk=pk).relative_path for pk in linked] == ["note.md"] and more

@@ -262,14 +262,25 @@ def link_for_scan(limit: int | None = None) -> tuple[dict[int, str], bool]:
     queued = queued.only(*_LINK_FIELDS, "root__path")
     # Small files first, in order of queueing; large ones (hundreds of chunks
     # each) in batches of their own once no small file waits: LightRAG works
-    # through a batch before its next scan, so a large file in a batch of
-    # small ones would hold all of them (and every later one) behind it.
-    small = Q(size__lte=settings.MNOTE_SCAN_ALONE_KB * 1024) | Q(size__isnull=True)
-    batch = list(queued.filter(small).order_by("updated_at", "pk")[: limit + 1])
-    large_wait = queued.exclude(small).exists()
-    if not batch:
-        batch, large_wait = list(queued.exclude(small).order_by("updated_at", "pk")[: limit + 1]), False
-    more, batch = len(batch) > limit or large_wait, batch[:limit]
+    # through a batch before its next scan, one document at a time, so a large
+    # file in a batch of small ones would hold all of them (and every later one).
+    # Large by the file's size, or by its text for a package (a 200 KB EPUB can
+    # hold 200 chunks): the package's directory is read for the oldest only.
+    alone = settings.MNOTE_SCAN_ALONE_KB * 1024
+    small = Q(size__lte=alone) | Q(size__isnull=True)
+    window = list(queued.filter(small).order_by("updated_at", "pk")[: limit + 1])
+    large_wait = len(window) > limit or queued.exclude(small).exists()
+    window = window[:limit]
+    text_large = [source for source in window if _large_package(source, alone)]
+    batch = [source for source in window if source not in text_large]
+    if batch:
+        large_wait |= bool(text_large)
+    elif text_large:
+        batch = text_large
+    else:
+        batch = list(queued.exclude(small).order_by("updated_at", "pk")[: limit + 1])
+        large_wait = len(batch) > limit
+    more, batch = large_wait, batch[:limit]
     if not batch:
         return {}, False
     input_dir = settings.MNOTE_LIGHTRAG.input_dir
@@ -313,6 +324,21 @@ def link_for_scan(limit: int | None = None) -> tuple[dict[int, str], bool]:
     finally:
         os.close(folder)
     return linked, more
+
+
+def _large_package(source: Source, limit: int) -> bool:
+    """Whether a package file (DOCX, EPUB …) holds more than ``limit`` bytes of
+    XML/HTML text, read from its ZIP directory (False when that cannot be told)."""
+    from mnote.library.source_files import SourceUnavailable, open_source_file
+    from mnote.library.text_size import PACKAGES, package_text_bytes
+
+    if os.path.splitext(source.file_name)[1].lower() not in PACKAGES:
+        return False
+    try:
+        with open_source_file(source) as handle:
+            return (package_text_bytes(handle) or 0) > limit
+    except SourceUnavailable:
+        return False
 
 
 # The start of a failure MNote itself found (no LightRAG message behind it):
