@@ -13,7 +13,7 @@ import pytest
 from django.utils import timezone
 from django.utils.translation import override
 
-from mnote.library.failures import plain_reason, reason_code, retry_failed
+from mnote.library.failures import MAX_AUTO_RETRIES, plain_reason, reason_code, retry_failed
 from mnote.library.ingest import link_for_scan, run_due_jobs
 from mnote.library.models import IndexedRoot, Job, Source
 from mnote.library.status_bridge import bridge_statuses
@@ -128,6 +128,8 @@ def test_a_file_mnotes_reader_finds_no_text_in_fails_saying_so(shelf, library_di
     ("File is not a zip file", "damaged"),
     ("ZIP decompression budget exceeded for mnote-0123456789abcdef-a.docx", "too_large"),
     ("Gave up after 5 attempts. Worker execution timeout after 60s", "gave_up"),
+    # A file's name says nothing of why it failed.
+    ("extracted no usable text from mnote-0123456789abcdef-encrypted-password-notes.pdf (doc_id=doc-1)", "no_text"),
 ])
 def test_lightrags_messages_come_down_to_one_vocabulary(message, code):
     assert reason_code(message) == code
@@ -241,15 +243,15 @@ def test_duplicates_of_a_file_that_failed_are_sent_again(shelf, library_dir, fak
     sync_root(shelf)
     a = shelf.sources.get(relative_path="a.md")
     shelf.sources.exclude(pk=a.pk).update(status=Source.Status.DUPLICATE, duplicate_of=a)
-    Source.objects.filter(pk=a.pk).update(status=Source.Status.FAILED, failure_kind=Source.Failure.TRANSIENT)
-    Source.objects.filter(pk=a.pk).update(status=Source.Status.INDEXING)  # the bridge has work to look at
-    fake_lightrag.on("POST", "/documents/paginated", listing(document(a.lightrag_name, "failed", error="Worker execution timeout")))
-    Source.objects.filter(pk=a.pk).update(attempts=99)  # a gives up
+    # The original times out once more than its retries allow: LightRAG gave up on it.
+    Source.objects.filter(pk=a.pk).update(status=Source.Status.INDEXING, attempts=MAX_AUTO_RETRIES)
+    timeout = document(a.lightrag_name, "failed", error="Worker execution timeout after 60s")
+    fake_lightrag.on("POST", "/documents/paginated", listing(timeout))
     with lightrag_client() as client:
         bridge_statuses(client)
-    states = sorted(shelf.sources.exclude(pk=a.pk).values_list("status", flat=True))
-    # One of the two goes again (to be the searchable one); the other follows it as its duplicate.
-    assert states == ["duplicate", "retrying"]
+    assert shelf.sources.get(pk=a.pk).status == Source.Status.FAILED
+    # One of the two goes again, to be the searchable one; the other follows it as its duplicate.
+    assert sorted(shelf.sources.exclude(pk=a.pk).values_list("status", flat=True)) == ["duplicate", "retrying"]
 
 
 # --- the worker backs off while LightRAG is busy -------------------------------------

@@ -298,7 +298,8 @@ def reason_code(message: str, source: Source | None = None) -> str:
     damaged, encrypted, no_text, unsupported_variant, too_large or gave_up.
     ``source``: to look inside the file where the message cannot tell (an
     encrypted Office file, which LightRAG calls a legacy .doc)."""
-    text = (message or "").lower()
+    # Never the file's name: "…-password_source.odt" says nothing of a password.
+    text = _INPUT_NAME.sub("", message or "").lower()
     if text.startswith("gave up after"):
         return GAVE_UP
     for code, markers in _REASON_MARKERS:
