@@ -65,11 +65,16 @@ def record_failure(source: Source, document) -> None:
     kind = classify_failure(message)
     source.progress = ""
     to_legacy = kind == "legacy" and source.parser_hint != "legacy" and source.file_name.lower().endswith(".docx")
-    if to_legacy and docx_holds_text(source) is False:
+    parts = docx_text_parts(source) if to_legacy else None
+    if to_legacy and parts is not None and not parts:
         # Nothing for the legacy parser either: failed now, not after a second
         # parse that LightRAG could only run once it is idle (the ingest's tail).
         kind, to_legacy = "permanent", False
         message = f"{message} {NO_TEXT_AT_ALL}"
+    elif to_legacy and parts is not None and _BODY not in parts:
+        # Text only in headers, footers, notes or comments: the legacy parser
+        # reads the body alone, so MNote's text goes at once.
+        to_legacy = False
     if kind in ("permanent", "legacy") and not to_legacy and _mnote_text_may_cure(source, message):
         # No LightRAG parser reads it; MNote's reader may (Strict OOXML, text
         # only in headers, notes or boxes): sent again as MNote's text of it.
@@ -106,21 +111,26 @@ def _mnote_text_may_cure(source: Source, message: str) -> bool:
     return NO_TEXT_AT_ALL not in message and reason_code(message, source) not in (ENCRYPTED, TOO_LARGE)
 
 
-def docx_holds_text(source: Source) -> bool | None:
-    """Whether any part of the DOCX (body, tables, text boxes, headers,
-    footers, notes) holds a character of text; None when that cannot be told
-    (not a readable package, gone, too large), and the legacy parser decides."""
+_BODY = "word/document.xml"
+
+
+def docx_text_parts(source: Source) -> set[str] | None:
+    """The parts of the DOCX (``word/document.xml``: the body, its tables and
+    text boxes; headers, footers, notes) holding a character of text; None
+    when that cannot be told (not a readable package, gone, too large), and
+    the legacy parser decides."""
     from mnote.library.source_files import SourceUnavailable, open_source_file
 
     try:
         with open_source_file(source) as handle:
-            return package_holds_text(handle)
+            return package_text_parts(handle)
     except SourceUnavailable:
         return None
 
 
-def package_holds_text(handle) -> bool | None:
-    """:func:`docx_holds_text` for an open file."""
+def package_text_parts(handle) -> set[str] | None:
+    """:func:`docx_text_parts` for an open file."""
+    found = set()
     try:
         with zipfile.ZipFile(handle) as package:
             parts = [info for info in package.infolist()
@@ -129,10 +139,10 @@ def package_holds_text(handle) -> bool | None:
                 return None
             for info in parts:
                 if any(text.strip() for text in _DOCX_TEXT.findall(package.read(info))):
-                    return True
+                    found.add(info.filename)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError):
         return None
-    return False
+    return found
 
 
 def schedule_retry(source: Source, failed_doc_id: str = "", *, delay: timedelta | None = None, count: bool = True) -> None:
