@@ -100,7 +100,7 @@ def _source_table(request, *, full_page: bool, health_ok: bool = True):
     if chosen.condition is None:
         rows = [d for d in unmapped or [] if query.lower() in d.file_path.lower()]
     else:
-        rows = filtered_sources(visible, chosen.key, query).select_related("root")
+        rows = filtered_sources(visible, chosen.key, query).select_related("root", "duplicate_of__root")
     page = Paginator(rows, PAGE_SIZE).get_page(form.cleaned_data["page"])
     if admin and chosen.condition is not None:
         for source in page.object_list:
