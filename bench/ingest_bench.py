@@ -3,6 +3,15 @@ endpoint's own throughput on the same chunks, measured in the same run (issue 11
 
     .venv/bin/python bench/ingest_bench.py [--corpus ../shared/corpus/docx] [--limit 40] [--clients 5]
                                            [--max-minutes 30] [--bare-chunks 120]
+    .venv/bin/python bench/ingest_bench.py --corpus DIR --per-kind 6 [--lightrag-only] [--no-search-run]
+
+With ``--per-kind N`` the corpus is every kind the library takes in (DIR's
+sub-folders too, N files of each, spread over them), and the ingest reports
+per kind, for the files the per-kind decisions were tuned on and for a
+held-back quarter (by a hash of the name) apart: indexed (how many as
+MNote's text), failed by plain reason, duplicates, still in progress, and
+"previewable but unsearchable" (not indexed, yet the preview shows text).
+``--lightrag-only`` is the baseline: LightRAG's own parsers for every kind.
 
 Everything real, on free loopback ports, in a temporary data dir: the
 embedded stack (``mnote.stack.processes.EmbeddedStack``: the local model
@@ -76,12 +85,77 @@ def clean_environ() -> None:
             del os.environ[name]
 
 
-def pick(corpus: Path, limit: int) -> list[Path]:
-    files = sorted(p for p in corpus.glob("*.docx") if p.is_file())
+def pick(corpus: Path, limit: int, per_kind: int | None = None) -> list[Path]:
+    """``limit`` DOCX files of the corpus, spread over it; with ``per_kind``,
+    that many files of every kind the library takes in (sub-folders too)."""
+    if per_kind is None:
+        files = sorted(p for p in corpus.glob("*.docx") if p.is_file())
+        return spread(files, limit)
+    from mnote.kinds import kind_of
+
+    by_kind: dict[str, list[Path]] = {}
+    for path in sorted(p for p in corpus.rglob("*") if p.is_file()):
+        if kind_of(path.name).indexed:
+            by_kind.setdefault(kind_of(path.name).name, []).append(path)
+    return [path for files in by_kind.values() for path in spread(files, per_kind)]
+
+
+def spread(files: list[Path], limit: int) -> list[Path]:
     if limit <= 0 or limit >= len(files):
         return files
     step = len(files) / limit
     return [files[int(i * step)] for i in range(limit)]
+
+
+def held_back(name: str) -> bool:
+    """A quarter of the files, by a hash of their name: never looked at while
+    the per-kind decisions were made, reported on their own."""
+    import hashlib
+
+    return int(hashlib.sha1(name.encode()).hexdigest()[:8], 16) % 4 == 0
+
+
+def per_kind_report(rows) -> dict:
+    """Per kind, for the tuned part and the held-back part: indexed (and how
+    many as MNote's text), failed by plain reason, duplicates, still in
+    progress, and files whose preview shows text but that are not searchable."""
+    from mnote.kinds import kind_of
+    from mnote.library.derived_text import can_give_text
+    from mnote.library.failures import source_reason_code
+    from mnote.library.models import Source
+    from mnote.preview.plain_text import rendered_block_texts
+
+    report: dict = {}
+    for source in rows:
+        part = "held_back" if held_back(source.file_name) else "tuned"
+        kind = kind_of(source.file_name).name
+        row = report.setdefault(part, {}).setdefault(kind, {
+            "files": 0, "indexed": 0, "as_mnote_text": 0, "failed": {}, "duplicate": 0, "in_progress": 0,
+            "previewable_unsearchable": 0, "unsearchable_files": []})
+        row["files"] += 1
+        if source.status == Source.Status.INDEXED:
+            row["indexed"] += 1
+            row["as_mnote_text"] += source.parser_hint == Source.MNOTE_TEXT
+            continue
+        if source.status == Source.Status.DUPLICATE:
+            row["duplicate"] += 1
+            continue
+        if source.status in Source.IN_PROGRESS:
+            row["in_progress"] += 1
+        else:
+            code = source_reason_code(source) or source.status
+            row["failed"][code] = row["failed"].get(code, 0) + 1
+        if can_give_text(source):
+            try:
+                with open(source.absolute_path, "rb") as handle:
+                    shows_text = any(block.strip() for block in rendered_block_texts(handle=handle, name=source.file_name,
+                                                                                     path=Path(source.absolute_path)) or [])
+            except Exception:  # the preview refuses it too
+                shows_text = False
+            if shows_text:
+                row["previewable_unsearchable"] += 1
+                row["unsearchable_files"].append(f"{source.relative_path}: {source.last_error[:160]}")
+    return report
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -96,19 +170,23 @@ def percentile(values: list[float], p: float) -> float:
 class Run:
     """One embedded stack in its own data dir, and the registry pointed at it."""
 
-    def __init__(self, tmp: Path, name: str, files: list[Path]):
+    def __init__(self, tmp: Path, name: str, files: list[Path], corpus: Path | None = None, ports: tuple[int, int] | None = None):
         from mnote.stack.processes import EmbeddedStack, StackConfig, free_port
 
         self.data_dir = tmp / name
         self.library = self.data_dir / "library"
         (self.library / "corpus").mkdir(parents=True)
         for f in files:
-            shutil.copy(f, self.library / "corpus" / f.name)
+            # Kept in their folders: files of two kinds may share a name.
+            target = self.library / "corpus" / (f.relative_to(corpus) if corpus else Path(f.name))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(f, target)
         shutil.copytree(DEMO_DIR, self.library / "demo")
         cache = REPO_DIR / "data" / "tiktoken"
         if cache.is_dir():
             shutil.copytree(cache, self.data_dir / "tiktoken")
-        self.stack = EmbeddedStack(StackConfig(data_dir=self.data_dir, lightrag_port=free_port(), model_port=free_port()))
+        lightrag_port, model_port = ports or (free_port(), free_port())
+        self.stack = EmbeddedStack(StackConfig(data_dir=self.data_dir, lightrag_port=lightrag_port, model_port=model_port))
 
     def start(self) -> None:
         from django.conf import settings
@@ -190,7 +268,7 @@ class Run:
         embedded = sum(after["work"][lane]["texts"] - before["work"][lane]["texts"] for lane in lanes)
         hits = after["cache"].get("hits", 0) - before["cache"].get("hits", 0)
         misses = after["cache"].get("misses", 0) - before["cache"].get("misses", 0)
-        rows = list(Source.objects.exclude(status=Source.Status.EXCLUDED))
+        rows = list(Source.objects.exclude(status=Source.Status.EXCLUDED).select_related("root"))
         indexed = [s for s in rows if s.status == Source.Status.INDEXED]
         failed = [s for s in rows if s.status == Source.Status.FAILED]
         chunks = sum(s.chunk_count or 0 for s in indexed)
@@ -227,6 +305,7 @@ class Run:
             "failures": [
                 {"file": s.relative_path, "kind": s.failure_kind, "error": s.last_error[:300]} for s in failed
             ],
+            "per_kind": per_kind_report([s for s in rows if s.root.path == "corpus"]),
         }
 
     def chunk_texts(self) -> list[str]:
@@ -406,6 +485,14 @@ def searchers(run: Run, clients: int, stop: threading.Event) -> tuple[list[threa
     return threads, latencies, errors
 
 
+def print_per_kind(report: dict) -> None:
+    for part, kinds in sorted(report.items(), key=lambda item: item[0] != "tuned"):
+        print(f"  {part}: kind files indexed (as MNote's text) failed-by-reason duplicates in-progress previewable-but-unsearchable")
+        for kind, row in sorted(kinds.items()):
+            print(f"    {kind:9} {row['files']:>4} {row['indexed']:>4} ({row['as_mnote_text']}) {row['failed'] or '-'} "
+                  f"{row['duplicate']} {row['in_progress']} {row['previewable_unsearchable']}", flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     # CI has ../shared beside the clone; a worktree here has it two levels up.
@@ -416,6 +503,11 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--corpus", type=Path, default=default_corpus)
     ap.add_argument("--limit", type=int, default=40, help="corpus DOCX files to ingest (0: all)")
+    ap.add_argument("--per-kind", type=int, help="instead: this many files of every kind in the corpus, sub-folders too (0: all)")
+    ap.add_argument("--max-text-mb", type=int, help="MNOTE_MAX_TEXT_MB for the run (hold back books too long for a short run)")
+    ap.add_argument("--ports", type=int, help="first of four loopback ports to use (default: free ones)")
+    ap.add_argument("--lightrag-only", action="store_true",
+                    help="the baseline: LightRAG's own parsers for every kind, never MNote's text")
     ap.add_argument("--clients", type=int, default=5)
     ap.add_argument("--max-minutes", type=float, default=30, help="per ingest run")
     ap.add_argument("--bare-chunks", type=int, default=60)
@@ -436,24 +528,36 @@ def main(argv=None) -> int:
         "MNOTE_DEBUG": "0",
         "MNOTE_LOG_LEVEL": "WARNING",
     })
+    if args.max_text_mb is not None:
+        os.environ["MNOTE_MAX_TEXT_MB"] = str(args.max_text_mb)
     import django
 
     django.setup()
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    files = pick(args.corpus, args.limit)
+    files = pick(args.corpus, args.limit, args.per_kind)
+    results_file = RESULTS_FILE
+    if args.per_kind is not None:
+        results_file = RESULTS_FILE.with_name("ingest_bench_kinds" + ("_lightrag_only" if args.lightrag_only else "") + ".json")
+    if args.lightrag_only:
+        from mnote.library import failures, ingest
+
+        ingest.wants_mnote_text = lambda source: False
+        failures.can_give_text = lambda source: False
     result = {"when": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": machine_info(),
               "corpus_files": len(files), "demo_files": sum(1 for p in DEMO_DIR.rglob("*") if p.is_file())}
-    print(f"{len(files)} corpus DOCX + the demo library; data in {tmp}", flush=True)
+    print(f"{len(files)} corpus files + the demo library; data in {tmp}", flush=True)
     try:
-        run = Run(tmp, "a", files)
+        ports = (args.ports, args.ports + 1) if args.ports else None
+        run = Run(tmp, "a", files, args.corpus, ports)
         run.start()
         limits = run.stack.config.embedding_limits
         result["stack"] = {"start_seconds": round(run.start_seconds, 1), **(limits.env() if limits else {})}
         print(f"stack up in {run.start_seconds:.0f} s; limits {result['stack']}", flush=True)
         result["ingest"] = run.ingest(args.max_minutes * 60)
-        print("ingest:", {k: v for k, v in result["ingest"].items() if k != "failures"}, flush=True)
+        print("ingest:", {k: v for k, v in result["ingest"].items() if k not in ("failures", "per_kind")}, flush=True)
+        print_per_kind(result["ingest"]["per_kind"])
         texts = run.chunk_texts()
         if len(texts) > args.bare_chunks:
             step = len(texts) / args.bare_chunks
@@ -463,7 +567,7 @@ def main(argv=None) -> int:
         run.stop()
 
         if not args.no_search_run:
-            run = Run(tmp, "b", files)
+            run = Run(tmp, "b", files, args.corpus, (args.ports + 2, args.ports + 3) if args.ports else None)
             run.start()
             stop = threading.Event()
             threads, latencies, errors = searchers(run, args.clients, stop)
@@ -487,7 +591,7 @@ def main(argv=None) -> int:
                 "mean_s": round(statistics.fmean(latencies), 3) if latencies else None,
             }
             print("with search:", {k: v for k, v in result["with_search"].items() if k != "ingest"}, flush=True)
-            print("  ingest:", {k: v for k, v in ingest.items() if k != "failures"}, flush=True)
+            print("  ingest:", {k: v for k, v in ingest.items() if k not in ("failures", "per_kind")}, flush=True)
             # The bare endpoint once more, at the other end of the run: the
             # machine's load moves between phases, and the baseline is their mean.
             result["bare_again"] = bare_throughput(run, texts)
@@ -542,8 +646,8 @@ def main(argv=None) -> int:
               f"flush hit rate {searched['ingest'].get('flush_cache_hit_rate')}, "
               f"flush p95 {log.get('flush_p95_seconds')} s, max {log.get('flush_max_seconds')} s)")
     print(json.dumps({"ratio": result["ratio_ingest_to_bare"], "targets": result["targets"]}), flush=True)
-    RESULTS_FILE.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
-    print(f"written {RESULTS_FILE.relative_to(REPO_DIR)}")
+    results_file.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    print(f"written {results_file.relative_to(REPO_DIR)}")
     return 0
 
 

@@ -28,6 +28,9 @@ class Kind:
     indexed: bool = True  # LightRAG 1.5.7 ingests it, so the library takes it in
     workspace_text: bool = False  # its body goes into MNote's light workspace index
     image: bool = False  # an image file: citations get the IMG- prefix
+    # LightRAG 1.5.7 cannot read it (decodes it as UTF-8: fails, or indexes its
+    # markup), so it is given the preview's text instead (mnote.library.derived_text).
+    mnote_text: bool = False
 
 
 KINDS: dict[str, Kind] = {}
@@ -45,15 +48,15 @@ def _register(kind: Kind) -> None:
 
 _register(Kind("pdf", (".pdf",), "pdf:preview_pdf"))
 _register(Kind("docx", (".docx",), "docx_render:preview_docx"))
-_register(Kind("odt", (".odt",), "odt_render:preview_odt"))
+_register(Kind("odt", (".odt",), "odt_render:preview_odt", mnote_text=True))
 _register(Kind("markdown", (".md", ".mdx"), "text_render:preview_markdown", workspace_text=True))
 _register(Kind("text", (".txt", ".log"), "text_render:preview_text", workspace_text=True))
 _register(Kind("csv", (".csv",), "sheet_render:preview_csv", workspace_text=True))
 _register(Kind("xlsx", (".xlsx",), "sheet_render:preview_xlsx"))
 _register(Kind("pptx", (".pptx",), "pptx_render:preview_pptx"))
-_register(Kind("epub", (".epub",), "epub_render:preview_epub"))
-_register(Kind("html", (".html", ".htm"), "html_render:preview_html"))
-_register(Kind("rtf", (".rtf",), "rtf_render:preview_rtf"))
+_register(Kind("epub", (".epub",), "epub_render:preview_epub", mnote_text=True))
+_register(Kind("html", (".html", ".htm"), "html_render:preview_html", mnote_text=True))
+_register(Kind("rtf", (".rtf",), "rtf_render:preview_rtf", mnote_text=True))
 _register(
     Kind(
         "code",

@@ -170,6 +170,9 @@ MNOTE_BATCH_LIMIT = env_int("MNOTE_BATCH_LIMIT", 200, minimum=1)
 # Most queued files the worker links into LightRAG's inputs for one scan (LightRAG
 # takes a scan's files as one batch); the rest go with the next scan.
 MNOTE_SCAN_BATCH = env_int("MNOTE_SCAN_BATCH", 200, minimum=1)
+# Files larger than this (KB) are scanned in batches of their own, after every
+# smaller queued file: one 600-chunk document does not hold the small ones.
+MNOTE_SCAN_ALONE_KB = env_int("MNOTE_SCAN_ALONE_KB", 256, minimum=1)
 # Expensive preview renders (not already cached) one user may start per minute; 0: no limit.
 MNOTE_PREVIEW_RENDERS_PER_MINUTE = env_int("MNOTE_PREVIEW_RENDERS_PER_MINUTE", 30, minimum=0)
 # Files with more text than this (estimated, MB) are held back at sync until an admin allows them; 0: no limit.

@@ -41,6 +41,11 @@ SCHEMAS = {
                         "type": "string",
                         "description": "The source's registry status (source_not_citable only).",
                     },
+                    "sourceReason": {
+                        "type": ["string", "null"],
+                        "description": "Why the source is not searchable, in the library's plain words: damaged, "
+                        "encrypted, no text, unsupported variant, too large, duplicate of a path (source_not_citable only).",
+                    },
                 },
             }
         },

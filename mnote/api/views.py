@@ -40,7 +40,7 @@ from mnote.search.answers import (
     full_library_search,
     not_in_lightrag,
 )
-from mnote.library.failures import retry_failed
+from mnote.library.failures import not_retried, retry_failed
 from mnote.library.ingest import queue_for_ingest
 from mnote.lightrag import LightRAGError
 from mnote.library.models import IndexedRoot, Source
@@ -339,6 +339,7 @@ def source_chunks(request, source_id: int):
             "source_not_citable",
             f"{source.library_path} is not citable now ({state}): LightRAG's chunks of it are missing or out of date.",
             sourceStatus=source.status,
+            sourceReason=source.plain_reason or None,
         )
     try:
         context = chunk_context(source, params["chunk_index"], context=params["context"], block_id=params["block_id"])
@@ -441,12 +442,15 @@ def admin_retry_failed(request):
             raise ApiError(404, "not_found", "No such root.")
         sources = root.sources.all()
     retried = retry_failed(sources)
+    # Damaged, encrypted, textless or too large: a retry cannot cure them.
+    left = not_retried(sources)
     where = f"the root “{root.name}”" if root else "the library"
     return JsonResponse(
         {
             "rootId": root.pk if root else None,
             "root": root.name if root else None,
             "retried": retried,
+            "notRetried": left,
             "message": f"{retried} failed file(s) of {where} will be sent to LightRAG again, a few at a time."
             if retried
             else f"No failed file in {where} to retry.",

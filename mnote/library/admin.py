@@ -86,10 +86,14 @@ class SourceAdmin(AdminsManageLibrary, admin.ModelAdmin):
     """Registry rows change only through sync and the actions below: a hand
     edit could point a row at a LightRAG document it does not own."""
 
-    list_display = ["relative_path", "root", "status", "stale", "chunk_count", "indexed_at", "deleted_at"]
+    list_display = ["relative_path", "root", "status", "reason", "stale", "chunk_count", "indexed_at", "deleted_at"]
     list_filter = ["status", "stale", "root"]
     search_fields = ["relative_path", "lightrag_name", "lightrag_doc_id", "sha256"]
     actions = ["reindex", "retry_failed_files", "delete_lightrag_index", "clear_stale_records"]
+
+    @admin.display(description=gettext_lazy("why not searchable"))
+    def reason(self, source):
+        return source.plain_reason
 
     def has_add_permission(self, request):
         return False

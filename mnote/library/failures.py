@@ -4,7 +4,9 @@ Transient failures (timeouts, a busy or halted pipeline, an unreachable model
 service, a restart mid-document) are sent again with backoff and a cap, in
 small waves and only while LightRAG is idle, so one large file cannot make the
 others fail; permanent ones stay failed with LightRAG's whole message; a DOCX
-the native parser found empty goes through the legacy parser.
+the native parser found empty goes through the legacy parser, and a file no
+LightRAG parser reads goes as MNote's own text of it (``derived_text``).
+Every failure is told to users in one plain vocabulary (:func:`plain_reason`).
 """
 
 import re
@@ -13,8 +15,10 @@ from datetime import timedelta
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
-from mnote.library.ingest import mark_indexed, owe_delete, queue_many, refresh_fingerprint, submit_delete, unlink_from_inputs
+from mnote.library.derived_text import can_give_text
+from mnote.library.ingest import NO_TEXT_FOUND, READER_REFUSED, mark_indexed, owe_delete, queue_many, refresh_fingerprint, submit_delete, unlink_from_inputs
 from mnote.library.models import Job, Source
 from mnote.lightrag import LightRAGClient
 
@@ -61,11 +65,23 @@ def record_failure(source: Source, document) -> None:
     kind = classify_failure(message)
     source.progress = ""
     to_legacy = kind == "legacy" and source.parser_hint != "legacy" and source.file_name.lower().endswith(".docx")
-    if to_legacy and docx_holds_text(source) is False:
+    parts = docx_text_parts(source) if to_legacy else None
+    if to_legacy and parts is not None and not parts:
         # Nothing for the legacy parser either: failed now, not after a second
         # parse that LightRAG could only run once it is idle (the ingest's tail).
         kind, to_legacy = "permanent", False
         message = f"{message} {NO_TEXT_AT_ALL}"
+    elif to_legacy and parts is not None and _BODY not in parts:
+        # Text only in headers, footers, notes or comments: the legacy parser
+        # reads the body alone, so MNote's text goes at once.
+        to_legacy = False
+    if kind in ("permanent", "legacy") and not to_legacy and _mnote_text_may_cure(source, message):
+        # No LightRAG parser reads it; MNote's reader may (Strict OOXML, text
+        # only in headers, notes or boxes): sent again as MNote's text of it.
+        source.parser_hint = Source.MNOTE_TEXT
+        source.last_error = message
+        schedule_retry(source, document.id, delay=timedelta(0), count=False)
+        return
     if to_legacy:
         source.parser_hint = "legacy"
         source.last_error = message
@@ -86,21 +102,35 @@ def record_failure(source: Source, document) -> None:
         source.last_error = message
 
 
-def docx_holds_text(source: Source) -> bool | None:
-    """Whether any part of the DOCX (body, tables, text boxes, headers,
-    footers, notes) holds a character of text; None when that cannot be told
-    (not a readable package, gone, too large), and the legacy parser decides."""
+def _mnote_text_may_cure(source: Source, message: str) -> bool:
+    """Whether a file LightRAG failed for good is worth sending as MNote's own
+    text of it: MNote reads the kind, has not tried, and the failure is not one
+    no reader can cure (a password, no text anywhere)."""
+    if source.parser_hint == Source.MNOTE_TEXT or not can_give_text(source):
+        return False
+    return NO_TEXT_AT_ALL not in message and reason_code(message, source) not in (ENCRYPTED, TOO_LARGE)
+
+
+_BODY = "word/document.xml"
+
+
+def docx_text_parts(source: Source) -> set[str] | None:
+    """The parts of the DOCX (``word/document.xml``: the body, its tables and
+    text boxes; headers, footers, notes) holding a character of text; None
+    when that cannot be told (not a readable package, gone, too large), and
+    the legacy parser decides."""
     from mnote.library.source_files import SourceUnavailable, open_source_file
 
     try:
         with open_source_file(source) as handle:
-            return package_holds_text(handle)
+            return package_text_parts(handle)
     except SourceUnavailable:
         return None
 
 
-def package_holds_text(handle) -> bool | None:
-    """:func:`docx_holds_text` for an open file."""
+def package_text_parts(handle) -> set[str] | None:
+    """:func:`docx_text_parts` for an open file."""
+    found = set()
     try:
         with zipfile.ZipFile(handle) as package:
             parts = [info for info in package.infolist()
@@ -109,10 +139,10 @@ def package_holds_text(handle) -> bool | None:
                 return None
             for info in parts:
                 if any(text.strip() for text in _DOCX_TEXT.findall(package.read(info))):
-                    return True
+                    found.add(info.filename)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError):
         return None
-    return False
+    return found
 
 
 def schedule_retry(source: Source, failed_doc_id: str = "", *, delay: timedelta | None = None, count: bool = True) -> None:
@@ -134,15 +164,25 @@ def schedule_retry(source: Source, failed_doc_id: str = "", *, delay: timedelta 
 
 def retry_failed(sources) -> int:
     """Send failed sources of ``sources`` (a queryset) back to LightRAG, in
-    the worker's small waves, with a fresh retry budget. Returns how many."""
+    the worker's small waves, with a fresh retry budget: only those a retry
+    can cure (LightRAG gave up on them); a damaged, encrypted or textless file
+    stays failed until it changes (a sync sends it again then). Returns how many."""
     count = 0
     with transaction.atomic():
         for source in sources.filter(status=Source.Status.FAILED).select_for_update():
+            if not retry_can_cure(source):
+                continue
             source.attempts = 0
             schedule_retry(source, source.lightrag_doc_id, delay=timedelta(0), count=False)
             source.save()
             count += 1
     return count
+
+
+def not_retried(sources) -> int:
+    """How many failed sources of ``sources`` a retry would not cure (what
+    "Retry failed" leaves, and says so)."""
+    return sources.filter(status=Source.Status.FAILED, failure_kind=Source.Failure.PERMANENT).count()
 
 
 # A delete LightRAG accepted but whose document it still lists this long after
@@ -194,6 +234,10 @@ def _ready_to_resend(source: Source, documents: dict) -> bool | None:
 
 
 def _first_legacy_attempt(source: Source) -> bool:
+    """A file going to another reader after LightRAG's first could not read
+    it (the legacy parser, or MNote's text), not a retry of a timeout."""
+    if source.parser_hint == Source.MNOTE_TEXT:
+        return bool(source.last_error) and classify_failure(source.last_error) == "permanent"
     return source.parser_hint == "legacy" and classify_failure(source.last_error) == "legacy"
 
 
@@ -235,3 +279,107 @@ def advance_retries(client: LightRAGClient) -> tuple[int, bool]:
     queue_many(sent)
     return len(sent), False
 
+
+
+# --- plain reasons -----------------------------------------------------------
+# One vocabulary for every page, the API and the admin: what a user can do
+# something about, never LightRAG's banners or its input paths.
+DAMAGED, ENCRYPTED, NO_TEXT, UNSUPPORTED, TOO_LARGE, DUPLICATE, GAVE_UP = (
+    "damaged", "encrypted", "no_text", "unsupported_variant", "too_large", "duplicate", "gave_up",
+)
+# Tried in this order, on the lower-cased message: the first that matches names it.
+_REASON_MARKERS = (
+    (ENCRYPTED, ("encrypted", "password", "encryption")),
+    (TOO_LARGE, ("decompression budget", "too large", "too big", "text-size limit", "exceeds the", "size limit")),
+    (NO_TEXT, ("no usable text", "empty content", "no content or only whitespace", "holds no text",
+               NO_TEXT_FOUND.lower(), "found no text")),
+    (UNSUPPORTED, ("legacy word 97-2003", "no relationship of type", "not a zip/ooxml", "rtf document saved with",
+                   "does not support", "not valid utf-8", "unsupported", "cannot be parsed by")),
+    (DAMAGED, ("damaged", "corrupt", "truncated", "not a zip file", "bad zip", "badzipfile", "is empty (0 bytes)",
+               "malformed", "not what its name says", "could not be read")),
+)
+# A password-protected Office file is an OLE2 compound file holding this stream.
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_ENCRYPTED_PACKAGE = "EncryptedPackage".encode("utf-16-le")
+
+
+def reason_code(message: str, source: Source | None = None) -> str:
+    """The plain reason of a failure message (LightRAG's, or MNote's own):
+    damaged, encrypted, no_text, unsupported_variant, too_large or gave_up.
+    ``source``: to look inside the file where the message cannot tell (an
+    encrypted Office file, which LightRAG calls a legacy .doc)."""
+    # Never the file's name: "…-password_source.odt" says nothing of a password.
+    text = _INPUT_NAME.sub("", message or "").lower()
+    if text.startswith("gave up after"):
+        return GAVE_UP
+    for code, markers in _REASON_MARKERS:
+        if any(marker in text for marker in markers):
+            if code == UNSUPPORTED and "legacy word 97-2003" in text and source is not None and _office_encrypted(source):
+                return ENCRYPTED
+            return code
+    return DAMAGED
+
+
+def _office_encrypted(source: Source) -> bool:
+    """Whether the file is a password-protected Office document (an OLE2
+    file with an EncryptedPackage stream, whatever its suffix)."""
+    from mnote.library.source_files import SourceUnavailable, open_source_file
+
+    try:
+        with open_source_file(source) as handle:
+            head = handle.read(1024 * 1024)
+    except (SourceUnavailable, OSError):
+        return False
+    return head.startswith(_OLE_MAGIC) and _ENCRYPTED_PACKAGE in head
+
+
+def source_reason_code(source: Source) -> str:
+    """The plain reason code of a failed or duplicate source, or ""."""
+    if source.status == Source.Status.DUPLICATE:
+        return DUPLICATE
+    if source.status != Source.Status.FAILED:
+        return ""
+    if source.failure_kind == Source.Failure.TRANSIENT or not source.last_error:
+        return GAVE_UP
+    return reason_code(source.last_error, source)
+
+
+def retry_can_cure(source: Source) -> bool:
+    """A retry cannot decrypt, repair or add text: only a file LightRAG gave
+    up on (timeouts, a busy model service) is worth sending again as it is."""
+    return source.status == Source.Status.FAILED and source.failure_kind != Source.Failure.PERMANENT
+
+
+def plain_reason(source: Source) -> str:
+    """Why a file is not searchable, in a sentence for users (translated):
+    "" when nothing is wrong with it."""
+    code = source_reason_code(source)
+    if code == DUPLICATE:
+        original = source.duplicate_of
+        if original is None:
+            return _("Duplicate: the same text is already in the library.")
+        return _("Duplicate of %(path)s.") % {"path": original.library_path}
+    return REASON_SENTENCES[code]() if code else ""
+
+
+# LightRAG's banner rules, and the paths of its input copies (ours, in its input folder).
+_BANNER_RULE = re.compile(r"^\s*[=\-]{5,}\s*$", re.MULTILINE)
+_INPUT_NAME = re.compile(r"(?:[^\s'\"]*/)?mnote-[0-9a-f]{16}-[^\s'\"()]+")
+
+
+def readable_message(source: Source) -> str:
+    """LightRAG's own message about the file, for admins: without its banner
+    rules, the file named by its library path instead of LightRAG's copy."""
+    text = _BANNER_RULE.sub("", source.last_error or "")
+    text = _INPUT_NAME.sub(source.library_path, text)
+    return " ".join(text.split())
+
+
+REASON_SENTENCES = {
+    DAMAGED: lambda: _("Damaged: the file could not be read."),
+    ENCRYPTED: lambda: _("Encrypted: the file is password-protected."),
+    NO_TEXT: lambda: _("No text: the file holds no words to search."),
+    UNSUPPORTED: lambda: _("Unsupported variant: this version of the format cannot be read."),
+    TOO_LARGE: lambda: _("Too large: the file holds more text than the library takes in."),
+    GAVE_UP: lambda: _("LightRAG failed on it several times; Retry failed sends it again."),
+}

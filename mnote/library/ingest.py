@@ -20,8 +20,10 @@ from typing import BinaryIO
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
+from mnote.library.derived_text import DerivedTextLater, NoDerivedText, wants_mnote_text, write_derived_text
 from mnote.library.jobs import claim_due_jobs
 from mnote.library.models import Job, Source
 from mnote.lightrag import LightRAGBusy, LightRAGClient, LightRAGError, LightRAGRejected, LightRAGUnavailable
@@ -97,13 +99,15 @@ def unlink_from_inputs(source: Source) -> None:
 
 _QUEUED_FIELDS = [
     "sha256", "size", "mtime", "mtime_ns", "inode", "lightrag_name", "status", "last_error", "excluded_by", "deleted_at", "updated_at",
-    "generation", "retry_at", "progress", "failure_kind",
+    "generation", "retry_at", "progress", "failure_kind", "parser_hint",
 ]
 
 
 def mark_queued(source: Source, now=None) -> None:
     """Set a source's queued state in memory (the caller saves it).
     ``now``: the time of a whole batch (one clock read, not one per file)."""
+    if wants_mnote_text(source):
+        source.parser_hint = Source.MNOTE_TEXT
     source.lightrag_name = source.unique_lightrag_name()
     source.status = Source.Status.QUEUED
     source.last_error = ""
@@ -226,7 +230,7 @@ def _carry_out_delete(client: LightRAGClient, job: Job) -> bool:
 
 
 _LINK_FIELDS = (
-    "root_id", "relative_path", "absolute_path", "sha256", "generation", "lightrag_name", "parser_hint", "status", "deleted_at",
+    "size", "root_id", "relative_path", "absolute_path", "sha256", "generation", "lightrag_name", "parser_hint", "status", "deleted_at",
 )
 
 
@@ -256,8 +260,27 @@ def link_for_scan(limit: int | None = None) -> tuple[dict[int, str], bool]:
     # The columns the checks and the name read: a batch's other columns
     # (a dozen dates among them) cost more to convert than the link to make.
     queued = queued.only(*_LINK_FIELDS, "root__path")
-    batch = list(queued.order_by("updated_at", "pk")[: limit + 1])
-    more, batch = len(batch) > limit, batch[:limit]
+    # Small files first, in order of queueing; large ones (hundreds of chunks
+    # each) in batches of their own once no small file waits: LightRAG works
+    # through a batch before its next scan, one document at a time, so a large
+    # file in a batch of small ones would hold all of them (and every later one).
+    # Large by the file's size, or by its text for a package (a 200 KB EPUB can
+    # hold 200 chunks): the package's directory is read for the oldest only.
+    alone = settings.MNOTE_SCAN_ALONE_KB * 1024
+    small = Q(size__lte=alone) | Q(size__isnull=True)
+    window = list(queued.filter(small).order_by("updated_at", "pk")[: limit + 1])
+    large_wait = len(window) > limit or queued.exclude(small).exists()
+    window = window[:limit]
+    text_large = [source for source in window if _large_package(source, alone)]
+    batch = [source for source in window if source not in text_large]
+    if batch:
+        large_wait |= bool(text_large)
+    elif text_large:
+        batch = text_large
+    else:
+        batch = list(queued.exclude(small).order_by("updated_at", "pk")[: limit + 1])
+        large_wait = len(batch) > limit
+    more, batch = large_wait, batch[:limit]
     if not batch:
         return {}, False
     input_dir = settings.MNOTE_LIGHTRAG.input_dir
@@ -267,19 +290,28 @@ def link_for_scan(limit: int | None = None) -> tuple[dict[int, str], bool]:
     linked, roots = {}, {}
     try:
         for source in batch:
+            if source.lightrag_name != source.unique_lightrag_name():
+                # Queued by a content change past a sync's batch limit: a
+                # name of its own, never the old version's (being deleted).
+                source.lightrag_name = source.unique_lightrag_name()
+                source.save(update_fields=["lightrag_name", "updated_at"])
             try:
                 real = source_real_path(source, roots=roots)
+                if source.parser_hint == Source.MNOTE_TEXT:
+                    # LightRAG reads MNote's text of the file, from MNote's data folder.
+                    real = write_derived_text(source, real)
             except SourceUnavailable as e:
                 unlink_from_inputs(source)  # one an earlier attempt made
                 source.status = Source.Status.NOT_INDEXED
                 source.last_error = f"Not sent to LightRAG: {e.message}"
                 source.save(update_fields=["status", "last_error", "updated_at"])
                 continue
-            if source.lightrag_name != source.unique_lightrag_name():
-                # Queued by a content change past a sync's batch limit: a
-                # name of its own, never the old version's (being deleted).
-                source.lightrag_name = source.unique_lightrag_name()
-                source.save(update_fields=["lightrag_name", "updated_at"])
+            except NoDerivedText as e:
+                fail_without_text(source, str(e))
+                continue
+            except DerivedTextLater:
+                more = True  # still queued: the next scan takes it
+                continue
             name = source.link_name  # ours: one path component, never a "/"
             try:
                 # To the real path just checked: a swap after the check
@@ -292,6 +324,38 @@ def link_for_scan(limit: int | None = None) -> tuple[dict[int, str], bool]:
     finally:
         os.close(folder)
     return linked, more
+
+
+def _large_package(source: Source, limit: int) -> bool:
+    """Whether a package file (DOCX, EPUB …) holds more than ``limit`` bytes of
+    XML/HTML text, read from its ZIP directory (False when that cannot be told)."""
+    from mnote.library.source_files import SourceUnavailable, open_source_file
+    from mnote.library.text_size import PACKAGES, package_text_bytes
+
+    if os.path.splitext(source.file_name)[1].lower() not in PACKAGES:
+        return False
+    try:
+        with open_source_file(source) as handle:
+            return (package_text_bytes(handle) or 0) > limit
+    except SourceUnavailable:
+        return False
+
+
+# The start of a failure MNote itself found (no LightRAG message behind it):
+# the reader of the file refused it, or found no text in it.
+NO_TEXT_FOUND = "MNote's reader of the file found no text in it."
+READER_REFUSED = "MNote's reader of the file refused it: "
+
+
+def fail_without_text(source: Source, refusal: str) -> None:
+    """A file sent as MNote's text of it when there is none to give: failed
+    for good, with the reader's own words when it refused the file."""
+    unlink_from_inputs(source)
+    source.status = Source.Status.FAILED
+    source.failure_kind = Source.Failure.PERMANENT
+    source.retry_at = None
+    source.last_error = f"{READER_REFUSED}{refusal}" if refusal else NO_TEXT_FOUND
+    source.save(update_fields=["status", "failure_kind", "retry_at", "last_error", "updated_at"])
 
 
 def _mark_scanned(linked: dict[int, str]) -> None:
@@ -340,7 +404,8 @@ def run_due_jobs(client: LightRAGClient) -> int:
                 job.finish()
         except LightRAGBusy as e:
             job.retry_later(f"LightRAG busy: {e}", give_up=False)
-            continue
+            wait_with(job)
+            break  # the other jobs would only hear "busy" too
         except LightRAGRejected as e:
             # "not_allowed" while a document is still being processed is transient too.
             job.retry_later(f"LightRAG refused: {e}")
@@ -362,6 +427,14 @@ def run_due_jobs(client: LightRAGClient) -> int:
         done += 1
     return done
 
+
+def wait_with(busy_job: Job) -> int:
+    """LightRAG answered "busy": every other job due before this one's next
+    try waits for it, so one job asks LightRAG whether it is free again (its
+    backoff growing, to a cap) instead of each of them asking every round.
+    Returns how many jobs were moved."""
+    others = Job.objects.filter(state=Job.State.PENDING, next_attempt_at__lt=busy_job.next_attempt_at).exclude(pk=busy_job.pk)
+    return others.update(next_attempt_at=busy_job.next_attempt_at)
 
 
 def mark_indexed(source: Source, document) -> None:

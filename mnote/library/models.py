@@ -124,6 +124,10 @@ class IndexedRoot(models.Model):
         return settings.MNOTE_LIBRARY_BASE_DIR / self.path
 
 
+# Source.parser_hint of a file LightRAG reads as MNote's text of it (mnote.library.derived_text).
+MNOTE_TEXT = "mnote"
+
+
 class SourceQuerySet(models.QuerySet):
     def visible_to(self, user):
         """Every page and API goes through this: a member never sees a source,
@@ -172,6 +176,8 @@ class Source(models.Model):
         PERMANENT = "permanent", _("permanent")
 
     IN_PROGRESS = (Status.QUEUED, Status.INDEXING, Status.DELETE_SUBMITTED, Status.RETRYING)
+    # parser_hint of a file LightRAG reads as MNote's text of it (mnote.library.derived_text).
+    MNOTE_TEXT = MNOTE_TEXT
 
     root = models.ForeignKey(IndexedRoot, on_delete=models.CASCADE, related_name="sources")
     relative_path = models.CharField(_("path in root"), max_length=1024)
@@ -247,14 +253,16 @@ class Source(models.Model):
         digest = hashlib.sha256(key.encode()).hexdigest()
         # LightRAG refuses a source name holding a control character (a newline
         # in a file name) on every scan; the name is ours, so it goes.
-        return f"mnote-{digest[:16]}-{_UNSAFE_NAME_CHARS.sub('_', self.file_name)}"
+        name = f"mnote-{digest[:16]}-{_UNSAFE_NAME_CHARS.sub('_', self.file_name)}"
+        # MNote's text of the file: LightRAG picks its reader by the suffix.
+        return f"{name}.txt" if self.parser_hint == MNOTE_TEXT else name
 
     @property
     def link_name(self) -> str:
         """The symlink's name in LightRAG's inputs: the LightRAG name, with a
         parser hint (``x.[legacy].docx``) when one is asked for. LightRAG strips
         the hint, so its documents carry ``lightrag_name``."""
-        if not self.parser_hint or not self.lightrag_name:
+        if not self.parser_hint or not self.lightrag_name or self.parser_hint == MNOTE_TEXT:
             return self.lightrag_name
         stem, dot, extension = self.lightrag_name.rpartition(".")
         if not dot:
@@ -262,10 +270,26 @@ class Source(models.Model):
         return f"{stem}.[{self.parser_hint}].{extension}"
 
     @property
+    def plain_reason(self) -> str:
+        """Why the file is not searchable, in one sentence of the library's one
+        vocabulary (damaged, encrypted, no text, …), or ""."""
+        from mnote.library.failures import plain_reason  # it builds on this module
+
+        return plain_reason(self)
+
+    @property
+    def readable_error(self) -> str:
+        """LightRAG's message without its banners and input paths (for admins)."""
+        from mnote.library.failures import readable_message
+
+        return readable_message(self)
+
+    @property
     def file_level_citations(self) -> bool:
         """Parsed without LightRAG's sidecar blocks, so citations point at the
         file, not a paragraph."""
-        return self.parse_engine == "legacy" and self.file_name.lower().endswith(".docx")
+        mnote_text = self.parser_hint == MNOTE_TEXT  # cited through the preview's own text map
+        return self.parse_engine == "legacy" and self.file_name.lower().endswith(".docx") and not mnote_text
 
 
 # lightrag.api.routers.document_routes._UNSAFE_DOCUMENT_SOURCE_CHAR_PATTERN (1.5.7)

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from mnote.library.failures import record_failure
+from mnote.library.failures import MAX_AUTO_RETRIES, record_failure, schedule_retry
 from mnote.library.ingest import mark_indexed, owe_delete, owe_scan, unlink_from_inputs
 from mnote.library.models import Job, Source
 from mnote.lightrag import LightRAGClient
@@ -32,8 +32,10 @@ def bridge_statuses(client: LightRAGClient) -> int:
     listed_ids = set()
     documents = {}
     by_name = {}
+    name_of_id = {}
     for document in client.iter_documents():
         listed_ids.add(document.id)
+        name_of_id[document.id] = document.file_path
         if by_name.get(document.file_path, "dup-").startswith("dup-"):
             by_name[document.file_path] = document.id
         if document.file_path not in waiting:
@@ -67,10 +69,11 @@ def bridge_statuses(client: LightRAGClient) -> int:
         source.save()
         changed.append((source, document))
     # After the saves, so an original indexed in this same pass is found.
+    resent = {}  # the failed record's id of each duplicate sent again in this pass -> its source
     for source, document in changed:
-        if source.status == Source.Status.DUPLICATE and document.original_doc_id:
-            source.duplicate_of = Source.objects.filter(lightrag_doc_id=document.original_doc_id).first()
-            source.save(update_fields=["duplicate_of"])
+        if source.status == Source.Status.DUPLICATE:
+            settle_duplicate(source, document.original_doc_id, resent, name_of_id.get(document.original_doc_id, ""))
+    resend_orphaned_duplicates()
 
     removed = 0
     for source in deleting:
@@ -88,6 +91,65 @@ def bridge_statuses(client: LightRAGClient) -> int:
             source.save(update_fields=["status", "updated_at"])
             removed += 1
     return len(changed) + removed
+
+
+# An original a duplicate may name: searchable now, or on its way to it.
+_ORIGINAL_STATES = (Source.Status.INDEXED, Source.Status.QUEUED, Source.Status.INDEXING, Source.Status.RETRYING)
+
+
+def settle_duplicate(source: Source, original_doc_id: str, resent: dict | None = None, original_name: str = "") -> None:
+    """A duplicate names the source whose document LightRAG kept, and only
+    one that is (or is becoming) searchable: never a duplicate itself (two
+    files with the same text, each recorded as the other's duplicate, left
+    neither searchable), a failed or a removed file. Without such an original
+    the file is sent again (its duplicate record deleted first), to be the
+    searchable one itself. ``resent``: the duplicates of this pass sent
+    again, by their old record's id (the other of a pair names that one);
+    ``original_name``: the original's LightRAG name, for one LightRAG is
+    still working on (no doc id of it recorded yet)."""
+    resent = {} if resent is None else resent
+    original = None
+    if original_doc_id:
+        original = resent.get(original_doc_id)
+        original = original or Source.objects.filter(lightrag_doc_id=original_doc_id).exclude(pk=source.pk).first()
+    if original is None and original_name:
+        original = Source.objects.filter(lightrag_name=original_name).exclude(pk=source.pk).first()
+    if original is not None and original.status in _ORIGINAL_STATES and original.duplicate_of_id != source.pk:
+        source.duplicate_of = original
+        source.save(update_fields=["duplicate_of"])
+        return
+    doc_id = source.lightrag_doc_id
+    if resend_duplicate(source):
+        resent[doc_id] = source
+
+
+def resend_duplicate(source: Source) -> bool:
+    """Send a duplicate whose original is not searchable again, a bounded
+    number of times (after that it stays a duplicate of what LightRAG says).
+    Returns whether it goes."""
+    if source.attempts >= MAX_AUTO_RETRIES:
+        return False
+    doc_id, source.duplicate_of = source.lightrag_doc_id, None
+    schedule_retry(source, doc_id, delay=timedelta(0))
+    source.save()
+    return True
+
+
+def resend_orphaned_duplicates() -> int:
+    """Duplicates of a file that left the searchable library (it failed, was
+    removed or became a duplicate itself) go to LightRAG again; of several
+    with the same original, one: the others follow it as its duplicates."""
+    orphans = Source.objects.filter(status=Source.Status.DUPLICATE, duplicate_of__isnull=False).exclude(
+        duplicate_of__status__in=_ORIGINAL_STATES
+    )
+    sent = 0
+    seen = set()
+    for source in orphans.order_by("pk"):
+        if source.duplicate_of_id in seen:
+            continue
+        seen.add(source.duplicate_of_id)
+        sent += resend_duplicate(source)
+    return sent
 
 
 def document_progress(document) -> str:

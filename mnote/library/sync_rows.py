@@ -117,7 +117,7 @@ class NewFile:
 # What differs between a root's new rows; every other column takes its default.
 _NEW_FIELDS = (
     "root_id", "relative_path", "absolute_path", "sha256", "size", "mtime", "mtime_ns", "inode",
-    "lightrag_name", "status", "excluded_by",
+    "lightrag_name", "status", "excluded_by", "parser_hint",
 )
 
 
@@ -138,7 +138,7 @@ def insert_new(files: list[NewFile]) -> None:
     stamp = (now,) * len(stamps)
     rows = (
         (f.root_id, f.relative_path, f.absolute_path, f.sha256, f.size, f.mtime, f.mtime_ns, f.inode,
-         f.lightrag_name, f.status, f.excluded_by) + stamp
+         f.lightrag_name, f.status, f.excluded_by, f.parser_hint) + stamp
         for f in files
     )
     insert_rows(Source, names, rows, constants=constants)

@@ -29,9 +29,15 @@ def estimated_text_bytes(path: Path | str, size: int | None = None) -> int | Non
         return None
     if suffix not in PACKAGES:
         return os.stat(path).st_size if size is None else size
+    return package_text_bytes(path)
+
+
+def package_text_bytes(package_file) -> int | None:
+    """The uncompressed size of a package's XML/HTML parts (a path or an open
+    file), or None when it is not a readable package."""
     try:
-        with zipfile.ZipFile(path) as package:
-            return sum(i.file_size for i in package.infolist() if i.filename.lower().endswith(_TEXT_PARTS))
+        with zipfile.ZipFile(package_file) as package:
+            return sum(i.filename.lower().endswith(_TEXT_PARTS) and i.file_size for i in package.infolist())
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError):
         return None  # LightRAG will say what is wrong with it
 

@@ -93,7 +93,7 @@ def folder_level(user, root: IndexedRoot, path: str, filter_key: str = "all") ->
             _count(folder, status, stale)
         else:
             file_ids.append(pk)
-    files = list(Source.objects.filter(pk__in=file_ids[:FILES_PER_LEVEL]).select_related("root").order_by("relative_path"))
+    files = list(Source.objects.filter(pk__in=file_ids[:FILES_PER_LEVEL]).select_related("root", "duplicate_of__root").order_by("relative_path"))
     for source in files:
         source.light = light(source.status, source.stale)
     return Level(root, path, sorted(folders.values(), key=lambda f: f.name.lower()), files, max(0, len(file_ids) - FILES_PER_LEVEL))

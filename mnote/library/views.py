@@ -14,7 +14,7 @@ from django.views.decorators.vary import vary_on_headers
 from mnote.accounts.roles import admin_only, is_admin
 from mnote.citations.models import Citation
 from mnote.library.forms import IndexedRootForm
-from mnote.library.failures import retry_failed
+from mnote.library.failures import not_retried, retry_failed
 from mnote.library.models import IndexedRoot, Source
 from mnote.lightrag.provider import health_report, lightrag_client, webui_url
 from mnote.library.progress import library_progress
@@ -88,7 +88,7 @@ def _source_table(request, *, full_page: bool, health_ok: bool = True):
     if chosen.condition is None:
         rows = [d for d in unmapped or [] if query.lower() in d.file_path.lower()]
     else:
-        rows = filtered_sources(visible, chosen.key, query).select_related("root")
+        rows = filtered_sources(visible, chosen.key, query).select_related("root", "duplicate_of__root")
     page = Paginator(rows, PAGE_SIZE).get_page(form.cleaned_data["page"])
     if admin and chosen.condition is not None:
         for source in page.object_list:
@@ -110,7 +110,8 @@ def _source_table(request, *, full_page: bool, health_ok: bool = True):
         "page_obj": page,
         "showing_unmapped": chosen.condition is None,
         "in_progress": counts["indexing"] > 0,
-        "failed_total": visible.filter(status=Source.Status.FAILED).count() if admin else 0,
+        # What "Retry failed" would send: a damaged or encrypted file stays failed.
+        "failed_total": visible.filter(status=Source.Status.FAILED).exclude(failure_kind=Source.Failure.PERMANENT).count() if admin else 0,
         "lightrag_status": status,
         "registry_total": counts["all"],
     }, form
@@ -329,7 +330,19 @@ def clear_stale(request):
     return _back_to_table(request)
 
 
-def _report_retry(request, count: int, where: str) -> None:
+def _report_retry(request, count: int, where: str, left: int = 0) -> None:
+    if left:
+        messages.info(
+            request,
+            ngettext(
+                "%(n)d failed file of %(where)s stays failed: it is damaged, encrypted, holds no text or is too large, "
+                "and a retry cannot change that (it is sent again when the file changes).",
+                "%(n)d failed files of %(where)s stay failed: they are damaged, encrypted, hold no text or are too large, "
+                "and a retry cannot change that (each is sent again when its file changes).",
+                left,
+            )
+            % {"n": left, "where": where},
+        )
     if count:
         messages.success(
             request,
@@ -347,7 +360,8 @@ def _report_retry(request, count: int, where: str) -> None:
 @require_POST
 @admin_only
 def retry_failed_view(request):
-    _report_retry(request, retry_failed(Source.objects.all()), _("the library"))
+    sources = Source.objects.all()
+    _report_retry(request, retry_failed(sources), _("the library"), not_retried(sources))
     return _back_to_table(request)
 
 
@@ -355,7 +369,8 @@ def retry_failed_view(request):
 @admin_only
 def root_retry_failed(request, root_id):
     root = get_object_or_404(IndexedRoot, pk=root_id)
-    _report_retry(request, retry_failed(root.sources.all()), _("the root “%(root)s”") % {"root": root.name})
+    where = _("the root “%(root)s”") % {"root": root.name}
+    _report_retry(request, retry_failed(root.sources.all()), where, not_retried(root.sources.all()))
     return redirect("library:roots")
 
 
@@ -376,7 +391,10 @@ class RootPageForm(IndexedRootForm):
 def roots(request):
     rows = IndexedRoot.objects.prefetch_related("visible_to_groups").annotate(
         source_count=Count("sources"),
-        failed_count=Count("sources", filter=Q(sources__status=Source.Status.FAILED)),
+        failed_count=Count(
+            "sources",
+            filter=Q(sources__status=Source.Status.FAILED) & ~Q(sources__failure_kind=Source.Failure.PERMANENT),
+        ),
         indexed_count=Count("sources", filter=Q(sources__status=Source.Status.INDEXED)),
         on_the_way_count=Count("sources", filter=Q(sources__status__in=Source.IN_PROGRESS)),
     )

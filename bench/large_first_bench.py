@@ -1,0 +1,153 @@
+"""Does one large document hold the small files queued with it? Small files
+alone, against the same small files queued right after a large document,
+with the worker's size ordering (``MNOTE_SCAN_ALONE_KB``) on and off, each on
+a fresh embedded stack in the same run.
+
+    .venv/bin/python bench/large_first_bench.py [--small 20] [--large-chunks 60] [--ports 8604]
+
+The small files are distinct notes of about one chunk each; the large one a
+Markdown file of about ``--large-chunks`` chunks (CHUNK_SIZE 400 tokens).
+Each scenario: sync one root (the large file queued first, by an earlier
+queue time), then the worker's own loop (``work_once``) until every small
+file is indexed: the seconds until the last one is (and the median). The
+target: small files behind the large one searchable within 1.5x the time
+they take alone. Writes bench/results/large_first_bench.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from ingest_bench import REPO_DIR, clean_environ  # bench/ingest_bench.py, beside this file
+
+RESULTS_FILE = REPO_DIR / "bench" / "results" / "large_first_bench.json"
+WORDS = ("mirror telescope dome shutter night observer calibration filter exposure guide star focus "
+         "aluminium coating humidity wind seeing cloud archive frame dark flat bias pointing model").split()
+
+
+def small_note(i: int) -> str:
+    # About 300 words: one chunk, distinct from every other note.
+    return f"# Night note {i}\n\n" + " ".join(WORDS[(i * 7 + k) % len(WORDS)] + (str(k) if k % 9 == 0 else "") for k in range(300))
+
+
+def large_document(chunks: int) -> str:
+    # About 400 tokens (one chunk) a section: ``chunks`` sections.
+    sections = []
+    for s in range(chunks):
+        sections.append(f"## Section {s}\n\n" + " ".join(f"{WORDS[(s + k) % len(WORDS)]}{s}x{k % 13}" for k in range(100)))
+    return "# The large manual\n\n" + "\n\n".join(sections)
+
+
+def scenario(tmp: Path, name: str, small: int, large_chunks: int, alone_kb: int | None, ports) -> dict:
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.utils import timezone as dj_timezone
+
+    from mnote.library.ingest import work_once
+    from mnote.library.models import IndexedRoot, Source
+    from mnote.library.sync import sync_root
+    from mnote.lightrag import LightRAGError, load_config
+    from mnote.lightrag.provider import lightrag_client
+    from mnote.stack.processes import EmbeddedStack, StackConfig, free_port
+
+    data_dir = tmp / name
+    folder = data_dir / "library" / "notes"
+    folder.mkdir(parents=True)
+    cache = REPO_DIR / "data" / "tiktoken"
+    if cache.is_dir():
+        shutil.copytree(cache, data_dir / "tiktoken")
+    if large_chunks:
+        (folder / "large-manual.md").write_text(large_document(large_chunks))
+    for i in range(small):
+        (folder / f"note-{i:03d}.md").write_text(small_note(i))
+    lightrag_port, model_port = ports or (free_port(), free_port())
+    stack = EmbeddedStack(StackConfig(data_dir=data_dir, lightrag_port=lightrag_port, model_port=model_port))
+    stack.start()
+    try:
+        config = stack.config
+        settings.MNOTE_LIBRARY_BASE_DIR = data_dir / "library"
+        settings.MNOTE_LIGHTRAG = load_config({"MNOTE_LIGHTRAG_ENV_FILE": str(config.env_file)}, default_url=config.lightrag_url,
+                                              default_input_dir=config.input_dir, default_working_dir=config.working_dir)
+        settings.MNOTE_SCAN_ALONE_KB = alone_kb if alone_kb is not None else 10**9  # off: every file "small"
+        call_command("flush", interactive=False, verbosity=0)
+        root = IndexedRoot.objects.create(name="Notes", path="notes")
+        t0 = time.monotonic()
+        sync_root(root, batch_limit=100_000)
+        # The large file was queued first (the oldest in the queue).
+        root.sources.filter(relative_path="large-manual.md").update(updated_at=dj_timezone.now() - timedelta(minutes=1))
+        done_at: dict[str, float] = {}
+        smalls = root.sources.exclude(relative_path="large-manual.md")
+        with lightrag_client() as client:
+            while len(done_at) < small and time.monotonic() - t0 < 3600:
+                try:
+                    work_once(client)
+                except LightRAGError as e:
+                    print(f"  LightRAG: {e}", flush=True)
+                for path in smalls.filter(status=Source.Status.INDEXED).values_list("relative_path", flat=True):
+                    done_at.setdefault(path, time.monotonic() - t0)
+                time.sleep(0.5)
+        large = root.sources.filter(relative_path="large-manual.md").values_list("status", "chunk_count").first()
+        times = sorted(done_at.values())
+        return {"scenario": name, "small_files": small, "large_chunks_asked": large_chunks,
+                "scan_alone_kb": alone_kb, "small_indexed": len(times),
+                "last_small_seconds": round(times[-1], 1) if times else None,
+                "median_small_seconds": round(statistics.median(times), 1) if times else None,
+                "large_state_when_smalls_done": large,
+                "embedding_seconds_per_chunk": stack.config.embedding_limits.env().get("MNOTE_EMBEDDING_SECONDS_PER_CHUNK")
+                if stack.config.embedding_limits else None}
+    finally:
+        stack.stop()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--small", type=int, default=20)
+    ap.add_argument("--large-chunks", type=int, default=60)
+    ap.add_argument("--ports", type=int, help="first of two loopback ports to use (default: free ones)")
+    args = ap.parse_args(argv)
+    clean_environ()
+    tmp = Path(tempfile.mkdtemp(prefix="mnote-large-first-"))
+    (tmp / "app").mkdir()
+    os.environ.update({"DJANGO_SETTINGS_MODULE": "mnote.settings", "MNOTE_DATA_DIR": str(tmp / "app"),
+                       "MNOTE_LIBRARY_BASE_DIR": str(tmp), "MNOTE_SECRET_KEY": "bench-only-not-secret",
+                       "MNOTE_LOG_LEVEL": "WARNING"})
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    ports = (args.ports, args.ports + 1) if args.ports else None
+    runs = []
+    try:
+        # The threshold scaled with the document (about 1 KB of this Markdown a
+        # chunk; 600 chunks of real prose are past the default 256 KB).
+        alone_kb = max(1, args.large_chunks // 2)
+        for name, large, alone_kb in (("alone", 0, alone_kb), ("large_first_ordered", args.large_chunks, alone_kb),
+                                      ("large_first_unordered", args.large_chunks, None)):
+            result = scenario(tmp, name, args.small, large, alone_kb, ports)
+            print(result, flush=True)
+            runs.append(result)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    alone = runs[0]["last_small_seconds"]
+    summary = {run["scenario"]: round(run["last_small_seconds"] / alone, 2) if alone and run["last_small_seconds"] else None
+               for run in runs}
+    print("last small file indexed, against alone (target <= 1.5 behind a large one):", summary)
+    RESULTS_FILE.write_text(json.dumps({"when": datetime.now(timezone.utc).isoformat(timespec="seconds"), "runs": runs,
+                                        "ratio_to_alone": summary}, indent=2) + "\n")
+    print(f"written {RESULTS_FILE.relative_to(REPO_DIR)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""MNote's own text of a file, handed to LightRAG where LightRAG cannot read
+the file itself.
+
+LightRAG 1.5.7 decodes every suffix it has no extractor for as UTF-8: an
+EPUB or ODT (a ZIP archive) fails, HTML and RTF go in with their tags,
+scripts and control words. Some valid DOCX fail too (Strict OOXML; text only
+in headers, footers, notes, text boxes or content controls). For those, the
+preview's renderer reads the file, and the text of its blocks — the very text
+map a citation is found in again — is written to a file MNote owns in its
+data folder (``derived-text/<sha256>.txt``; never beside the user's file).
+The link in LightRAG's inputs points at that file under the source's own
+LightRAG name plus ``.txt``, so LightRAG's documents and references map back
+to the source's row, and a cited chunk opens the original at its words.
+
+This module is the one place the library reaches the preview's renderers,
+and only through the ``file_text_wanted`` signal.
+"""
+
+import os
+import tempfile
+from pathlib import Path
+
+from django.conf import settings
+
+from mnote.kinds import kind_of
+from mnote.library.models import Source
+from mnote.library.signals import file_text_wanted
+
+# Source.parser_hint of a file LightRAG reads as MNote's text of it.
+MNOTE_TEXT = Source.MNOTE_TEXT
+
+
+class NoDerivedText(Exception):
+    """MNote has no text of the file to give; ``str(e)`` says why (for the
+    failure's plain reason: a renderer's refusal, or no text)."""
+
+
+class DerivedTextLater(Exception):
+    """The reader could not take the file now (every reader slot busy): the
+    file stays queued for the next scan."""
+
+
+def wants_mnote_text(source: Source) -> bool:
+    """Whether LightRAG should be given MNote's text of the file from the start
+    (the kind is one LightRAG cannot read, measured: ``Kind.mnote_text``)."""
+    return kind_of(source.file_name).mnote_text
+
+
+# Previews whose render holds no text map of the file's words: a PDF's text
+# comes page by page from the PDF reader, not from its render.
+_NO_TEXT_MAP = frozenset({"pdf"})
+
+
+def can_give_text(source: Source) -> bool:
+    """Whether MNote can read the kind's text (its preview renders the words)."""
+    kind = kind_of(source.file_name)
+    return bool(kind.renderer) and kind.indexed and kind.name not in _NO_TEXT_MAP
+
+
+def derived_text_dir() -> Path:
+    return Path(settings.DATA_DIR) / "derived-text"
+
+
+def derived_text_path(sha256: str) -> Path:
+    return derived_text_dir() / f"{sha256}.txt"
+
+
+def write_derived_text(source: Source, real_path: Path) -> Path:
+    """The file of MNote's text of this content, written when missing; raises
+    ``NoDerivedText`` when the renderer refuses the file or finds no text."""
+    from mnote.library.source_files import SourceUnavailable, open_source_file
+
+    path = derived_text_path(source.sha256)
+    if source.sha256 and path.exists():
+        return path
+    try:
+        with open_source_file(source) as handle:
+            answers = file_text_wanted.send(sender=Source, handle=handle, name=source.file_name, path=real_path)
+    except SourceUnavailable:
+        raise
+    except Exception as e:  # a renderer's refusal (damaged, encrypted, too large …): its message is for users
+        if getattr(e, "transient", False) or getattr(e, "reason", "") in ("busy", "start"):
+            raise DerivedTextLater(str(e)) from e
+        raise NoDerivedText(str(e) or type(e).__name__) from e
+    blocks = next((blocks for _receiver, blocks in answers if blocks is not None), None)
+    text = "\n\n".join(block for block in blocks or [] if block.strip())
+    if not text.strip():
+        raise NoDerivedText("")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Whole or not at all: LightRAG may follow the link the moment it exists.
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, suffix=".part", delete=False) as out:
+        out.write(text + "\n")
+    os.replace(out.name, path)
+    return path

@@ -1,0 +1,43 @@
+"""The preview's text of a file, block by block, for the library: where
+LightRAG's own parsers cannot read a kind (or read its markup as text), the
+library hands LightRAG this text instead (``mnote.library.derived_text``),
+and a cited chunk is found again in the same text map the preview shows.
+
+Reached through the library's ``file_text_wanted`` signal (the library never
+imports the preview); renders through the one public entry point,
+``renderers.renderer_for``.
+"""
+
+from __future__ import annotations
+
+from django.dispatch import receiver
+
+from mnote.kinds import kind_of
+from mnote.library.signals import file_text_wanted
+
+from .renderers import PreviewContext, renderer_for
+from .text_map import TextMap, build_text_map
+
+
+def block_texts(text_map: TextMap) -> list[str]:
+    """The text map's text cut where its owning block changes: one string a
+    block (a block interrupted by another one continues its string)."""
+    ends = [run[0] for run in text_map.runs[1:]] + [len(text_map.ink)]
+    blocks: dict[int, list[str]] = {}
+    for (ink_start, block, _offset), ink_end in zip(text_map.runs, ends):
+        if ink_end <= ink_start:
+            continue
+        start, end = text_map.text_offset(ink_start), text_map.text_offset(ink_end - 1) + 1
+        blocks.setdefault(block, []).append(text_map.text[start:end].strip())
+    return [" ".join(parts) for parts in blocks.values() if any(parts)]
+
+
+@receiver(file_text_wanted)
+def rendered_block_texts(sender=None, *, handle, name: str, path=None, **kwargs) -> list[str] | None:
+    render = renderer_for(kind_of(name))
+    if render is None:
+        return None
+    handle.seek(0)
+    result = render(handle, PreviewContext(path=path))
+    text_map = TextMap.from_compact(result["textMap"]) if "textMap" in result else None
+    return block_texts(text_map or build_text_map(result.get("html") or ""))
