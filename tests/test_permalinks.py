@@ -153,7 +153,7 @@ def test_the_api_opens_a_search_link_as_a_permalink(member_client, lightrag_answ
     opened = post(member_client, "/api/open-reference", {"citationUrl": result["citationUrl"]})
     assert opened.status_code == 200, opened.content
     [row] = Citation.objects.all()
-    assert opened.json()["token"] == row.token and opened.json()["citationUrl"] == f"/c/{row.token}"
+    assert opened.json()["token"] == row.token and opened.json()["citationUrl"] == f"http://testserver/c/{row.token}"
     assert opened.json()["displayQuote"] == result["displayQuote"]
 
 
