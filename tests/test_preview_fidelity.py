@@ -1,0 +1,60 @@
+"""What a reader of the preview would miss, fixed: each kind shows what the
+file holds or says at that place what it leaves out; hostile markup costs
+milliseconds. Small files made in the test with the tools people use."""
+
+import time
+import zipfile
+
+import lxml.html
+
+from tests import preview_files as files
+from tests.test_previews import assert_safe, block_texts, render, rewrite, tree
+
+# --- HTML and EPUB ---------------------------------------------------------------
+
+
+def test_a_doctype_built_to_make_a_regex_backtrack_renders_at_once(tmp_path):
+    # 145 bytes that froze the web process for minutes under the old DOCTYPE regex.
+    page = "<!DOCTYPE %s[\n<p>x</p>\n" % ("[]" * 40)
+    started = time.perf_counter()
+    result = render(files.make_html(tmp_path / "redos.html", page))
+    assert time.perf_counter() - started < 1
+    assert_safe(result)
+
+
+def test_a_page_nested_deeper_than_the_parser_goes_says_where_it_stops(tmp_path):
+    page = "<p>Before the pit</p>" + "<div>" * 3000 + "deep" + "</div>" * 3000 + "<p>After the pit</p>"
+    result = render(files.make_html(tmp_path / "deep.html", page))
+    assert "Before the pit" in block_texts(result)
+    assert any("nested too deeply" in w for w in result["warnings"])
+
+
+def test_a_page_cannot_load_a_remote_picture_or_borrow_the_previews_classes(tmp_path):
+    page = (
+        '<p>Chart <img src="https://tracker.example.com/p.png" alt="sales"> and '
+        '<span class="sheet-pages docx-label img-alt">words</span>'
+        '<a href="https://example.com/x" onclick="steal()">out</a></p>'
+    )
+    result = render(files.make_html(tmp_path / "p.html", page))
+    root = tree(result)
+    assert_safe(result)
+    assert not root.xpath("//img") and "[sales]" in root.text_content()
+    assert root.xpath("//span[.='words']/@class") in ([], ["img-alt"])
+    assert root.xpath("//a[.='out']/@target") == ["_blank"]
+
+
+def test_a_book_page_drawn_as_svg_shows_its_words(tmp_path):
+    path = files.make_epub(tmp_path / "book.epub")
+    with zipfile.ZipFile(path) as package:
+        opf = package.read("EPUB/content.opf").decode()
+    opf = opf.replace("</manifest>", '<item id="plate" href="plate.svg" media-type="image/svg+xml"/></manifest>')
+    opf = opf.replace("</spine>", '<itemref idref="plate"/></spine>')
+    svg = (
+        b'<?xml version="1.0"?><!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/svg11.dtd">'
+        b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 100"><script>alert(1)</script>'
+        b"<text x='1' y='10'>Plate one: the great refractor</text></svg>"
+    )
+    result = render(rewrite(path, replace={"EPUB/content.opf": opf.encode()}, add={"EPUB/plate.svg": svg}))
+    assert "Plate one: the great refractor" in block_texts(result)
+    assert "alert" not in result["html"]
+    assert_safe(result)
