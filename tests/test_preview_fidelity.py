@@ -58,3 +58,44 @@ def test_a_book_page_drawn_as_svg_shows_its_words(tmp_path):
     assert "Plate one: the great refractor" in block_texts(result)
     assert "alert" not in result["html"]
     assert_safe(result)
+
+
+# --- RTF ---------------------------------------------------------------------------
+
+
+def _rtf(tmp_path, body: bytes):
+    path = tmp_path / "letter.rtf"
+    path.write_bytes(b"{\\rtf1\\ansi\\ansicpg1252\\deff0{\\fonttbl{\\f0 Calibri;}}\\uc1\\pard " + body + b"}")
+    return render(path)
+
+
+def test_an_rtf_with_nul_bytes_renders(tmp_path):
+    # Outlook's RTF message bodies carry NULs; lxml refuses them.
+    result = _rtf(tmp_path, b"Meeting at\x00 noon\\par Lone surrogate \\u-10179? gone\\par")
+    assert block_texts(result) == ["Meeting at noon", "Lone surrogate \ufffd gone"]
+
+
+def test_rtf_hidden_text_is_not_shown(tmp_path):
+    result = _rtf(tmp_path, b"Visible {\\v secret note }words\\par Also \\v hidden\\v0 shown\\par")
+    assert block_texts(result) == ["Visible words", "Also shown"]
+
+
+def test_rtf_list_paragraphs_keep_their_first_letter(tmp_path):
+    result = _rtf(
+        tmp_path,
+        b"{\\listtext\\f1 \\u8226\\tab}First item\\par"
+        b"{\\listtext\\pard\\plain \\u8226\\'b7\\tab}Second item\\par",
+    )
+    first, second = block_texts(result)
+    # Without a stand-in after \u8226 the \tab is the stand-in (RTF 1.9: a control word counts as one).
+    assert first.replace(" ", "") == "\u2022Firstitem" and second == "\u2022 Second item"
+
+
+def test_rtf_nested_table_cells_stay_words_apart(tmp_path):
+    result = _rtf(
+        tmp_path,
+        b"\\trowd\\cellx2000\\cellx4000 Outer\\cell "
+        b"\\pard\\intbl\\itap2 Inner one\\nestcell Inner two\\nestcell{\\*\\nesttableprops\\trowd\\nestrow}"
+        b"\\cell\\row ",
+    )
+    assert "Inner one Inner two" in " ".join(block_texts(result))
