@@ -8,7 +8,7 @@ import zipfile
 import lxml.html
 
 from tests import preview_files as files
-from tests.test_previews import assert_safe, block_texts, render, rewrite, tree
+from tests.test_previews import assert_safe, block_texts, blocks, render, rewrite, tree
 
 # --- HTML and EPUB ---------------------------------------------------------------
 
@@ -99,3 +99,87 @@ def test_rtf_nested_table_cells_stay_words_apart(tmp_path):
         b"\\cell\\row ",
     )
     assert "Inner one Inner two" in " ".join(block_texts(result))
+
+
+# --- XLSX --------------------------------------------------------------------------
+
+
+def _sheet_rows(result) -> dict[str, list[str]]:
+    return {el.get("data-range"): [td.text or "" for td in el.xpath("td")] for el in blocks(result)}
+
+
+def test_data_far_to_the_right_is_shown(tmp_path):
+    from openpyxl import Workbook
+
+    book = Workbook()
+    book.active["A1"] = "Header"
+    for column, value in (("GW", "north"), ("GX", "east"), ("GY", "south")):
+        book.active[f"{column}10"] = value
+    book.save(tmp_path / "wide.xlsx")
+
+    rows = _sheet_rows(render(tmp_path / "wide.xlsx"))
+    assert rows["A10:GY10"][-3:] == ["north", "east", "south"]
+
+
+def test_a_row_wider_than_the_preview_says_what_it_leaves_out(tmp_path):
+    from openpyxl import Workbook
+
+    book = Workbook()
+    sheet = book.active
+    sheet.cell(row=1, column=1, value="Shown")
+    for column in range(2000, 2005):
+        sheet.cell(row=1, column=column, value=f"far {column}")
+    book.save(tmp_path / "huge.xlsx")
+
+    result = render(tmp_path / "huge.xlsx")
+    row = blocks(result)[0]
+    assert row.xpath("td/text()")[0] == "Shown"
+    assert "5 more cells past column AMJ are not shown." in row.xpath("td[@class='preview-note']/text()")
+    assert result["warnings"]
+    # The note is the preview's, not the sheet's: outside the text a citation is matched in.
+    from mnote.preview.text_map import build_text_map
+
+    assert "not shown" not in build_text_map(result["html"]).text
+
+
+def test_number_formats_are_applied(tmp_path):
+    from openpyxl import Workbook
+
+    book = Workbook()
+    sheet = book.active
+    cases = [
+        (0.166666666666667, "0%", "17%"),
+        (0.0525, "0.00%", "5.25%"),
+        (1234567.891, "#,##0.00", "1,234,567.89"),
+        (3.14159, "0.0", "3.1"),
+        (12345.678, '"$"#,##0.00', "$12,345.68"),
+        (-5, "#,##0;(#,##0)", "(5)"),
+        (123456, "0.00E+00", "1.23E+05"),
+        (2.5, "0.0#", "2.5"),
+    ]
+    for row, (value, code, _shown) in enumerate(cases, start=1):
+        sheet.cell(row=row, column=1, value=value).number_format = code
+    book.save(tmp_path / "formats.xlsx")
+
+    shown = [cells[0] for cells in _sheet_rows(render(tmp_path / "formats.xlsx")).values()]
+    assert shown == [expected for _value, _code, expected in cases]
+
+
+def test_merged_cells_span_rows_and_columns(tmp_path):
+    from openpyxl import Workbook
+
+    book = Workbook()
+    sheet = book.active
+    sheet["A1"] = "Quarter"
+    sheet["B1"] = "Sales by region"
+    sheet.merge_cells("B1:D1")
+    sheet["A2"] = "Q1"
+    sheet.merge_cells("A2:A3")
+    sheet["B2"], sheet["C2"], sheet["D2"] = 1, 2, 3
+    sheet["B3"], sheet["C3"], sheet["D3"] = 4, 5, 6
+    book.save(tmp_path / "merged.xlsx")
+
+    root = tree(render(tmp_path / "merged.xlsx"))
+    assert root.xpath("//td[.='Sales by region']/@colspan") == ["3"]
+    assert root.xpath("//td[.='Q1']/@rowspan") == ["2"]
+    assert [len(tr.xpath("td")) for tr in root.xpath("//tbody/tr")] == [2, 4, 3]

@@ -18,6 +18,7 @@ import re
 from datetime import datetime, timedelta
 
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from lxml import etree
 from lxml import html as lxml_html
 
@@ -26,7 +27,10 @@ from .docx.safe_package import ZipPackage
 from .text_render import read_text
 
 PAGE_ROWS = 500
-MAX_COLUMNS = 200
+# Excel 2003's width was 256 columns; wider data is rare but real (a sheet
+# whose figures sit in GW:GY). Past this, the row says how many cells it hides.
+MAX_COLUMNS = 1_024
+MAX_MERGES = 20_000
 MAX_CELL_CHARS = 2_000
 MAX_SHARED_STRINGS = 1_000_000
 MAX_SHEETS = 200
@@ -38,6 +42,14 @@ STRICT_R = "http://purl.oclc.org/ooxml/officeDocument/relationships"
 _CELL_REF = re.compile(r"([A-Z]{1,3})(\d+)$")
 # Built-in number formats that are dates (ECMA-376 18.8.30).
 _DATE_FORMATS = set(range(14, 23)) | {45, 46, 47}
+# Built-in number formats that are not dates (ECMA-376 18.8.30); 0 is General.
+_BUILTIN_FORMATS = {
+    1: "0", 2: "0.00", 3: "#,##0", 4: "#,##0.00", 9: "0%", 10: "0.00%", 11: "0.00E+00", 37: "#,##0", 38: "#,##0",
+    39: "#,##0.00", 40: "#,##0.00", 48: "##0.0E+0",
+}  # fmt: skip
+# A number format's digits: "0", "#,##0.00", "0.0": one run of placeholders.
+_DIGITS = re.compile(r"[0#?][0#?,]*(?:\.[0#?]*)?|\.[0#?]+")
+_FORMAT_NOISE = re.compile(r'"([^"]*)"|\[\$([^\]-]*)[^\]]*\]|\[[^\]]*\]|\\(.)|_.|\*.')
 _EPOCH = datetime(1899, 12, 30)
 _EPOCH_1904 = datetime(1904, 1, 1)
 
@@ -83,10 +95,10 @@ class _Table:
         self.block = first_block
         self.width = 0
 
-    def add_row(self, number: int, cells: list[str]) -> None:
+    def add_row(self, number: int, cells: list[str], hidden: int = 0, merges: _Merges | None = None) -> None:
         while cells and not cells[-1]:
             cells.pop()
-        if not cells:
+        if not cells and not hidden:
             return
         cells = cells[:MAX_COLUMNS]
         self.width = max(self.width, len(cells))
@@ -94,16 +106,32 @@ class _Table:
             self.body,
             "tr",
             {"data-block-index": str(self.block), "data-sheet": self.name, "data-row": str(number),
-             "data-range": f"A{number}:{column_name(len(cells) - 1)}{number}"},
+             "data-range": f"A{number}:{column_name(max(len(cells), 1) - 1)}{number}"},
         )  # fmt: skip
         self.block += 1
         # The number is drawn by CSS (data-n): not text the locator would match.
         etree.SubElement(row, "th", {"class": "row-number", "scope": "row", "data-n": str(number)})
-        for value in cells:
+        for column, value in enumerate(cells):
+            span = merges.span(number, column) if merges else (1, 1)
+            if span is None:
+                continue  # inside a merged range: its first cell holds the value
             td = etree.SubElement(row, "td")
+            if span != (1, 1):
+                if span[0] > 1:
+                    td.set("rowspan", str(span[0]))
+                if span[1] > 1:
+                    td.set("colspan", str(span[1]))
             td.text = value[:MAX_CELL_CHARS]
             # Cells stay words apart in the row's text, which the locator matches.
             td.tail = "\t"
+        if hidden:
+            # Outside the row's text (preview-note): these are not the sheet's words.
+            note = etree.SubElement(row, "td", {"class": "preview-note"})
+            note.text = ngettext(
+                "%(n)s more cell past column %(column)s is not shown.",
+                "%(n)s more cells past column %(column)s are not shown.",
+                hidden,
+            ) % {"n": f"{hidden:,}", "column": column_name(MAX_COLUMNS - 1)}
 
     def finish(self) -> None:
         head_row = etree.SubElement(self.head, "tr")
@@ -197,31 +225,96 @@ def _shared_strings(package: XlsxPackage, part: str | None, deadline: Deadline, 
     return strings
 
 
-def _date_styles(package: XlsxPackage, part: str | None, ns: str = S) -> set[int]:
-    """Indexes of cell styles whose number format is a date."""
+DATE = "date"
+
+
+def _number_styles(package: XlsxPackage, part: str | None, ns: str = S) -> dict[int, str]:
+    """Cell style index → ``DATE`` or the number format code to apply (General left out)."""
     root = package.xml(part) if part else None
     if root is None:
-        return set()
-    custom = set()
+        return {}
+    codes: dict[int, str] = dict(_BUILTIN_FORMATS)
     for fmt in root.iter(f"{{{ns}}}numFmt"):
-        code = re.sub(r'"[^"]*"|\[[^\]]*\]|\\.', "", fmt.get("formatCode", "")).lower()
-        if any(ch in code for ch in "dy") or ("m" in code and ("d" in code or "y" in code)):
-            custom.add(int(fmt.get("numFmtId", "-1")))
+        code = fmt.get("formatCode", "")[:255]
+        bare = _FORMAT_NOISE.sub("", code).lower()
+        fmt_id = int(fmt.get("numFmtId", "-1") or -1)
+        if any(ch in bare for ch in "dy") or ("m" in bare and ("d" in bare or "y" in bare or "h" in bare)):
+            codes[fmt_id] = DATE
+        elif code.lower() != "general":
+            codes[fmt_id] = code
+    for fmt_id in _DATE_FORMATS:
+        codes[fmt_id] = DATE
     xfs = root.find(f"{{{ns}}}cellXfs")
-    found = set()
+    found = {}
     for i, xf in enumerate(xfs if xfs is not None else []):
-        fmt_id = int(xf.get("numFmtId", "0") or 0)
-        if fmt_id in _DATE_FORMATS or fmt_id in custom:
-            found.add(i)
+        code = codes.get(int(xf.get("numFmtId", "0") or 0))
+        if code:
+            found[i] = code
     return found
 
 
-def _number(value: str, is_date: bool, epoch: datetime = _EPOCH) -> str:
+def _formatted(number: float, code: str) -> str | None:
+    """``number`` shown as Excel shows it under ``code``: percent, fixed
+    decimals, thousands separators, scientific, literal text around it; None
+    for what this does not read (fractions, conditions), shown as General."""
+    sections = code.split(";")
+    section = sections[1] if number < 0 and len(sections) > 1 and sections[1] else sections[0]
+    if number < 0 and len(sections) > 1 and sections[1]:
+        number = -number  # the negative section writes its own sign or brackets
+    if "/" in section or section.startswith("[") and section[1:2] in "<>=":
+        return None
+    pieces: list[str] = []
+    position = 0
+    for m in _FORMAT_NOISE.finditer(section):
+        pieces.append(section[position : m.start()])
+        pieces.append("\x00" + (m.group(1) or m.group(2) or m.group(3) or "").replace("%", "\x01") + "\x00")
+        position = m.end()
+    pieces.append(section[position:])
+    plain = "".join(pieces)
+    outside = "".join(plain.split("\x00")[0::2])  # what is not literal text
+    digits = _DIGITS.search(outside)
+    if digits is None:
+        return None
+    core = digits.group(0)
+    percent = outside.count("%")
+    value = number * 100**percent
+    whole, _dot, fraction = core.partition(".")
+    places = sum(1 for ch in fraction if ch in "0#?")
+    scientific = outside[digits.end() : digits.end() + 2].upper() in ("E+", "E-")
+    if scientific:
+        shown = f"{value:.{places}E}"
+    else:
+        thousands = "," in whole.strip(",")
+        # Trailing commas scale by a thousand ("#,##0," shows thousands).
+        value /= 1000 ** (len(whole) - len(whole.rstrip(",")))
+        shown = f"{value:,.{places}f}" if thousands else f"{value:.{places}f}"
+        required = fraction.count("0")  # "0.0#": one place always, a second if it is not 0
+        for _optional in range(places - required):
+            if not shown.endswith("0"):
+                break
+            shown = shown[:-1]
+        if shown.endswith("."):
+            shown = shown[:-1]
+    # The literal text (quoted, [$€-407], \x) around the digits, in place.
+    before, after = plain[: plain.find(core)] if core in plain else "", ""
+    if core in plain:
+        after = plain[plain.find(core) + len(core) :]
+        if scientific:
+            after = after[2:].lstrip("0+-")
+    text = before + shown + after
+    return text.replace("\x00", "").replace("\x01", "%").strip() or shown
+
+
+def _number(value: str, code: str | None, epoch: datetime = _EPOCH) -> str:
     try:
         number = float(value)
     except ValueError:
         return value
-    if is_date and 0 < number < 2_958_466:
+    if code and code != DATE and abs(number) < 1e300:
+        formatted = _formatted(number, code)
+        if formatted:
+            return formatted
+    if code == DATE and 0 < number < 2_958_466:
         moment = epoch + timedelta(days=number)
         return moment.strftime("%Y-%m-%d %H:%M:%S") if number % 1 else moment.strftime("%Y-%m-%d")
     if number.is_integer() and abs(number) < 1e15:
@@ -229,7 +322,7 @@ def _number(value: str, is_date: bool, epoch: datetime = _EPOCH) -> str:
     return f"{number:.15g}"
 
 
-def _cell_value(cell, strings: list[str], dates: set[int], ns: str = S, epoch: datetime = _EPOCH) -> str:
+def _cell_value(cell, strings: list[str], formats: dict[int, str], ns: str = S, epoch: datetime = _EPOCH) -> str:
     kind = cell.get("t", "n")
     if kind == "inlineStr":
         return "".join(t.text or "" for t in cell.iter(f"{{{ns}}}t"))
@@ -244,27 +337,30 @@ def _cell_value(cell, strings: list[str], dates: set[int], ns: str = S, epoch: d
         return "TRUE" if raw == "1" else "FALSE"
     if kind in ("str", "e"):
         return raw
-    return _number(raw, int(cell.get("s", "0") or 0) in dates, epoch) if raw else ""
+    style = cell.get("s", "0")
+    return _number(raw, formats.get(int(style) if style.isdigit() else 0), epoch) if raw else ""
 
 
 def _sheet_rows(
-    package, part, strings, dates, deadline, first, last, ns: str = S, epoch: datetime = _EPOCH, visit=None
+    package, part, strings, formats, deadline, first, last, ns: str = S, epoch: datetime = _EPOCH, visit=None
 ):
-    """(row number, cell texts) of rows first < number <= last, and the sheet's
-    row count; with ``visit``, every row goes to it instead and none is kept.
+    """(row number, cell texts, cells past ``MAX_COLUMNS``) of rows first <
+    number <= last, the sheet's row count and its merged ranges; with
+    ``visit``, every row goes to it instead and none is kept.
 
     Cells are read as each one ends and then dropped, rows likewise, so
     neither a long sheet nor one very wide row is ever held whole."""
-    cell_tag, row_tag = f"{{{ns}}}c", f"{{{ns}}}row"
+    cell_tag, row_tag, merge_tag = f"{{{ns}}}c", f"{{{ns}}}row", f"{{{ns}}}mergeCell"
     rows = []
+    merges: list[str] = []
     total = expected = number = 0
     current = None  # the row whose cells are being read
     wanted = False
     cells: list[str] = []
-    position = 0
+    position = hidden = 0
 
     def start(row) -> None:
-        nonlocal current, expected, number, wanted, cells, position, total
+        nonlocal current, expected, number, wanted, cells, position, total, hidden
         current = row
         expected += 1
         written = row.get("r") or ""
@@ -272,20 +368,21 @@ def _sheet_rows(
         expected = number
         total = max(total, number)
         wanted = visit is not None or first < number <= last
-        cells, position = [], 0
+        cells, position, hidden = [], 0, 0
 
-    for _event, el in package.iterparse(part, (cell_tag, row_tag)):
+    for _event, el in package.iterparse(part, (cell_tag, row_tag, merge_tag)):
         if el.tag == cell_tag:
             row = el.getparent()
             if row is not current:
                 start(row)
-            if wanted and len(cells) < MAX_COLUMNS:
+            if wanted:
                 match = _CELL_REF.match(el.get("r", ""))
                 column = _column_index(match.group(1)) if match else position
-                if column < MAX_COLUMNS:
+                if column < MAX_COLUMNS and column >= len(cells):
                     cells.extend([""] * (column - len(cells)))
-                    if column == len(cells):
-                        cells.append(_cell_value(el, strings, dates, ns, epoch))
+                    cells.append(_cell_value(el, strings, formats, ns, epoch))
+                elif column >= MAX_COLUMNS and len(el):
+                    hidden += 1  # a cell with a value the row cannot show
             position += 1
             if position % 50_000 == 0:
                 deadline.check()  # one very wide row
@@ -293,13 +390,18 @@ def _sheet_rows(
             while el.getprevious() is not None:
                 del row[0]
             continue
+        if el.tag == merge_tag:
+            if visit is None and len(merges) < MAX_MERGES:
+                merges.append(el.get("ref", ""))
+            el.clear()
+            continue
         if el is not current:
             start(el)  # a row without cells
         if wanted:
             if visit is not None:
                 visit(number, cells)
             else:
-                rows.append((number, cells))
+                rows.append((number, cells, hidden))
         el.clear()
         # Rows already seen are dropped so a big sheet is never held whole.
         while el.getprevious() is not None:
@@ -307,7 +409,45 @@ def _sheet_rows(
         current = None
         if number % 2_000 == 0:
             deadline.check()
-    return rows, total
+    return rows, total, merges
+
+
+class _Merges:
+    """A page's merged ranges as table spans: the first cell of a range spans
+    the rows of the range that the page shows, the others are left out."""
+
+    def __init__(self, refs: list[str], shown_rows: list[int]):
+        self.first: dict[tuple[int, int], tuple[int, int]] = {}
+        self.covered: set[tuple[int, int]] = set()
+        shown = set(shown_rows)
+        for ref in refs:
+            corners = [_CELL_REF.match(corner) for corner in ref.split(":")]
+            if len(corners) != 2 or not all(corners):
+                continue
+            (c1, r1), (c2, r2) = [(_column_index(m.group(1)), int(m.group(2))) for m in corners]
+            rows = [r for r in shown_rows if r1 <= r <= r2]
+            if not rows or c2 < c1 or (len(rows) == 1 and c1 == c2):
+                continue
+            c2 = min(c2, MAX_COLUMNS - 1)
+            top = rows[0]
+            self.first[(top, c1)] = (len(rows), c2 - c1 + 1)
+            for r in rows:
+                for c in range(c1, c2 + 1):
+                    if (r, c) != (top, c1) and r in shown:
+                        self.covered.add((r, c))
+                if len(self.covered) > 1_000_000:
+                    return
+
+    def span(self, row: int, column: int) -> tuple[int, int] | None:
+        """(rowspan, colspan) of a cell, or None when a merged range covers it."""
+        if (row, column) in self.covered:
+            return None
+        return self.first.get((row, column), (1, 1))
+
+    def width(self, row: int, cells: list[str]) -> list[str]:
+        """``cells`` padded to the last column a range starting in this row spans."""
+        end = max((c + span[1] for (r, c), span in self.first.items() if r == row), default=0)
+        return cells + [""] * (end - len(cells))
 
 
 class _Workbook:
@@ -324,7 +464,7 @@ class _Workbook:
         rns = R if ns == S else STRICT_R
         rels = package.relationships(workbook_part)
         self.strings = _shared_strings(package, package.related_part(workbook_part, "sharedStrings"), deadline, ns)
-        self.dates = _date_styles(package, package.related_part(workbook_part, "styles"), ns)
+        self.formats = _number_styles(package, package.related_part(workbook_part, "styles"), ns)
         props = workbook.find(f"{{{ns}}}workbookPr")
         # Workbooks from old Macs count days from 1904.
         self.epoch = _EPOCH_1904 if props is not None and props.get("date1904") in ("1", "true") else _EPOCH
@@ -341,7 +481,7 @@ class _Workbook:
 
     def rows(self, part: str, first: int, last: int, visit=None):
         return _sheet_rows(
-            self.package, part, self.strings, self.dates, self.deadline, first, last, self.ns, self.epoch, visit
+            self.package, part, self.strings, self.formats, self.deadline, first, last, self.ns, self.epoch, visit
         )
 
 
@@ -351,18 +491,24 @@ def preview_xlsx(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
         book = _Workbook(package, deadline)
         article = etree.Element("article", {"class": "sheets"})
         block = 0
+        warnings: list[str] = []
         first = (ctx.page - 1) * PAGE_ROWS
         for i, (name, part) in enumerate(book.sheets):
             table = _Table(article, i, name, block)
-            rows, total = book.rows(part, first, first + PAGE_ROWS)
-            for number, cells in rows:
-                table.add_row(number, cells)
+            rows, total, merge_refs = book.rows(part, first, first + PAGE_ROWS)
+            shown = [number for number, cells, hidden in rows if any(cells) or hidden]
+            merges = _Merges(merge_refs, shown) if merge_refs else None
+            for number, cells, hidden in rows:
+                table.add_row(number, merges.width(number, cells) if merges else cells, hidden, merges)
+                if hidden:
+                    warnings.append(_("Some rows have cells past column %(column)s, which are not shown.")
+                                    % {"column": column_name(MAX_COLUMNS - 1)})  # fmt: skip
             table.finish()
             _pager(article, table, ctx.page, total, ctx.options.get("page_url", "?rows_page="))
             block = table.block
             deadline.check()
         _tabs(article, [name for name, _part in book.sheets])
-    return _result(article, block, "", [])
+    return _result(article, block, "", list(dict.fromkeys(warnings)))
 
 
 # --- which page holds a cited passage ----------------------------------------------
