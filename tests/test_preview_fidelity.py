@@ -183,3 +183,84 @@ def test_merged_cells_span_rows_and_columns(tmp_path):
     assert root.xpath("//td[.='Sales by region']/@colspan") == ["3"]
     assert root.xpath("//td[.='Q1']/@rowspan") == ["2"]
     assert [len(tr.xpath("td")) for tr in root.xpath("//tbody/tr")] == [2, 4, 3]
+
+
+# --- ODT ---------------------------------------------------------------------------
+
+
+def _odt_with_lists_and_a_formula(path):
+    from odf.draw import Frame, Object
+    from odf.opendocument import OpenDocumentText
+    from odf.text import List, ListItem, ListLevelStyleBullet, ListLevelStyleNumber, ListStyle, P
+
+    doc = OpenDocumentText()
+    numbers = ListStyle(name="Numbers")
+    numbers.addElement(ListLevelStyleNumber(level=1, numformat="1", numsuffix="."))
+    numbers.addElement(ListLevelStyleNumber(level=2, numformat="a", numsuffix=")"))
+    bullets = ListStyle(name="Bullets")
+    bullets.addElement(ListLevelStyleBullet(level=1, bulletchar="•"))
+    doc.automaticstyles.addElement(numbers)
+    doc.automaticstyles.addElement(bullets)
+    steps = List(stylename=numbers)
+    for text in ("Open the dome", "Cool the mirror"):
+        item = ListItem()
+        item.addElement(P(text=text))
+        steps.addElement(item)
+    inner = List()
+    item = ListItem()
+    item.addElement(P(text="Wait an hour"))
+    inner.addElement(item)
+    steps.lastChild.addElement(inner)
+    doc.text.addElement(steps)
+    doc.text.addElement(P(text="Between the lists"))
+    more = List(stylename=numbers, continuenumbering="true")
+    item = ListItem()
+    item.addElement(P(text="Point the telescope"))
+    more.addElement(item)
+    doc.text.addElement(more)
+    loose = List(stylename=bullets)
+    item = ListItem()
+    item.addElement(P(text="Bring coffee"))
+    loose.addElement(item)
+    doc.text.addElement(loose)
+    paragraph = P(text="The energy is ")
+    frame = Frame(name="Objekt1", anchortype="as-char")
+    frame.addElement(Object(href="./Object 1"))
+    paragraph.addElement(frame)
+    doc.text.addElement(paragraph)
+    chart = P(text="Sales: ")
+    frame = Frame(name="Objekt2", anchortype="as-char")
+    frame.addElement(Object(href="./Object 2"))
+    chart.addElement(frame)
+    doc.text.addElement(chart)
+    doc.save(str(path))
+    math = (
+        b'<math xmlns="http://www.w3.org/1998/Math/MathML"><semantics><mrow><mi>E</mi><mo>=</mo><mi>m</mi>'
+        b'<msup><mi>c</mi><mn>2</mn></msup></mrow><annotation encoding="StarMath 5.0">E = m c^2</annotation>'
+        b"</semantics></math>"
+    )
+    chart_xml = (
+        b'<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+        b'xmlns:chart="urn:oasis:names:tc:opendocument:xmlns:chart:1.0"><office:body><office:chart>'
+        b"<chart:chart/></office:chart></office:body></office:document-content>"
+    )
+    return rewrite(path, add={"Object 1/content.xml": math, "Object 2/content.xml": chart_xml})
+
+
+def test_odt_numbered_lists_are_numbered_and_bullets_stay_bullets(tmp_path):
+    root = tree(render(_odt_with_lists_and_a_formula(tmp_path / "steps.odt")))
+    first, second = root.xpath("//ol[@type='1']")
+    assert [" ".join(li.xpath("p/text()")) for li in first.xpath("li")] == ["Open the dome", "Cool the mirror"]
+    assert first.xpath("li/ol/@type") == ["a"]
+    assert second.get("start") == "3"  # it continues the list above
+    assert root.xpath("//ul/li/p/text()") == ["Bring coffee"]
+
+
+def test_odt_formulas_show_their_text_and_charts_say_they_are_not_shown(tmp_path):
+    result = render(_odt_with_lists_and_a_formula(tmp_path / "physics.odt"))
+    texts = block_texts(result)
+    assert "The energy is E = m c 2" in texts
+    assert not any("Objekt" in text for text in texts)
+    assert tree(result).xpath("//p[starts-with(., 'Sales')]/span[@class='preview-note']/text()") == [
+        "[chart not shown]"
+    ]
