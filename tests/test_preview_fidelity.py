@@ -264,3 +264,55 @@ def test_odt_formulas_show_their_text_and_charts_say_they_are_not_shown(tmp_path
     assert tree(result).xpath("//p[starts-with(., 'Sales')]/span[@class='preview-note']/text()") == [
         "[chart not shown]"
     ]
+
+
+# --- PPTX --------------------------------------------------------------------------
+
+
+def _deck_with_a_chart_and_a_footer(path):
+    from pptx import Presentation
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
+    from pptx.util import Inches
+
+    deck = Presentation()
+    for number in (1, 2):
+        slide = deck.slides.add_slide(deck.slide_layouts[5])
+        slide.shapes.title.text = f"Clear nights, part {number}"
+        for placeholder in slide.slide_layout.placeholders:
+            kind = placeholder.placeholder_format.type
+            if kind is not None and kind.name in ("FOOTER", "DATE", "SLIDE_NUMBER"):
+                slide.shapes.clone_placeholder(placeholder)
+        for shape in slide.placeholders:
+            name = shape.placeholder_format.type.name
+            if name == "FOOTER":
+                shape.text_frame.text = "Observatory board, confidential"
+            elif name == "DATE":
+                shape.text_frame.text = "3 March 2024"
+    data = CategoryChartData()
+    data.categories = ["Jan", "Feb", "Mar"]
+    data.add_series("Clear nights", (12, 9, 15))
+    graphic = slide.shapes.add_chart(XL_CHART_TYPE.COLUMN_CLUSTERED, 0, Inches(2), Inches(6), Inches(4), data)
+    graphic.chart.has_title = True
+    graphic.chart.chart_title.text_frame.text = "Clear nights per month"
+    deck.save(path)
+    return path
+
+
+def test_pptx_footer_date_and_slide_number_are_shown(tmp_path):
+    root = tree(render(_deck_with_a_chart_and_a_footer(tmp_path / "deck.pptx")))
+    second = root.xpath("//section[@data-slide='2']")[0]
+    footer = second.xpath(".//footer[@class='pptx-footer']")[0]
+    assert [" ".join(span.text.split()) for span in footer] == ["3 March 2024", "Observatory board, confidential", "2"]
+
+
+def test_a_pptx_chart_shows_its_title_and_data(tmp_path):
+    result = render(_deck_with_a_chart_and_a_footer(tmp_path / "deck.pptx"))
+    chart = tree(result).xpath("//figure[@class='pptx-chart']")[0]
+    assert chart.xpath("figcaption/text()") == ["Clear nights per month"]
+    assert [[c.text or "" for c in tr] for tr in chart.xpath("table/tr")] == [
+        ["", "Jan", "Feb", "Mar"],
+        ["Clear nights", "12", "9", "15"],
+    ]
+    assert "drawing is not shown" in chart.xpath("span[@class='preview-note']/text()")[0]
+    assert "[chart]" not in result["html"]
