@@ -17,6 +17,7 @@ log = logging.getLogger(__name__)
 # 2: one renderer per kind; DOCX headings, drop caps, headers and footers.
 # 3: every render of HTML carries its text map (anchoring.py).
 # 4: text maps know the renderer's own text (list labels, placeholders) as soft.
+# 5: HTML through nh3; sheets wide, formatted and merged; ODT numbered lists; PPTX footers and charts; RTF hidden text.
 RENDERER_VERSION = "5"
 
 
