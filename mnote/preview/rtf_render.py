@@ -187,7 +187,7 @@ def preview_rtf(fp, ctx) -> dict:
     data = fp.read(MAX_RTF_BYTES + 1)
     if len(data) > MAX_RTF_BYTES:
         raise PreviewRejected(_("This RTF document is too large to preview; open the original instead."))
-    # About two million control words a second here: a real 20 MB file (mostly a
+    # About a million control words a second here: a real 20 MB file (mostly a
     # picture's hex digits, read in long runs) takes far less than this.
     paragraphs = rtf_paragraphs(data, Deadline(4.0), MAX_PARAGRAPHS + 1)
     warnings = []
