@@ -316,3 +316,12 @@ def test_a_pptx_chart_shows_its_title_and_data(tmp_path):
     ]
     assert "drawing is not shown" in chart.xpath("span[@class='preview-note']/text()")[0]
     assert "[chart]" not in result["html"]
+
+
+def test_a_note_about_what_is_not_shown_is_in_the_readers_language(tmp_path):
+    from django.utils import translation
+
+    path = _deck_with_a_chart_and_a_footer(tmp_path / "deck.pptx")
+    with translation.override("zh-hans"):
+        result = render(path)
+    assert "图表：以表格显示其数据；图形本身未显示。" in tree(result).xpath("//span[@class='preview-note']/text()")
