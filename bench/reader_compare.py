@@ -225,6 +225,10 @@ def reference_words(path: Path, kind: str) -> set[str] | None:
                     root = lxml.etree.fromstring(package.read(name), _XML)
                     if root is None:
                         continue
+                    if kind == "xlsx":
+                        # Formulas, page headers and footers, and phonetic guides are not cell text.
+                        for el in root.xpath("//*[local-name()='f' or local-name()='headerFooter' or local-name()='rPh']"):
+                            el.getparent().remove(el)
                     if kind == "epub":
                         body = root.find(".//{*}body")
                         root = body if body is not None else root

@@ -325,3 +325,18 @@ def test_a_note_about_what_is_not_shown_is_in_the_readers_language(tmp_path):
     with translation.override("zh-hans"):
         result = render(path)
     assert "图表：以表格显示其数据；图形本身未显示。" in tree(result).xpath("//span[@class='preview-note']/text()")
+
+
+def test_a_cells_phonetic_guide_is_not_run_into_its_text(tmp_path):
+    from openpyxl import Workbook
+
+    book = Workbook()
+    book.active["A1"] = "placeholder"
+    book.save(tmp_path / "rph.xlsx")
+    with zipfile.ZipFile(tmp_path / "rph.xlsx") as package:
+        sheet = package.read("xl/worksheets/sheet1.xml")
+    rich = '<is><r><t>課きく</t></r><r><t>毛</t></r><rPh sb="0" eb="1"><r><t>カ</t></r></rPh></is>'.encode()
+    path = rewrite(
+        tmp_path / "rph.xlsx", replace={"xl/worksheets/sheet1.xml": sheet.replace(b"<is><t>placeholder</t></is>", rich)}
+    )
+    assert block_texts(render(path)) == ["課きく毛"]

@@ -210,13 +210,18 @@ def preview_csv(fp, ctx) -> dict:
 # --- XLSX ---------------------------------------------------------------------
 
 
+def _string_text(string, ns: str = S) -> str:
+    """A shared or inline string's text: plain, or rich text runs; never its
+    phonetic guides (their <t> sit in runs inside <rPh>)."""
+    return "".join(t.text or "" for t in string.xpath("s:t | s:r/s:t", namespaces={"s": ns}))
+
+
 def _shared_strings(package: XlsxPackage, part: str | None, deadline: Deadline, ns: str = S) -> list[str]:
     strings: list[str] = []
     if not part:
         return strings
     for _event, si in package.iterparse(part, f"{{{ns}}}si"):
-        # Rich text runs and phonetic hints: only the text of <t> outside <rPh>.
-        strings.append("".join(t.text or "" for t in si.iter(f"{{{ns}}}t") if t.getparent().tag != f"{{{ns}}}rPh"))
+        strings.append(_string_text(si, ns))
         si.clear()
         if len(strings) > MAX_SHARED_STRINGS:
             raise PreviewRejected(_("This workbook is too large to preview (more than a million distinct texts)."))
@@ -325,7 +330,8 @@ def _number(value: str, code: str | None, epoch: datetime = _EPOCH) -> str:
 def _cell_value(cell, strings: list[str], formats: dict[int, str], ns: str = S, epoch: datetime = _EPOCH) -> str:
     kind = cell.get("t", "n")
     if kind == "inlineStr":
-        return "".join(t.text or "" for t in cell.iter(f"{{{ns}}}t"))
+        string = cell.find(f"{{{ns}}}is")
+        return _string_text(string, ns) if string is not None else ""
     v = cell.find(f"{{{ns}}}v")
     raw = v.text if v is not None and v.text is not None else ""
     if kind == "s":
