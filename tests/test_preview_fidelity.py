@@ -340,3 +340,22 @@ def test_a_cells_phonetic_guide_is_not_run_into_its_text(tmp_path):
         tmp_path / "rph.xlsx", replace={"xl/worksheets/sheet1.xml": sheet.replace(b"<is><t>placeholder</t></is>", rich)}
     )
     assert block_texts(render(path)) == ["課きく毛"]
+
+
+def test_the_first_page_of_a_long_sheet_does_not_read_the_whole_sheet(tmp_path):
+    from openpyxl import Workbook
+
+    book = Workbook()
+    sheet = book.active
+    for n in range(1, 6_002):
+        sheet.append([f"reading {n}", n])
+    book.save(tmp_path / "long.xlsx")
+    with zipfile.ZipFile(tmp_path / "long.xlsx") as package:
+        xml = package.read("xl/worksheets/sheet1.xml")
+    # The rows past the first page are made unreadable: reading them would refuse the file.
+    cut = xml.index(b'<row r="700"')
+    broken = rewrite(tmp_path / "long.xlsx", replace={"xl/worksheets/sheet1.xml": xml[:cut] + b"<row r='x'><<<"})
+
+    result = render(broken)
+    assert len(blocks(result)) == 500
+    assert "Rows 1–500 of 6,001" in tree(result).xpath("//nav[@class='sheet-pages']")[0].text_content()

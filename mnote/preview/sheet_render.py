@@ -357,6 +357,8 @@ def _sheet_rows(
     Cells are read as each one ends and then dropped, rows likewise, so
     neither a long sheet nor one very wide row is ever held whole."""
     cell_tag, row_tag, merge_tag = f"{{{ns}}}c", f"{{{ns}}}row", f"{{{ns}}}mergeCell"
+    dimension_tag = f"{{{ns}}}dimension"
+    declared = 0  # the row count the sheet's <dimension> states, which lets a page stop at its last row
     rows = []
     merges: list[str] = []
     total = expected = number = 0
@@ -376,7 +378,11 @@ def _sheet_rows(
         wanted = visit is not None or first < number <= last
         cells, position, hidden = [], 0, 0
 
-    for _event, el in package.iterparse(part, (cell_tag, row_tag, merge_tag)):
+    for _event, el in package.iterparse(part, (cell_tag, row_tag, merge_tag, dimension_tag)):
+        if el.tag == dimension_tag:
+            last_ref = _CELL_REF.match(el.get("ref", "").rsplit(":", 1)[-1])
+            declared = int(last_ref.group(2)) if last_ref else 0
+            continue
         if el.tag == cell_tag:
             row = el.getparent()
             if row is not current:
@@ -415,6 +421,11 @@ def _sheet_rows(
         current = None
         if number % 2_000 == 0:
             deadline.check()
+        if visit is None and number > last and declared > last + 10 * PAGE_ROWS:
+            # A long sheet: the page is read, and the count the sheet states is
+            # taken for the pager rather than read through (its merged ranges,
+            # written after the rows, are then not drawn on this page).
+            return rows, max(total, declared), []
     return rows, total, merges
 
 
