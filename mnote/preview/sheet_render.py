@@ -15,7 +15,7 @@ import csv
 import io
 import posixpath
 import re
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -24,6 +24,7 @@ from lxml import html as lxml_html
 
 from .docx.limits import DEFAULT_LIMITS, Deadline, PreviewRejected
 from .docx.safe_package import ZipPackage
+from .sheet_formats import EPOCH, EPOCH_1904, number_styles, number_text
 from .text_render import read_text
 
 PAGE_ROWS = 500
@@ -40,18 +41,6 @@ S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 R = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 STRICT_R = "http://purl.oclc.org/ooxml/officeDocument/relationships"
 _CELL_REF = re.compile(r"([A-Z]{1,3})(\d+)$")
-# Built-in number formats that are dates (ECMA-376 18.8.30).
-_DATE_FORMATS = set(range(14, 23)) | {45, 46, 47}
-# Built-in number formats that are not dates (ECMA-376 18.8.30); 0 is General.
-_BUILTIN_FORMATS = {
-    1: "0", 2: "0.00", 3: "#,##0", 4: "#,##0.00", 9: "0%", 10: "0.00%", 11: "0.00E+00", 37: "#,##0", 38: "#,##0",
-    39: "#,##0.00", 40: "#,##0.00", 48: "##0.0E+0",
-}  # fmt: skip
-# A number format's digits: "0", "#,##0.00", "0.0": one run of placeholders.
-_DIGITS = re.compile(r"[0#?][0#?,]*(?:\.[0#?]*)?|\.[0#?]+")
-_FORMAT_NOISE = re.compile(r'"([^"]*)"|\[\$([^\]-]*)[^\]]*\]|\[[^\]]*\]|\\(.)|_.|\*.')
-_EPOCH = datetime(1899, 12, 30)
-_EPOCH_1904 = datetime(1904, 1, 1)
 
 
 class XlsxPackage(ZipPackage):
@@ -230,104 +219,7 @@ def _shared_strings(package: XlsxPackage, part: str | None, deadline: Deadline, 
     return strings
 
 
-DATE = "date"
-
-
-def _number_styles(package: XlsxPackage, part: str | None, ns: str = S) -> dict[int, str]:
-    """Cell style index → ``DATE`` or the number format code to apply (General left out)."""
-    root = package.xml(part) if part else None
-    if root is None:
-        return {}
-    codes: dict[int, str] = dict(_BUILTIN_FORMATS)
-    for fmt in root.iter(f"{{{ns}}}numFmt"):
-        code = fmt.get("formatCode", "")[:255]
-        bare = _FORMAT_NOISE.sub("", code).lower()
-        fmt_id = int(fmt.get("numFmtId", "-1") or -1)
-        if any(ch in bare for ch in "dy") or ("m" in bare and ("d" in bare or "y" in bare or "h" in bare)):
-            codes[fmt_id] = DATE
-        elif code.lower() != "general":
-            codes[fmt_id] = code
-    for fmt_id in _DATE_FORMATS:
-        codes[fmt_id] = DATE
-    xfs = root.find(f"{{{ns}}}cellXfs")
-    found = {}
-    for i, xf in enumerate(xfs if xfs is not None else []):
-        code = codes.get(int(xf.get("numFmtId", "0") or 0))
-        if code:
-            found[i] = code
-    return found
-
-
-def _formatted(number: float, code: str) -> str | None:
-    """``number`` shown as Excel shows it under ``code``: percent, fixed
-    decimals, thousands separators, scientific, literal text around it; None
-    for what this does not read (fractions, conditions), shown as General."""
-    sections = code.split(";")
-    section = sections[1] if number < 0 and len(sections) > 1 and sections[1] else sections[0]
-    if number < 0 and len(sections) > 1 and sections[1]:
-        number = -number  # the negative section writes its own sign or brackets
-    if "/" in section or section.startswith("[") and section[1:2] in "<>=":
-        return None
-    pieces: list[str] = []
-    position = 0
-    for m in _FORMAT_NOISE.finditer(section):
-        pieces.append(section[position : m.start()])
-        pieces.append("\x00" + (m.group(1) or m.group(2) or m.group(3) or "").replace("%", "\x01") + "\x00")
-        position = m.end()
-    pieces.append(section[position:])
-    plain = "".join(pieces)
-    outside = "".join(plain.split("\x00")[0::2])  # what is not literal text
-    digits = _DIGITS.search(outside)
-    if digits is None:
-        return None
-    core = digits.group(0)
-    percent = outside.count("%")
-    value = number * 100**percent
-    whole, _dot, fraction = core.partition(".")
-    places = sum(1 for ch in fraction if ch in "0#?")
-    scientific = outside[digits.end() : digits.end() + 2].upper() in ("E+", "E-")
-    if scientific:
-        shown = f"{value:.{places}E}"
-    else:
-        thousands = "," in whole.strip(",")
-        # Trailing commas scale by a thousand ("#,##0," shows thousands).
-        value /= 1000 ** (len(whole) - len(whole.rstrip(",")))
-        shown = f"{value:,.{places}f}" if thousands else f"{value:.{places}f}"
-        required = fraction.count("0")  # "0.0#": one place always, a second if it is not 0
-        for _optional in range(places - required):
-            if not shown.endswith("0"):
-                break
-            shown = shown[:-1]
-        if shown.endswith("."):
-            shown = shown[:-1]
-    # The literal text (quoted, [$€-407], \x) around the digits, in place.
-    before, after = plain[: plain.find(core)] if core in plain else "", ""
-    if core in plain:
-        after = plain[plain.find(core) + len(core) :]
-        if scientific:
-            after = after[2:].lstrip("0+-")
-    text = before + shown + after
-    return text.replace("\x00", "").replace("\x01", "%").strip() or shown
-
-
-def _number(value: str, code: str | None, epoch: datetime = _EPOCH) -> str:
-    try:
-        number = float(value)
-    except ValueError:
-        return value
-    if code and code != DATE and abs(number) < 1e300:
-        formatted = _formatted(number, code)
-        if formatted:
-            return formatted
-    if code == DATE and 0 < number < 2_958_466:
-        moment = epoch + timedelta(days=number)
-        return moment.strftime("%Y-%m-%d %H:%M:%S") if number % 1 else moment.strftime("%Y-%m-%d")
-    if number.is_integer() and abs(number) < 1e15:
-        return str(int(number))
-    return f"{number:.15g}"
-
-
-def _cell_value(cell, strings: list[str], formats: dict[int, str], ns: str = S, epoch: datetime = _EPOCH) -> str:
+def _cell_value(cell, strings: list[str], formats: dict[int, str], ns: str = S, epoch: datetime = EPOCH) -> str:
     kind = cell.get("t", "n")
     if kind == "inlineStr":
         string = cell.find(f"{{{ns}}}is")
@@ -344,11 +236,11 @@ def _cell_value(cell, strings: list[str], formats: dict[int, str], ns: str = S, 
     if kind in ("str", "e"):
         return raw
     style = cell.get("s", "0")
-    return _number(raw, formats.get(int(style) if style.isdigit() else 0), epoch) if raw else ""
+    return number_text(raw, formats.get(int(style) if style.isdigit() else 0), epoch) if raw else ""
 
 
 def _sheet_rows(
-    package, part, strings, formats, deadline, first, last, ns: str = S, epoch: datetime = _EPOCH, visit=None
+    package, part, strings, formats, deadline, first, last, ns: str = S, epoch: datetime = EPOCH, visit=None
 ):
     """(row number, cell texts, cells past ``MAX_COLUMNS``) of rows first <
     number <= last, the sheet's row count and its merged ranges; with
@@ -481,10 +373,11 @@ class _Workbook:
         rns = R if ns == S else STRICT_R
         rels = package.relationships(workbook_part)
         self.strings = _shared_strings(package, package.related_part(workbook_part, "sharedStrings"), deadline, ns)
-        self.formats = _number_styles(package, package.related_part(workbook_part, "styles"), ns)
+        styles = package.related_part(workbook_part, "styles")
+        self.formats = number_styles(package.xml(styles) if styles else None, ns)
         props = workbook.find(f"{{{ns}}}workbookPr")
         # Workbooks from old Macs count days from 1904.
-        self.epoch = _EPOCH_1904 if props is not None and props.get("date1904") in ("1", "true") else _EPOCH
+        self.epoch = EPOCH_1904 if props is not None and props.get("date1904") in ("1", "true") else EPOCH
         self.sheets: list[tuple[str, str]] = []
         sheets = workbook.find(f"{{{ns}}}sheets")
         for sheet in list(sheets if sheets is not None else [])[:MAX_SHEETS]:
