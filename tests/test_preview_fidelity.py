@@ -156,6 +156,8 @@ def test_number_formats_are_applied(tmp_path):
         (-5, "#,##0;(#,##0)", "(5)"),
         (123456, "0.00E+00", "1.23E+05"),
         (2.5, "0.0#", "2.5"),
+        (0.5, "h:mm", "12:00:00"),
+        (1.25, "[h]:mm:ss", "30:00:00"),
     ]
     for row, (value, code, _shown) in enumerate(cases, start=1):
         sheet.cell(row=row, column=1, value=value).number_format = code

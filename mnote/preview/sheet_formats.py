@@ -22,6 +22,11 @@ _FORMAT_NOISE = re.compile(r'"([^"]*)"|\[\$([^\]-]*)[^\]]*\]|\[[^\]]*\]|\\(.)|_.
 EPOCH = datetime(1899, 12, 30)
 EPOCH_1904 = datetime(1904, 1, 1)
 DATE = "date"
+TIME = "time"  # a time of day: the date part is not shown
+ELAPSED = "elapsed"  # [h]:mm:ss, a duration: hours past 24 are shown
+# Built-in number formats that are times (ECMA-376 18.8.30), and [h]:mm:ss.
+_TIME_FORMATS = {18, 19, 20, 21, 45, 47}
+_ELAPSED_FORMATS = {46}
 
 
 def number_styles(root, ns: str) -> dict[int, str]:
@@ -34,12 +39,14 @@ def number_styles(root, ns: str) -> dict[int, str]:
         code = fmt.get("formatCode", "")[:255]
         bare = _FORMAT_NOISE.sub("", code).lower()
         fmt_id = int(fmt.get("numFmtId", "-1") or -1)
-        if any(ch in bare for ch in "dy") or ("m" in bare and ("d" in bare or "y" in bare or "h" in bare)):
+        if any(ch in bare for ch in "dy"):
             codes[fmt_id] = DATE
+        elif "h" in bare or "s" in bare:
+            codes[fmt_id] = ELAPSED if "[h" in code.lower() else TIME
         elif code.lower() != "general":
             codes[fmt_id] = code
     for fmt_id in _DATE_FORMATS:
-        codes[fmt_id] = DATE
+        codes[fmt_id] = TIME if fmt_id in _TIME_FORMATS else ELAPSED if fmt_id in _ELAPSED_FORMATS else DATE
     xfs = root.find(f"{{{ns}}}cellXfs")
     found = {}
     for i, xf in enumerate(xfs if xfs is not None else []):
@@ -106,7 +113,11 @@ def number_text(value: str, code: str | None, epoch: datetime = EPOCH) -> str:
         number = float(value)
     except ValueError:
         return value
-    if code and code != DATE and abs(number) < 1e300:
+    if code in (TIME, ELAPSED) and 0 <= number < 2_958_466:
+        seconds = round(number * 86_400)
+        hours, rest = divmod(seconds, 3_600)
+        return f"{hours if code == ELAPSED else hours % 24}:{rest // 60:02d}:{rest % 60:02d}"
+    if code and code not in (DATE, TIME, ELAPSED) and abs(number) < 1e300:
         shown = formatted(number, code)
         if shown:
             return shown
