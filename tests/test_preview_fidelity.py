@@ -361,3 +361,18 @@ def test_the_first_page_of_a_long_sheet_does_not_read_the_whole_sheet(tmp_path):
     result = render(broken)
     assert len(blocks(result)) == 500
     assert "Rows 1–500 of 6,001" in tree(result).xpath("//nav[@class='sheet-pages']")[0].text_content()
+
+
+def test_the_sanitiser_keeps_no_scheme_style_or_data_url_it_does_not_trust(tmp_path):
+    page = (
+        '<base href="https://evil.example.com/"><p style="color:red" class="x">Styled</p>'
+        '<a href=" JaVaScRiPt:alert(1)">sneaky</a> <a href="data:text/html,hi">data</a> '
+        '<img src="data:image/png;base64,iVBORw0KGgo=" alt="inline"> <a href="vbscript:x">vb</a>'
+        "<math><mi>x</mi><mo>=</mo><mn>2</mn></math>"
+    )
+    result = render(files.make_html(tmp_path / "schemes.html", page))
+    root = tree(result)
+    assert_safe(result)
+    assert not root.xpath("//a/@href") and not root.xpath("//img") and not root.xpath("//base")
+    assert not root.xpath("//p[@style or @class]") and "[inline]" in root.text_content()
+    assert root.xpath("//span[@class='math']/text()") == ["x = 2"]

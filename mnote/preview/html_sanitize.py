@@ -230,7 +230,8 @@ def _replace_foreign(el, name: str, image_src, served: set[str]) -> None:
             holder.text = _("[drawing not shown]")
     else:
         holder = lxml_html.Element("span", {"class": "math"})
-        holder.text = " ".join(etree.tostring(el, method="text", encoding="unicode", with_tail=False).split())
+        # Token by token (mi, mo, mn), so "x = 2" does not read "x=2" to a search.
+        holder.text = " ".join(" ".join(el.itertext()).split())
     holder.tail = el.tail
     el.getparent().replace(el, holder)
 
