@@ -376,3 +376,13 @@ def test_the_sanitiser_keeps_no_scheme_style_or_data_url_it_does_not_trust(tmp_p
     assert not root.xpath("//a/@href") and not root.xpath("//img") and not root.xpath("//base")
     assert not root.xpath("//p[@style or @class]") and "[inline]" in root.text_content()
     assert root.xpath("//span[@class='math']/text()") == ["x = 2"]
+
+
+def test_links_pictures_and_ids_after_a_drawing_are_still_mapped(tmp_path):
+    page = (
+        '<p><svg><text>Figure words</text></svg> then <img src="x.png" alt="after"> '
+        '<a href="#later" id="first">to later</a></p><h2 id="later">Later</h2>'
+    )
+    root = tree(render(files.make_html(tmp_path / "order.html", page)))
+    assert "[after]" in root.text_content() and not root.xpath("//img")
+    assert root.xpath("//a[.='to later']/@href") == ["#h-later"] and root.xpath("//h2/@id") == ["h-later"]

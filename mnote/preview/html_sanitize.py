@@ -166,25 +166,28 @@ def sanitise(
 
 def _rewrite(body, link_target, image_src, id_prefix: str, served: set[str]) -> None:
     """What only this module can decide before nh3 sees the page: where links
-    and pictures point, ids, and the words of SVG and MathML."""
+    and pictures point, ids, and the words of SVG and MathML. Each pass walks
+    a list made before it changes the tree (a live iterator stops at the
+    first element replaced)."""
+    foreign = [el for el in body.iter() if _local(el.tag) in ("svg", "math")]
+    for el in foreign:
+        if el.getparent() is not None and not any(_local(a.tag) in ("svg", "math") for a in el.iterancestors()):
+            _replace_foreign(el, _local(el.tag), image_src, served)
     dropped = _DROPPED_WITH_CONTENT - {"svg", "math"}
-    elements = body.iter()
-    next(elements)  # the body itself
-    for el in elements:
+    for el in list(body.iter())[1:]:  # not the body itself
         name = _local(el.tag)
-        if not name or name in dropped or el.getparent() is None:
+        if not name or name in dropped:
             continue
-        if isinstance(el.tag, str) and el.tag != name:
+        if el.tag != name:
             el.tag = name  # "html:p", "{xhtml}p": what nh3 knows as p
-        if name in ("svg", "math"):
-            _replace_foreign(el, name, image_src, served)
-        elif name == "img":
+        if name == "img":
             src = image_src(el.get("src", ""))
             if src:
                 served.add(src)
                 el.set("src", src)
             else:
                 _alt_text(el, el.get("alt", ""))
+                continue
         elif name == "a":
             _link(el, link_target)
         if el.get("id") is not None and id_prefix:
