@@ -10,7 +10,6 @@ opened through the guarded ZIP package (bounded reads, a time budget).
 
 from __future__ import annotations
 
-import re
 from urllib.parse import unquote, urlsplit
 
 from django.utils.translation import gettext as _
@@ -29,9 +28,20 @@ DC = "http://purl.org/dc/elements/1.1/"
 MAX_CHAPTERS = 2_000
 MAX_CHAPTER_BYTES = 8 * 1024 * 1024
 _CHAPTER_TYPES = {"application/xhtml+xml", "text/html", "application/x-dtbook+xml"}
-# An external DTD reference (no internal subset) declares nothing: dropped. An
-# internal subset could declare entities: the file is refused.
-_EXTERNAL_DOCTYPE = re.compile(rb"<!DOCTYPE[^\[>]*>", re.IGNORECASE)
+SVG = "image/svg+xml"
+
+
+def _without_external_doctype(data: bytes) -> bytes:
+    """An external DTD reference (no internal subset) declares nothing: dropped.
+    An internal subset could declare entities: it stays, and the file is refused.
+    Plain string search: the declaration sits in the file's first bytes."""
+    start = data[:4096].upper().find(b"<!DOCTYPE")
+    if start < 0:
+        return data
+    close = data.find(b">", start)
+    if close < 0 or data.find(b"[", start, close) >= 0:
+        return data
+    return data[:start] + data[close + 1 :]
 
 
 class EpubPackage(ZipPackage):
@@ -43,7 +53,7 @@ class EpubPackage(ZipPackage):
         data = self.read(part)
         if data is None:
             return None
-        return self.parse_xml(_EXTERNAL_DOCTYPE.sub(b"", data, count=1), part)
+        return self.parse_xml(_without_external_doctype(data), part)
 
 
 def _href_part(base_part: str, href: str) -> tuple[str | None, str]:
@@ -147,12 +157,13 @@ def preview_epub(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
         order = []
         for itemref in spine.iter(f"{{{OPF}}}itemref") if spine is not None else []:
             item = manifest.get(itemref.get("idref", ""))
-            if item and item[1] in _CHAPTER_TYPES and package.member(item[0]) and item[0] not in order:
+            if item and item[1] in _CHAPTER_TYPES | {SVG} and package.member(item[0]) and item[0] not in order:
                 order.append(item[0])
         warnings = []
         if len(order) > MAX_CHAPTERS:
             warnings.append(_("Only the first %(n)s chapters are shown.") % {"n": MAX_CHAPTERS})
             order = order[:MAX_CHAPTERS]
+        manifest_types = {item[0]: item[1] for item in manifest.values()}
         book = _Book(package, ctx.asset_url)
         book.chapters = {part: i + 1 for i, part in enumerate(order)}
         title_el = opf.find(f".//{{{DC}}}title")
@@ -182,7 +193,7 @@ def preview_epub(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
                 # A parsed page takes ten times its size in memory: a huge chapter is cut.
                 data = data[:MAX_CHAPTER_BYTES]
                 warnings.append(_("A very long chapter is shown from its beginning only."))
-            body = parse(decode(data))
+            body = _svg_page(package, part) if manifest_types.get(part) == SVG else parse(decode(data), warnings)
             content = sanitise(
                 body, link_target=book.link_target(part), image_src=book.image_src(part), id_prefix=f"c{number}-"
             )
@@ -203,8 +214,24 @@ def preview_epub(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
         "html": lxml_html.tostring(article, encoding="unicode"),
         "blocks": block,
         "title": title[:300],
-        "warnings": warnings,
+        "warnings": list(dict.fromkeys(warnings)),
     }
+
+
+def _svg_page(package: EpubPackage, part: str):
+    """A page of the reading order that is a drawing (SVG), as a body holding
+    it: the sanitiser keeps its words and pictures, or says it is not shown."""
+    body = lxml_html.Element("body")
+    try:
+        drawing = package.package_xml(part)
+    except PreviewRejected:
+        drawing = None
+    if drawing is None:
+        note = etree.SubElement(body, "p")
+        etree.SubElement(note, "span", {"class": "img-alt", "role": "img"}).text = _("[drawing not shown]")
+    else:
+        etree.SubElement(body, "p").append(drawing)
+    return body
 
 
 def load_asset(fp, part: str):

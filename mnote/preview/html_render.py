@@ -14,7 +14,8 @@ from .text_render import MAX_TEXT_BYTES
 def preview_html(fp, ctx) -> dict:
     data = fp.read(MAX_TEXT_BYTES + 1)
     truncated = len(data) > MAX_TEXT_BYTES
-    body = parse(decode(data[:MAX_TEXT_BYTES]))
+    warnings = [_("Only the beginning of this large file is shown.")] if truncated else []
+    body = parse(decode(data[:MAX_TEXT_BYTES]), warnings)
     title_el = body.getroottree().find(".//title")
     title = " ".join((title_el.text_content() if title_el is not None else "").split())
     container = sanitise(
@@ -24,7 +25,6 @@ def preview_html(fp, ctx) -> dict:
     )
     container.set("class", "html-page")
     blocks = number_blocks(container)
-    warnings = [_("Only the beginning of this large file is shown.")] if truncated else []
     return {
         "html": lxml_html.tostring(container, encoding="unicode"),
         "blocks": blocks,

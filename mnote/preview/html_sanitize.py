@@ -1,13 +1,18 @@
 """Untrusted (X)HTML — a web page from the library, an EPUB chapter — made
 safe to show inside the preview page.
 
-What survives is a small set of text-bearing tags and a few attributes:
-no scripts, styles, event handlers, forms, frames, embedded objects or SVG;
-links only to http(s)/mailto (opened in a new tab, no referrer) or to places
-inside the same document; pictures only when ``image_src`` maps them to a
-URL the preview serves (a part of the EPUB), never a remote load. A
-document type declaration is removed before parsing, so no entity it
-declares is ever expanded, and the parser never reaches the network.
+Two steps. lxml parses the page and this module rewrites what only it knows
+how to: links inside the document become ``#…`` anchors, pictures become the
+URLs the preview serves them under (or their alt text), ids get a prefix, SVG
+and MathML become their words. Then nh3 (the Ammonia sanitiser, made for
+exactly this and fuzzed by its authors) keeps a small allow-list of
+text-bearing tags and attributes: no scripts, styles, event handlers, forms,
+frames, embedded objects or SVG; links only to http(s)/mailto (opened in a new
+tab, no referrer) or to places inside the same document; pictures only at the
+URLs the first step gave them, never a remote load. A document type
+declaration is cut off with plain string search (no regular expression can
+backtrack on it), so no entity it declares is ever expanded, and the parser
+never reaches the network.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+import nh3
+from django.utils.translation import gettext as _
 from lxml import etree
 from lxml import html as lxml_html
 
@@ -46,14 +53,18 @@ _KEPT = {
 _DROPPED_WITH_CONTENT = {
     "script", "style", "iframe", "frame", "frameset", "object", "embed", "applet", "noscript", "template", "form",
     "input", "button", "select", "textarea", "canvas", "audio", "video", "source", "track", "link", "meta", "base",
-    "head", "title", "param", "portal", "dialog",
+    "head", "title", "param", "portal", "dialog", "svg", "math",
 }  # fmt: skip
-_ATTRIBUTES = {"colspan", "rowspan", "start", "reversed", "lang", "dir", "alt", "title", "datetime"}
-_DOCTYPE = re.compile(r"<!DOCTYPE(?:[^\[>]|\[.*?\])*>", re.IGNORECASE | re.DOTALL)
-_XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
-_ENCODING = re.compile(rb"""^\s*<\?xml[^>]*encoding\s*=\s*["']([\w.:-]+)["']""")
-_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([\w.:-]+)""", re.IGNORECASE)
-_PARSER = lxml_html.HTMLParser(no_network=True, remove_comments=True, remove_pis=True, recover=True, huge_tree=False)
+_ATTRIBUTES = {"colspan", "rowspan", "start", "reversed", "lang", "dir", "alt", "title", "datetime", "id"}
+# The stand-ins this module draws (for a picture not shown, an SVG, a formula):
+# the only classes a page keeps, so a page cannot dress up as the preview.
+_OWN_CLASSES = {"img-alt", "svg-images", "svg-text", "math", "html-note"}
+_SAFE_SCHEMES = ("http://", "https://", "mailto:")
+_ENCODING = re.compile(rb"""^\s{0,100}<\?xml[^>]{0,300}encoding\s{0,8}=\s{0,8}["']([\w.:-]{1,40})["']""")
+_META_CHARSET = re.compile(rb"""<meta[^>]{0,500}charset\s{0,8}=\s{0,8}["']?([\w.:-]{1,40})""", re.IGNORECASE)
+# lxml's HTML parser stops at this depth (libxml2's limit without huge_tree)
+# and drops the rest of the page: the preview then says so.
+_TOO_DEEP = "Excessive depth"
 
 
 def decode(data: bytes) -> str:
@@ -70,12 +81,35 @@ def decode(data: bytes) -> str:
         return data.decode("utf-8", "replace")
 
 
-def parse(text: str) -> etree._Element:
-    """The document's <body> (or root), parsed without its DTD."""
-    text = _XML_DECLARATION.sub("", _DOCTYPE.sub("", text, count=1), count=1)
+def _after_prolog(text: str) -> str:
+    """``text`` from after its XML declaration and document type declaration
+    (with any internal subset, whose entities are thus never declared)."""
+    start = len(text) - len(text.lstrip())
+    if text.startswith("<?xml", start):
+        end = text.find("?>", start)
+        start = len(text) if end < 0 else end + 2
+        start += len(text[start:]) - len(text[start:].lstrip())
+    if text[start : start + 9].upper() == "<!DOCTYPE":
+        close = text.find(">", start)
+        bracket = text.find("[", start, close if close >= 0 else len(text))
+        if bracket >= 0:  # an internal subset ends at "]" then ">"
+            end = text.find("]", bracket)
+            close = text.find(">", end) if end >= 0 else -1
+        start = len(text) if close < 0 else close + 1
+    return text[start:]
+
+
+def parse(text: str, warnings: list[str] | None = None) -> etree._Element:
+    """The document's <body> (or root), parsed without its DTD. A page cut
+    short by the parser's depth limit gets a note in ``warnings``."""
+    text = _after_prolog(text)
     if not text.strip():
         return lxml_html.Element("body")
-    root = lxml_html.document_fromstring(text, parser=_PARSER)
+    # One parser per page: its error log is then this page's alone.
+    parser = lxml_html.HTMLParser(no_network=True, remove_comments=True, remove_pis=True, recover=True)
+    root = lxml_html.document_fromstring(text, parser=parser)
+    if warnings is not None and any(_TOO_DEEP in error.message for error in parser.error_log):
+        warnings.append(_("Part of this page is nested too deeply to show; the preview stops where it does."))
     body = root.find(".//body")
     return body if body is not None else root
 
@@ -91,62 +125,83 @@ def sanitise(
     image_src: Callable[[str], str | None] = lambda src: None,
     id_prefix: str = "",
 ) -> etree._Element:
-    """``body`` cleaned in place and renamed to a <div>. ``link_target(href)``
+    """``body``'s content, sanitised, in a new <div>. ``link_target(href)``
     turns an internal link into ``#…`` (or None to drop it); ``image_src(src)``
     gives the URL a picture is served under (or None: its alt text instead)."""
-    _clean_children(body, link_target, image_src, id_prefix)
+    served: set[str] = set()
+    _rewrite(body, link_target, image_src, id_prefix, served)
     body.tag = "div"
     body.attrib.clear()
-    return body
+
+    def keep(element: str, attribute: str, value: str) -> str | None:
+        if element == "img" and attribute == "src":
+            return value if value in served else None
+        if element == "a" and attribute == "href":
+            return value if value.startswith("#") or value.lower().startswith(_SAFE_SCHEMES) else None
+        if attribute == "id":
+            return value[:200 + len(id_prefix)] if id_prefix else None
+        return value[:500]
+
+    cleaned = nh3.clean(
+        lxml_html.tostring(body, encoding="unicode"),
+        tags=_KEPT,
+        clean_content_tags=_DROPPED_WITH_CONTENT,
+        attributes={"*": _ATTRIBUTES, "a": {"href"}, "img": {"src"}},
+        allowed_classes={"span": _OWN_CLASSES},
+        tag_attribute_values={"span": {"role": {"img"}}},
+        attribute_filter=keep,
+        url_schemes={"http", "https", "mailto"},
+        link_rel=None,
+        strip_comments=True,
+    )
+    container = lxml_html.fragment_fromstring(cleaned, create_parent="div")
+    for a in container.iter("a"):
+        if a.get("href", "").lower().startswith(_SAFE_SCHEMES):
+            a.set("rel", "noopener noreferrer")
+            a.set("target", "_blank")
+    for img in container.iter("img"):
+        img.set("loading", "lazy")
+    return container
 
 
-def _clean_children(parent, link_target, image_src, id_prefix: str) -> None:
-    # Depth-first over what is kept: a dropped subtree is never walked.
-    for el in list(parent):
+def _rewrite(body, link_target, image_src, id_prefix: str, served: set[str]) -> None:
+    """What only this module can decide before nh3 sees the page: where links
+    and pictures point, ids, and the words of SVG and MathML. Each pass walks
+    a list made before it changes the tree (a live iterator stops at the
+    first element replaced)."""
+    foreign = [el for el in body.iter() if _local(el.tag) in ("svg", "math")]
+    for el in foreign:
+        if el.getparent() is not None and not any(_local(a.tag) in ("svg", "math") for a in el.iterancestors()):
+            _replace_foreign(el, _local(el.tag), image_src, served)
+    dropped = _DROPPED_WITH_CONTENT - {"svg", "math"}
+    for el in list(body.iter())[1:]:  # not the body itself
         name = _local(el.tag)
-        if not name:  # comments, processing instructions, entities
-            el.drop_tree()
+        if not name or name in dropped:
             continue
-        if name in ("svg", "math"):
-            _replace_foreign(el, name, image_src)
-            continue
-        if name in _DROPPED_WITH_CONTENT:
-            el.drop_tree()
-            continue
-        attributes = dict(el.attrib)
-        el.attrib.clear()
-        el.tag = name
-        for key, value in attributes.items():
-            key = _local(key)
-            if key in _ATTRIBUTES:
-                el.set(key, value[:500])
-            elif key == "id" and id_prefix:
-                el.set("id", id_prefix + value[:200])
+        if el.tag != name:
+            el.tag = name  # "html:p", "{xhtml}p": what nh3 knows as p
         if name == "img":
-            src = image_src(attributes.get("src", ""))
+            src = image_src(el.get("src", ""))
             if src:
+                served.add(src)
                 el.set("src", src)
-                el.set("loading", "lazy")
             else:
-                _alt_text(el, attributes.get("alt", ""))
-            continue
-        _clean_children(el, link_target, image_src, id_prefix)
-        if name == "a":
-            _link(el, attributes.get("href", ""), link_target)
-        elif name not in _KEPT:
-            el.drop_tag()
+                _alt_text(el, el.get("alt", ""))
+                continue
+        elif name == "a":
+            _link(el, link_target)
+        if el.get("id") is not None and id_prefix:
+            el.set("id", id_prefix + el.get("id")[:200])
 
 
-def _link(el, href: str, link_target) -> None:
-    href = href.strip()
-    if href.lower().startswith(("http://", "https://", "mailto:")):
+def _link(el, link_target) -> None:
+    href = el.get("href", "").strip()
+    if href and not href.lower().startswith(_SAFE_SCHEMES):
+        href = link_target(href) or ""
+    if href:
         el.set("href", href)
-        el.set("rel", "noopener noreferrer")
-        el.set("target", "_blank")
-    elif href:
-        target = link_target(href)
-        if target:
-            el.set("href", target)
+    else:
+        el.attrib.pop("href", None)
 
 
 def _alt_text(el, alt: str) -> None:
@@ -156,7 +211,7 @@ def _alt_text(el, alt: str) -> None:
     el.getparent().replace(el, stand_in)
 
 
-def _replace_foreign(el, name: str, image_src) -> None:
+def _replace_foreign(el, name: str, image_src, served: set[str]) -> None:
     """SVG can run scripts and MathML renders unevenly: an SVG's pictures
     (an EPUB cover) and a formula's text are kept, the markup is not."""
     if name == "svg":
@@ -165,14 +220,21 @@ def _replace_foreign(el, name: str, image_src) -> None:
             href = next((v for k, v in image.attrib.items() if _local(k) == "href"), "")
             src = image_src(href)
             if src:
-                etree.SubElement(holder, "img", {"src": src, "alt": "", "loading": "lazy"})
+                served.add(src)
+                etree.SubElement(holder, "img", {"src": src, "alt": ""})
         # Fixed-layout books set their words as SVG text.
         words = " ".join(" ".join(el.xpath(".//*[local-name()='text']//text()")).split())
         if words:
             etree.SubElement(holder, "span", {"class": "svg-text"}).text = words
+        elif not len(holder):
+            # A drawing with neither words nor a picture the preview can show.
+            holder.set("class", "img-alt")
+            holder.set("role", "img")
+            holder.text = _("[drawing not shown]")
     else:
         holder = lxml_html.Element("span", {"class": "math"})
-        holder.text = " ".join(etree.tostring(el, method="text", encoding="unicode", with_tail=False).split())
+        # Token by token (mi, mo, mn), so "x = 2" does not read "x=2" to a search.
+        holder.text = " ".join(" ".join(el.itertext()).split())
     holder.tail = el.tail
     el.getparent().replace(el, holder)
 

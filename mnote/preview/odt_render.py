@@ -21,6 +21,10 @@ STYLE = "urn:oasis:names:tc:opendocument:xmlns:style:1.0"
 FO = "urn:oasis:names:tc:opendocument:xmlns:xsl-fo-compatible:1.0"
 DRAW = "urn:oasis:names:tc:opendocument:xmlns:drawing:1.0"
 XLINK = "http://www.w3.org/1999/xlink"
+MATHML = "http://www.w3.org/1998/Math/MathML"
+CHART = "urn:oasis:names:tc:opendocument:xmlns:chart:1.0"
+# ODF's number formats that HTML's <ol type> can draw.
+_LIST_TYPES = {"1": "1", "a": "a", "A": "A", "i": "i", "I": "I"}
 DC = "http://purl.org/dc/elements/1.1/"
 MAX_DEPTH = 60
 
@@ -33,6 +37,24 @@ class OdtPackage(ZipPackage):
     label = "OpenDocument text"
     suffix = ".odt"
     writer = "LibreOffice"
+
+
+def _list_styles(*roots) -> dict[str, dict[int, str | None]]:
+    """List style name → {level: <ol type> for a numbered level, None for bullets}."""
+    found: dict[str, dict[int, str | None]] = {}
+    for root in roots:
+        if root is None:
+            continue
+        for style in root.iter(t("list-style")):
+            levels = found.setdefault(style.get(f"{{{STYLE}}}name", ""), {})
+            for level_style in style:
+                level = level_style.get(t("level"), "1")
+                if not level.isdigit():
+                    continue
+                numbered = level_style.tag == t("list-level-style-number")
+                format_ = level_style.get(f"{{{STYLE}}}num-format", "1")
+                levels[int(level)] = _LIST_TYPES.get(format_, "1") if numbered and format_ else None
+    return found
 
 
 def _alignments(*roots) -> dict[str, str]:
@@ -59,8 +81,12 @@ def _alignments(*roots) -> dict[str, str]:
 
 
 class _Writer:
-    def __init__(self, package: OdtPackage, asset_url, align: dict[str, str], deadline: Deadline):
+    def __init__(self, package: OdtPackage, asset_url, align: dict[str, str], deadline: Deadline, lists=None):
         self.package, self.asset_url, self.align, self.deadline = package, asset_url, align, deadline
+        self.lists: dict[str, dict[int, str | None]] = lists or {}
+        self.list_style = ""  # the style of the list being written, which nested lists inherit
+        self.list_level = 0
+        self.items_so_far: dict[str, int] = {}  # top-level items per list style, for lists that continue
         self.block = 0
         self.notes: list[etree._Element] = []
         self.title = ""
@@ -77,11 +103,7 @@ class _Writer:
             if tag == t("p") or tag == t("h"):
                 self.paragraph(child, out, numbered, depth)
             elif tag == t("list"):
-                ul = etree.SubElement(out, "ul", {"class": "odt-list"})
-                for item in child:
-                    if item.tag in (t("list-item"), t("list-header")):
-                        li = etree.SubElement(ul, "li")
-                        self.blocks(item, li, depth + 1, numbered)
+                self.list(child, out, depth, numbered)
             elif tag == f"{{{TABLE}}}table":
                 self.table(child, out, depth)
             elif (
@@ -95,6 +117,33 @@ class _Writer:
             elif tag == f"{{{DRAW}}}frame":
                 self.frame(child, out, depth)
         self.deadline.check()
+
+    def list(self, list_el, out, depth: int, numbered: bool) -> None:
+        """A list as <ol> where its style numbers this level, else <ul>."""
+        outer = (self.list_style, self.list_level)
+        self.list_style = list_el.get(t("style-name")) or self.list_style
+        self.list_level += 1
+        number_type = self.lists.get(self.list_style, {}).get(self.list_level)
+        top = self.list_level == 1
+        continues = list_el.get(t("continue-numbering")) == "true" or list_el.get(t("continue-list"))
+        if top and not continues:
+            self.items_so_far[self.list_style] = 0
+        if number_type:
+            html_list = etree.SubElement(out, "ol", {"class": "odt-list", "type": number_type})
+            if top and self.items_so_far.get(self.list_style):
+                html_list.set("start", str(self.items_so_far[self.list_style] + 1))
+        else:
+            html_list = etree.SubElement(out, "ul", {"class": "odt-list"})
+        for item in list_el:
+            if item.tag == t("list-item") and top:
+                self.items_so_far[self.list_style] = self.items_so_far.get(self.list_style, 0) + 1
+            if item.tag in (t("list-item"), t("list-header")):
+                li = etree.SubElement(html_list, "li")
+                start = item.get(t("start-value"), "")
+                if number_type and start.isdigit() and len(start) < 7:
+                    li.set("value", start)
+                self.blocks(item, li, depth + 1, numbered)
+        self.list_style, self.list_level = outer
 
     def paragraph(self, p, out, numbered: bool, depth: int) -> None:
         if p.tag == t("h"):
@@ -168,7 +217,30 @@ class _Writer:
         if body is not None:
             self.notes.append((label, body))
 
+    def embedded(self, obj, out) -> None:
+        """An embedded object (a formula, a chart): a formula's text when it is
+        MathML, else a note saying what is not shown."""
+        part = obj.get(f"{{{XLINK}}}href", "").lstrip("./").rstrip("/")
+        try:
+            root = self.package.xml(f"{part}/content.xml") if part else None
+        except PreviewRejected:
+            root = None
+        if root is not None and etree.QName(root).namespace == MATHML:
+            semantics = root.find(f"{{{MATHML}}}semantics")
+            shown = semantics[0] if semantics is not None and len(semantics) else root
+            words = " ".join(" ".join(shown.itertext()).split())
+            if words:
+                etree.SubElement(out, "span", {"class": "math"}).text = words
+                return
+        is_chart = root is not None and root.find(f".//{{{CHART}}}chart") is not None
+        note = etree.SubElement(out, "span", {"class": "preview-note", "role": "img"})
+        note.text = _("[chart not shown]") if is_chart else _("[embedded object not shown]")
+
     def frame(self, frame, out, depth: int, inline: bool = False) -> None:
+        obj = frame.find(f"{{{DRAW}}}object")
+        if obj is not None:
+            self.embedded(obj, out)
+            return
         for child in frame:
             if child.tag == f"{{{DRAW}}}image":
                 href = child.get(f"{{{XLINK}}}href", "")
@@ -214,7 +286,9 @@ def preview_odt(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
         if body is None:
             raise package.invalid("it holds no text document (is it a spreadsheet or a presentation?)")
         styles = package.xml("styles.xml")
-        writer = _Writer(package, ctx.asset_url, _alignments(content, styles), deadline)
+        writer = _Writer(
+            package, ctx.asset_url, _alignments(content, styles), deadline, _list_styles(content, styles)
+        )
         article = etree.Element("article", {"class": "docx odt"})
         writer.blocks(body, article)
         if writer.notes:

@@ -20,7 +20,12 @@ from .renderers import browser_image, package_image
 P = "http://schemas.openxmlformats.org/presentationml/2006/main"
 A = "http://schemas.openxmlformats.org/drawingml/2006/main"
 R = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+C = "http://schemas.openxmlformats.org/drawingml/2006/chart"
 MAX_SLIDES = 2_000
+# A chart's data drawn as a table: enough to read it, not a spreadsheet.
+MAX_CHART_SERIES = 20
+MAX_CHART_POINTS = 60
+_FOOTER_TYPES = ("dt", "ftr", "sldNum")
 _TITLE_TYPES = {"title", "ctrTitle"}
 _NOTES_SKIPPED = {"sldImg", "sldNum", "hdr", "ftr", "dt"}
 
@@ -74,6 +79,27 @@ def _shape_name(shape) -> str:
     return ""
 
 
+def _chart_points(data) -> list[str]:
+    """The cached values of a chart's categories or series (c:cat, c:val), in order."""
+    if data is None:
+        return []
+    points: dict[int, str] = {}
+    for pt in data.iter(f"{{{C}}}pt"):
+        index = pt.get("idx", "")
+        value = pt.find(f"{{{C}}}v")
+        if index.isdigit() and int(index) < MAX_CHART_POINTS and value is not None:
+            points[int(index)] = _chart_number(value.text or "")
+    return [points.get(i, "") for i in range(max(points) + 1)] if points else []
+
+
+def _chart_number(text: str) -> str:
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return str(int(number)) if number.is_integer() and abs(number) < 1e15 else f"{number:.6g}"
+
+
 class _Deck:
     def __init__(self, package: PptxPackage, asset_url, deadline: Deadline):
         self.package = package
@@ -82,6 +108,7 @@ class _Deck:
         self.block = 0
         self.title = ""
         self.pictures = 0
+        self.footer_shapes: list = []  # the slide's date, footer and number, drawn at its foot
 
     def block_element(self, parent, tag: str, text: str, slide: int, shape: str, cls: str) -> etree._Element:
         el = etree.SubElement(
@@ -149,9 +176,12 @@ class _Deck:
             shape_id = _shape_id(shape)
             if tag == "sp":
                 body = shape.find(_p("txBody"))
+                kind = _placeholder_type(shape)
+                if kind in _FOOTER_TYPES:
+                    self.footer_shapes.append((kind, body if body is not None else etree.Element("none"), shape_id))
+                    continue
                 if body is None:
                     continue
-                kind = _placeholder_type(shape)
                 if kind in _TITLE_TYPES:
                     text = " ".join(_paragraph_text(p) for p in body.iter(_a("p"))).strip()
                     if text:
@@ -161,17 +191,14 @@ class _Deck:
                         self.title = self.title or text
                 elif kind == "subTitle":
                     self.text_frame(parent, body, slide, shape_id, "pptx-subtitle")
-                elif kind in ("sldNum", "dt", "ftr"):
-                    continue
                 else:
                     self.text_frame(parent, body, slide, shape_id, "pptx-text")
             elif tag == "graphicFrame":
                 tbl = shape.find(f".//{_a('tbl')}")
                 if tbl is not None:
                     self.table(parent, tbl, slide, shape_id)
-                elif shape.find(".//{*}chart") is not None:
-                    span = etree.SubElement(parent, "p", {"class": "img-alt"})
-                    span.text = _("[chart]")
+                elif shape.find(f".//{{{C}}}chart") is not None:
+                    self.chart(parent, shape, slide_part, slide, shape_id)
             elif tag == "pic":
                 self.picture(parent, shape, slide_part, slide)
             elif tag == "grpSp":
@@ -180,6 +207,68 @@ class _Deck:
                 choice = shape.find("{*}Fallback")
                 if choice is not None:
                     self.shapes(parent, choice, slide_part, slide, depth + 1)
+
+    def footer(self, parent, slide: int) -> None:
+        """The slide's date, footer and number, in the order they sit, as one line."""
+        shapes, self.footer_shapes = self.footer_shapes, []
+        if not shapes:
+            return
+        line = etree.SubElement(parent, "footer", {"class": "pptx-footer"})
+        order = {kind: i for i, kind in enumerate(_FOOTER_TYPES)}
+        for kind, body, shape_id in sorted(shapes, key=lambda item: order[item[0]]):
+            if kind == "sldNum":
+                # Its field keeps "‹#›" or the number it had when saved: the slide's own is shown.
+                self.block_element(line, "span", str(slide), slide, shape_id, "pptx-sldNum")
+                continue
+            text = " ".join(_paragraph_text(p).strip() for p in body.iter(_a("p"))).strip()
+            if text:
+                self.block_element(line, "span", text, slide, shape_id, f"pptx-{kind}")
+
+    def chart(self, parent, frame, slide_part: str, slide: int, shape_id: str) -> None:
+        """A chart as its title and its data in a table; the drawing itself is not shown."""
+        figure = etree.SubElement(parent, "figure", {"class": "pptx-chart", "data-slide": str(slide)})
+        reference = frame.find(f".//{{{C}}}chart")
+        rel = self.package.relationships(slide_part).get(reference.get(f"{{{R}}}id", ""))
+        try:
+            root = self.package.xml(rel.part) if rel is not None and rel.part and not rel.external else None
+        except PreviewRejected:
+            root = None
+        note = etree.SubElement(figure, "span", {"class": "preview-note"})
+        if root is None:
+            note.text = _("[chart not shown]")
+            return
+        note.text = _("Chart: its data as a table; the drawing is not shown.")
+        title = root.find(f".//{{{C}}}title")
+        if title is not None:
+            text = " ".join("".join(t.text or "" for t in title.iter(_a("t"))).split())
+            if text:
+                self.block_element(figure, "figcaption", text, slide, shape_id, "pptx-chart-title")
+        series = root.findall(f".//{{{C}}}ser")[:MAX_CHART_SERIES]
+        categories: list[str] = []
+        for ser in series:
+            categories = _chart_points(ser.find(f"{{{C}}}cat"))
+            if categories:
+                break
+        table = etree.SubElement(figure, "table", {"class": "pptx-table"})
+        if categories:
+            head = etree.SubElement(table, "tr")
+            etree.SubElement(head, "th")
+            for category in categories:
+                etree.SubElement(head, "th").text = category
+        for ser in series:
+            name_el = ser.find(f"{{{C}}}tx")
+            # Its cached text (c:v), not the cell reference it was taken from (c:f).
+            name = " ".join(v.text or "" for v in name_el.iter(f"{{{C}}}v")) if name_el is not None else ""
+            name = " ".join(name.split())
+            values_el = ser.find(f"{{{C}}}val")
+            values = _chart_points(values_el if values_el is not None else ser.find(f"{{{C}}}yVal"))
+            row = etree.SubElement(table, "tr")
+            if name:
+                self.block_element(row, "th", name, slide, shape_id, "pptx-cell")
+            else:
+                etree.SubElement(row, "th")
+            for value in values:
+                etree.SubElement(row, "td").text = value
 
     def notes(self, parent, slide_part: str, slide: int) -> None:
         part = self.package.related_part(slide_part, "notesSlide")
@@ -230,6 +319,7 @@ def preview_pptx(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
             tree = root.find(f"{_p('cSld')}/{_p('spTree')}")
             if tree is not None:
                 deck.shapes(card, tree, rel.part, number)
+            deck.footer(card, number)
             deck.notes(card, rel.part, number)
             deadline.check()
         if not slides:

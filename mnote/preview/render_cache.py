@@ -17,7 +17,8 @@ log = logging.getLogger(__name__)
 # 2: one renderer per kind; DOCX headings, drop caps, headers and footers.
 # 3: every render of HTML carries its text map (anchoring.py).
 # 4: text maps know the renderer's own text (list labels, placeholders) as soft.
-RENDERER_VERSION = "4"
+# 5: HTML through nh3; sheets wide, formatted and merged; ODT numbered lists; PPTX footers and charts; RTF hidden text.
+RENDERER_VERSION = "5"
 
 
 class RenderRefused(Exception):

@@ -15,18 +15,23 @@ import csv
 import io
 import posixpath
 import re
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from lxml import etree
 from lxml import html as lxml_html
 
 from .docx.limits import DEFAULT_LIMITS, Deadline, PreviewRejected
 from .docx.safe_package import ZipPackage
+from .sheet_formats import EPOCH, EPOCH_1904, number_styles, number_text
 from .text_render import read_text
 
 PAGE_ROWS = 500
-MAX_COLUMNS = 200
+# Excel 2003's width was 256 columns; wider data is rare but real (a sheet
+# whose figures sit in GW:GY). Past this, the row says how many cells it hides.
+MAX_COLUMNS = 1_024
+MAX_MERGES = 20_000
 MAX_CELL_CHARS = 2_000
 MAX_SHARED_STRINGS = 1_000_000
 MAX_SHEETS = 200
@@ -36,10 +41,6 @@ S = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 R = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 STRICT_R = "http://purl.oclc.org/ooxml/officeDocument/relationships"
 _CELL_REF = re.compile(r"([A-Z]{1,3})(\d+)$")
-# Built-in number formats that are dates (ECMA-376 18.8.30).
-_DATE_FORMATS = set(range(14, 23)) | {45, 46, 47}
-_EPOCH = datetime(1899, 12, 30)
-_EPOCH_1904 = datetime(1904, 1, 1)
 
 
 class XlsxPackage(ZipPackage):
@@ -83,10 +84,10 @@ class _Table:
         self.block = first_block
         self.width = 0
 
-    def add_row(self, number: int, cells: list[str]) -> None:
+    def add_row(self, number: int, cells: list[str], hidden: int = 0, merges: _Merges | None = None) -> None:
         while cells and not cells[-1]:
             cells.pop()
-        if not cells:
+        if not cells and not hidden:
             return
         cells = cells[:MAX_COLUMNS]
         self.width = max(self.width, len(cells))
@@ -94,16 +95,32 @@ class _Table:
             self.body,
             "tr",
             {"data-block-index": str(self.block), "data-sheet": self.name, "data-row": str(number),
-             "data-range": f"A{number}:{column_name(len(cells) - 1)}{number}"},
+             "data-range": f"A{number}:{column_name(max(len(cells), 1) - 1)}{number}"},
         )  # fmt: skip
         self.block += 1
         # The number is drawn by CSS (data-n): not text the locator would match.
         etree.SubElement(row, "th", {"class": "row-number", "scope": "row", "data-n": str(number)})
-        for value in cells:
+        for column, value in enumerate(cells):
+            span = merges.span(number, column) if merges else (1, 1)
+            if span is None:
+                continue  # inside a merged range: its first cell holds the value
             td = etree.SubElement(row, "td")
+            if span != (1, 1):
+                if span[0] > 1:
+                    td.set("rowspan", str(span[0]))
+                if span[1] > 1:
+                    td.set("colspan", str(span[1]))
             td.text = value[:MAX_CELL_CHARS]
             # Cells stay words apart in the row's text, which the locator matches.
             td.tail = "\t"
+        if hidden:
+            # Outside the row's text (preview-note): these are not the sheet's words.
+            note = etree.SubElement(row, "td", {"class": "preview-note"})
+            note.text = ngettext(
+                "%(n)s more cell past column %(column)s is not shown.",
+                "%(n)s more cells past column %(column)s are not shown.",
+                hidden,
+            ) % {"n": f"{hidden:,}", "column": column_name(MAX_COLUMNS - 1)}
 
     def finish(self) -> None:
         head_row = etree.SubElement(self.head, "tr")
@@ -182,13 +199,18 @@ def preview_csv(fp, ctx) -> dict:
 # --- XLSX ---------------------------------------------------------------------
 
 
+def _string_text(string, ns: str = S) -> str:
+    """A shared or inline string's text: plain, or rich text runs; never its
+    phonetic guides (their <t> sit in runs inside <rPh>)."""
+    return "".join(t.text or "" for t in string.xpath("s:t | s:r/s:t", namespaces={"s": ns}))
+
+
 def _shared_strings(package: XlsxPackage, part: str | None, deadline: Deadline, ns: str = S) -> list[str]:
     strings: list[str] = []
     if not part:
         return strings
     for _event, si in package.iterparse(part, f"{{{ns}}}si"):
-        # Rich text runs and phonetic hints: only the text of <t> outside <rPh>.
-        strings.append("".join(t.text or "" for t in si.iter(f"{{{ns}}}t") if t.getparent().tag != f"{{{ns}}}rPh"))
+        strings.append(_string_text(si, ns))
         si.clear()
         if len(strings) > MAX_SHARED_STRINGS:
             raise PreviewRejected(_("This workbook is too large to preview (more than a million distinct texts)."))
@@ -197,42 +219,11 @@ def _shared_strings(package: XlsxPackage, part: str | None, deadline: Deadline, 
     return strings
 
 
-def _date_styles(package: XlsxPackage, part: str | None, ns: str = S) -> set[int]:
-    """Indexes of cell styles whose number format is a date."""
-    root = package.xml(part) if part else None
-    if root is None:
-        return set()
-    custom = set()
-    for fmt in root.iter(f"{{{ns}}}numFmt"):
-        code = re.sub(r'"[^"]*"|\[[^\]]*\]|\\.', "", fmt.get("formatCode", "")).lower()
-        if any(ch in code for ch in "dy") or ("m" in code and ("d" in code or "y" in code)):
-            custom.add(int(fmt.get("numFmtId", "-1")))
-    xfs = root.find(f"{{{ns}}}cellXfs")
-    found = set()
-    for i, xf in enumerate(xfs if xfs is not None else []):
-        fmt_id = int(xf.get("numFmtId", "0") or 0)
-        if fmt_id in _DATE_FORMATS or fmt_id in custom:
-            found.add(i)
-    return found
-
-
-def _number(value: str, is_date: bool, epoch: datetime = _EPOCH) -> str:
-    try:
-        number = float(value)
-    except ValueError:
-        return value
-    if is_date and 0 < number < 2_958_466:
-        moment = epoch + timedelta(days=number)
-        return moment.strftime("%Y-%m-%d %H:%M:%S") if number % 1 else moment.strftime("%Y-%m-%d")
-    if number.is_integer() and abs(number) < 1e15:
-        return str(int(number))
-    return f"{number:.15g}"
-
-
-def _cell_value(cell, strings: list[str], dates: set[int], ns: str = S, epoch: datetime = _EPOCH) -> str:
+def _cell_value(cell, strings: list[str], formats: dict[int, str], ns: str = S, epoch: datetime = EPOCH) -> str:
     kind = cell.get("t", "n")
     if kind == "inlineStr":
-        return "".join(t.text or "" for t in cell.iter(f"{{{ns}}}t"))
+        string = cell.find(f"{{{ns}}}is")
+        return _string_text(string, ns) if string is not None else ""
     v = cell.find(f"{{{ns}}}v")
     raw = v.text if v is not None and v.text is not None else ""
     if kind == "s":
@@ -244,27 +235,32 @@ def _cell_value(cell, strings: list[str], dates: set[int], ns: str = S, epoch: d
         return "TRUE" if raw == "1" else "FALSE"
     if kind in ("str", "e"):
         return raw
-    return _number(raw, int(cell.get("s", "0") or 0) in dates, epoch) if raw else ""
+    style = cell.get("s", "0")
+    return number_text(raw, formats.get(int(style) if style.isdigit() else 0), epoch) if raw else ""
 
 
 def _sheet_rows(
-    package, part, strings, dates, deadline, first, last, ns: str = S, epoch: datetime = _EPOCH, visit=None
+    package, part, strings, formats, deadline, first, last, ns: str = S, epoch: datetime = EPOCH, visit=None
 ):
-    """(row number, cell texts) of rows first < number <= last, and the sheet's
-    row count; with ``visit``, every row goes to it instead and none is kept.
+    """(row number, cell texts, cells past ``MAX_COLUMNS``) of rows first <
+    number <= last, the sheet's row count and its merged ranges; with
+    ``visit``, every row goes to it instead and none is kept.
 
     Cells are read as each one ends and then dropped, rows likewise, so
     neither a long sheet nor one very wide row is ever held whole."""
-    cell_tag, row_tag = f"{{{ns}}}c", f"{{{ns}}}row"
+    cell_tag, row_tag, merge_tag = f"{{{ns}}}c", f"{{{ns}}}row", f"{{{ns}}}mergeCell"
+    dimension_tag = f"{{{ns}}}dimension"
+    declared = 0  # the row count the sheet's <dimension> states, which lets a page stop at its last row
     rows = []
+    merges: list[str] = []
     total = expected = number = 0
     current = None  # the row whose cells are being read
     wanted = False
     cells: list[str] = []
-    position = 0
+    position = hidden = 0
 
     def start(row) -> None:
-        nonlocal current, expected, number, wanted, cells, position, total
+        nonlocal current, expected, number, wanted, cells, position, total, hidden
         current = row
         expected += 1
         written = row.get("r") or ""
@@ -272,20 +268,25 @@ def _sheet_rows(
         expected = number
         total = max(total, number)
         wanted = visit is not None or first < number <= last
-        cells, position = [], 0
+        cells, position, hidden = [], 0, 0
 
-    for _event, el in package.iterparse(part, (cell_tag, row_tag)):
+    for _event, el in package.iterparse(part, (cell_tag, row_tag, merge_tag, dimension_tag)):
+        if el.tag == dimension_tag:
+            last_ref = _CELL_REF.match(el.get("ref", "").rsplit(":", 1)[-1])
+            declared = int(last_ref.group(2)) if last_ref else 0
+            continue
         if el.tag == cell_tag:
             row = el.getparent()
             if row is not current:
                 start(row)
-            if wanted and len(cells) < MAX_COLUMNS:
+            if wanted:
                 match = _CELL_REF.match(el.get("r", ""))
                 column = _column_index(match.group(1)) if match else position
-                if column < MAX_COLUMNS:
+                if column < MAX_COLUMNS and column >= len(cells):
                     cells.extend([""] * (column - len(cells)))
-                    if column == len(cells):
-                        cells.append(_cell_value(el, strings, dates, ns, epoch))
+                    cells.append(_cell_value(el, strings, formats, ns, epoch))
+                elif column >= MAX_COLUMNS and len(el):
+                    hidden += 1  # a cell with a value the row cannot show
             position += 1
             if position % 50_000 == 0:
                 deadline.check()  # one very wide row
@@ -293,13 +294,18 @@ def _sheet_rows(
             while el.getprevious() is not None:
                 del row[0]
             continue
+        if el.tag == merge_tag:
+            if visit is None and len(merges) < MAX_MERGES:
+                merges.append(el.get("ref", ""))
+            el.clear()
+            continue
         if el is not current:
             start(el)  # a row without cells
         if wanted:
             if visit is not None:
                 visit(number, cells)
             else:
-                rows.append((number, cells))
+                rows.append((number, cells, hidden))
         el.clear()
         # Rows already seen are dropped so a big sheet is never held whole.
         while el.getprevious() is not None:
@@ -307,7 +313,50 @@ def _sheet_rows(
         current = None
         if number % 2_000 == 0:
             deadline.check()
-    return rows, total
+        if visit is None and number > last and declared > last + 10 * PAGE_ROWS:
+            # A long sheet: the page is read, and the count the sheet states is
+            # taken for the pager rather than read through (its merged ranges,
+            # written after the rows, are then not drawn on this page).
+            return rows, max(total, declared), []
+    return rows, total, merges
+
+
+class _Merges:
+    """A page's merged ranges as table spans: the first cell of a range spans
+    the rows of the range that the page shows, the others are left out."""
+
+    def __init__(self, refs: list[str], shown_rows: list[int]):
+        self.first: dict[tuple[int, int], tuple[int, int]] = {}
+        self.covered: set[tuple[int, int]] = set()
+        shown = set(shown_rows)
+        for ref in refs:
+            corners = [_CELL_REF.match(corner) for corner in ref.split(":")]
+            if len(corners) != 2 or not all(corners):
+                continue
+            (c1, r1), (c2, r2) = [(_column_index(m.group(1)), int(m.group(2))) for m in corners]
+            rows = [r for r in shown_rows if r1 <= r <= r2]
+            if not rows or c2 < c1 or (len(rows) == 1 and c1 == c2):
+                continue
+            c2 = min(c2, MAX_COLUMNS - 1)
+            top = rows[0]
+            self.first[(top, c1)] = (len(rows), c2 - c1 + 1)
+            for r in rows:
+                for c in range(c1, c2 + 1):
+                    if (r, c) != (top, c1) and r in shown:
+                        self.covered.add((r, c))
+                if len(self.covered) > 1_000_000:
+                    return
+
+    def span(self, row: int, column: int) -> tuple[int, int] | None:
+        """(rowspan, colspan) of a cell, or None when a merged range covers it."""
+        if (row, column) in self.covered:
+            return None
+        return self.first.get((row, column), (1, 1))
+
+    def width(self, row: int, cells: list[str]) -> list[str]:
+        """``cells`` padded to the last column a range starting in this row spans."""
+        end = max((c + span[1] for (r, c), span in self.first.items() if r == row), default=0)
+        return cells + [""] * (end - len(cells))
 
 
 class _Workbook:
@@ -324,10 +373,11 @@ class _Workbook:
         rns = R if ns == S else STRICT_R
         rels = package.relationships(workbook_part)
         self.strings = _shared_strings(package, package.related_part(workbook_part, "sharedStrings"), deadline, ns)
-        self.dates = _date_styles(package, package.related_part(workbook_part, "styles"), ns)
+        styles = package.related_part(workbook_part, "styles")
+        self.formats = number_styles(package.xml(styles) if styles else None, ns)
         props = workbook.find(f"{{{ns}}}workbookPr")
         # Workbooks from old Macs count days from 1904.
-        self.epoch = _EPOCH_1904 if props is not None and props.get("date1904") in ("1", "true") else _EPOCH
+        self.epoch = EPOCH_1904 if props is not None and props.get("date1904") in ("1", "true") else EPOCH
         self.sheets: list[tuple[str, str]] = []
         sheets = workbook.find(f"{{{ns}}}sheets")
         for sheet in list(sheets if sheets is not None else [])[:MAX_SHEETS]:
@@ -341,7 +391,7 @@ class _Workbook:
 
     def rows(self, part: str, first: int, last: int, visit=None):
         return _sheet_rows(
-            self.package, part, self.strings, self.dates, self.deadline, first, last, self.ns, self.epoch, visit
+            self.package, part, self.strings, self.formats, self.deadline, first, last, self.ns, self.epoch, visit
         )
 
 
@@ -351,18 +401,24 @@ def preview_xlsx(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
         book = _Workbook(package, deadline)
         article = etree.Element("article", {"class": "sheets"})
         block = 0
+        warnings: list[str] = []
         first = (ctx.page - 1) * PAGE_ROWS
         for i, (name, part) in enumerate(book.sheets):
             table = _Table(article, i, name, block)
-            rows, total = book.rows(part, first, first + PAGE_ROWS)
-            for number, cells in rows:
-                table.add_row(number, cells)
+            rows, total, merge_refs = book.rows(part, first, first + PAGE_ROWS)
+            shown = [number for number, cells, hidden in rows if any(cells) or hidden]
+            merges = _Merges(merge_refs, shown) if merge_refs else None
+            for number, cells, hidden in rows:
+                table.add_row(number, merges.width(number, cells) if merges else cells, hidden, merges)
+                if hidden:
+                    warnings.append(_("Some rows have cells past column %(column)s, which are not shown.")
+                                    % {"column": column_name(MAX_COLUMNS - 1)})  # fmt: skip
             table.finish()
             _pager(article, table, ctx.page, total, ctx.options.get("page_url", "?rows_page="))
             block = table.block
             deadline.check()
         _tabs(article, [name for name, _part in book.sheets])
-    return _result(article, block, "", [])
+    return _result(article, block, "", list(dict.fromkeys(warnings)))
 
 
 # --- which page holds a cited passage ----------------------------------------------

@@ -19,7 +19,7 @@ __all__ = ["Anchor", "TextMap", "build_text_map", "skeleton", "SKIPPED_CLASSES",
 
 COMPACT_VERSION = 2
 # Not part of a block's text (same list in static/js/locate.js).
-SKIPPED_CLASSES = frozenset({"docx-noteref", "docx-backref"})
+SKIPPED_CLASSES = frozenset({"docx-noteref", "docx-backref", "preview-note"})
 # Shown and highlightable, but made by the renderer, not the file's words.
 SOFT_CLASSES = frozenset({"docx-label", "docx-note-label", "docx-image-placeholder", "docx-hf-label"})
 # The browser's /\s/ plus the invisible characters Word leaves in text.

@@ -96,7 +96,11 @@ def _ends_sentence(text: str, segment_start: int, line_end: int, boundary: re.Ma
     following = text[boundary.end() : line_end].lstrip(" \t")
     if following[:1].islower():
         return False
-    word = re.search(r"(\S*)$", text[segment_start : boundary.start()]).group(1).lstrip("([\"'“‘").lower()
+    # The segment's last word, split in Python: a search for r"(\S*)$" retries at
+    # every character of a long run without spaces, quadratic in its length.
+    segment = text[segment_start : boundary.start()]
+    last = "" if not segment or segment[-1].isspace() else segment.split()[-1]
+    word = last.lstrip("([\"'“‘").lower()
     # No rule for initials ("J. Smith"): in technical text "3.7 V. The" ends far more sentences.
     if word in _ABBREVIATIONS:
         return False

@@ -22,7 +22,9 @@ _HEADING_MARK = re.compile(r"(?m)^[ \t]*#{1,6}(?:[ \t]+|$)")
 # A Markdown table: rows "| a | b |" (outer pipes optional when there are inner
 # ones) and a separator row "|---|:---:|" under the header.
 _MD_TABLE_ROW = re.compile(r"^[ \t]*\|(.*)\|[ \t]*$")
-_MD_TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
+# Each run of spaces or dashes has one quantifier that can take it (two side by
+# side, "[ \t]*\|?[ \t]*", split a long run every way before failing).
+_MD_TABLE_RULE = re.compile(r"^[ \t]*(?:\|[ \t]*)?:?-+:?(?:[ \t]*\|[ \t]*:?-+:?)*[ \t]*(?:\|[ \t]*)?$")
 # A chunk that begins inside a tag: `ion>`, `at="latex">`, `png" src="" />`.
 _LEADING_TAG_TAIL = re.compile(r"""\A(?:[\w:-]*(?:="[^"<>]*")?|[^"<>\n]*")(?:\s+[\w:-]+="[^"<>]*")*(?:\s*/>|>)""")
 _ORPHAN_CLOSE = re.compile(r"</(equation|table)\s*>", re.I)

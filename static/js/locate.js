@@ -19,7 +19,7 @@
   // (characters that are not whitespace) inside blocks; the same whitespace
   // class and skipped elements are used here, so offsets mean the same place.
   const SPACE = /[\t\n\v\f\r \u00a0\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000\ufeff\u00ad]/;
-  const SKIPPED = ".docx-noteref, .docx-backref";
+  const SKIPPED = ".docx-noteref, .docx-backref, .preview-note";
   // The renderer's own text (list labels, note numbers, placeholders): marked
   // with the passage, but a quote may lack it (anchoring.py's SOFT_CLASSES).
   const SOFT = ".docx-label, .docx-note-label, .docx-image-placeholder, .docx-hf-label";
