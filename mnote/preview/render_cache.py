@@ -6,6 +6,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from django.conf import settings
 
@@ -17,7 +18,8 @@ log = logging.getLogger(__name__)
 # 2: one renderer per kind; DOCX headings, drop caps, headers and footers.
 # 3: every render of HTML carries its text map (anchoring.py).
 # 4: text maps know the renderer's own text (list labels, placeholders) as soft.
-RENDERER_VERSION = "4"
+# 5: every kind rendered in a child; a sheet's pages all from one render; blank renders refused.
+RENDERER_VERSION = "5"
 
 
 class RenderRefused(Exception):
@@ -32,8 +34,7 @@ def cached(
     too, so a hostile file costs one render per version, not one per request;
     one with ``remember_s`` (too slow: perhaps only a busy machine) holds that
     long; one marked ``transient`` (the reader is busy) is not cached."""
-    folder = settings.DATA_DIR / "cache" / "preview"
-    path = folder / f"{kind}-{RENDERER_VERSION}-{sha256}.json"
+    path = Path(cache_file(kind, sha256))
     try:
         hit = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -54,6 +55,12 @@ def cached(
     return result
 
 
+def store(kind: str, sha256: str, result: dict | bytes) -> None:
+    """Keep a render made along with another (a sheet's later pages, from
+    the child run that rendered its first); ``result`` may be its JSON already."""
+    _store(cache_file(kind, sha256), result)
+
+
 def cache_file(kind: str, sha256: str) -> str:
     """Where the render of this content is cached (the file may not exist)."""
     return str(settings.DATA_DIR / "cache" / "preview" / f"{kind}-{RENDERER_VERSION}-{sha256}.json")
@@ -72,9 +79,9 @@ def peek_at(path: str, max_bytes: int | None = None) -> dict | None:
     return hit if isinstance(hit, dict) and "refused" not in hit else None
 
 
-def _store(path, result: dict) -> None:
+def _store(path, result: dict | bytes) -> None:
     try:
-        write_private_file(path, json.dumps(result))
+        write_private_file(Path(path), result if isinstance(result, bytes) else json.dumps(result))
     except OSError as e:
         log.warning("cannot cache preview %s: %s", path, e)
     return result

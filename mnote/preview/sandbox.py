@@ -1,7 +1,8 @@
 """Reading untrusted files in a child process: a time limit, an address-space
 and CPU limit, and at most ``MAX_WORKERS`` children at a time per web process.
 A file that makes a reader hang, balloon or crash costs a child, never a web
-worker. The PDF reader and the DOCX renderer both run through here.
+worker. Every preview renderer runs through here (``render_child.py``, one
+entry for every kind of the table), and the PDF reader (``pdf/child.py``).
 
 No Django in here: the child imports this module under ``python -I``.
 """
@@ -19,6 +20,7 @@ MAX_WORKERS = 4
 render_slots = threading.BoundedSemaphore(MAX_WORKERS)
 FD_PATH = "/dev/fd/"
 REJECTED_EXIT = 3
+MEMORY_EXIT = 4  # a MemoryError the child caught: its parent words the refusal
 
 
 class ChildFailed(Exception):
@@ -81,6 +83,8 @@ def run_child(
     if done.returncode == REJECTED_EXIT:
         answer = json.loads(done.stdout)
         raise ChildRejected(answer["rejected"], answer.get("remember_s"))
+    if done.returncode == MEMORY_EXIT:
+        raise ChildFailed("memory")
     if log:
         log.warning(
             "reader failed on %s (%s, exit %s): %s", path, op, done.returncode, done.stderr[-2000:].decode(errors="replace")
@@ -95,10 +99,15 @@ def run_child(
 
 
 def child_main(
-    argv: list[str], work: dict[str, Callable[..., bytes]], rejected: type[Exception], memory_message: str
+    argv: list[str],
+    work: dict[str, Callable[..., bytes]],
+    rejected: type[Exception] | tuple[type[Exception], ...],
+    memory_message: str | None = None,
 ) -> int:
     """The child's side: limits first, then ``work[op](path, **params)``;
-    ``rejected`` exceptions and MemoryError become a refusal message."""
+    ``rejected`` exceptions become a refusal message, and so does MemoryError
+    (``memory_message``; without one the parent sees ``ChildFailed("memory")``
+    and words it in the reader's language)."""
     import resource
 
     op, path, params, memory, cpu = argv[1], argv[2], json.loads(argv[3]), int(argv[4]), int(argv[5])
@@ -110,6 +119,8 @@ def child_main(
         out = json.dumps({"rejected": str(e), "remember_s": getattr(e, "remember_s", None)}).encode()
         status = REJECTED_EXIT
     except MemoryError:
+        if memory_message is None:
+            return MEMORY_EXIT
         out, status = json.dumps({"rejected": memory_message}).encode(), REJECTED_EXIT
     sys.stdout.buffer.write(out)
     sys.stdout.flush()
