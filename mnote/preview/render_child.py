@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 # What one render may cost. A preview that needs more is refused with a
 # message, and the refusal is kept for the file's version (or, when too
 # slow, for a while: perhaps only the machine was busy).
-TIMEOUT_S = 5.0
+TIMEOUT_S = 4.0  # plus the reader's start and the answer: within 5 s in all
 CHILD_MEMORY_BYTES = 300 * 1024 * 1024  # address space: Python, lxml and the render itself
 MAX_OUTPUT_BYTES = 48 * 1024 * 1024  # every page's JSON together
 TOO_SLOW_REMEMBERED_S = 600
