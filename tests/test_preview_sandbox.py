@@ -115,6 +115,25 @@ def test_a_wide_sheet_opened_at_a_later_page_first_renders_once(shelf, member_cl
     assert child_runs == ["render"]
 
 
+def test_a_picture_is_read_in_a_child_once_per_file_version(library_dir, settings, tmp_path, member_client, child_runs):
+    from tests import preview_files
+
+    settings.DATA_DIR = tmp_path / "data"
+    (library_dir / "decks").mkdir()
+    root = IndexedRoot.objects.create(name="Decks", path="decks")
+    path = preview_files.make_pptx(library_dir / "decks" / "review.pptx")
+    source = Source.objects.create(root=root, relative_path=path.name, absolute_path=str(path), status="indexed")
+    page = member_client.get(f"/preview/{source.pk}/").content.decode()
+    src = page.split('<img src="', 1)[1].split('"', 1)[0]
+
+    first, again = member_client.get(src), member_client.get(src)
+    assert first.status_code == again.status_code == 200 and again.content == first.content
+    assert again.content.startswith(b"\x89PNG")
+    missing = [member_client.get(f"/preview/{source.pk}/image/ppt/media/none.png").status_code for _ in range(2)]
+    assert missing == [404, 404]
+    assert child_runs == ["render", "asset", "asset"]  # the picture once, the missing part once
+
+
 def test_a_file_held_back_by_the_text_size_limit_says_so(shelf, member_client):
     source = shelf(
         "huge.txt", "words " * 100, status=Source.Status.EXCLUDED,

@@ -1,6 +1,7 @@
 """Rendered previews cached by the file's sha256 (and the renderer's
 version), so a big document is rendered once per content, not per click."""
 
+import hashlib
 import json
 import logging
 import os
@@ -53,6 +54,30 @@ def cached(
         raise
     _store(path, result)
     return result
+
+
+def cached_picture(sha256: str, part: str, load: Callable[[], tuple[str, bytes]], *, refusals=()) -> tuple[str, bytes]:
+    """A picture from inside this content (``part``), from the cache or read
+    now by ``load`` (in a child process); a refusal is kept too, so asking
+    for a hostile part again costs nothing."""
+    name = hashlib.sha256(part.encode()).hexdigest()[:32]
+    path = Path(cache_file(f"picture-{name}", sha256)).with_suffix(".bin")
+    try:
+        content_type, _newline, data = path.read_bytes().partition(b"\n")
+    except OSError:
+        pass
+    else:
+        if content_type == b"!refused":
+            raise RenderRefused(data.decode())
+        return content_type.decode(), data
+    try:
+        content_type, data = load()
+    except refusals as e:
+        if not getattr(e, "transient", False) and not getattr(e, "remember_s", None):
+            _store(path, b"!refused\n" + str(e).encode())
+        raise
+    _store(path, content_type.encode() + b"\n" + data)
+    return content_type, data
 
 
 def store(kind: str, sha256: str, result: dict | bytes) -> None:

@@ -31,7 +31,15 @@ from mnote.preview.anchoring import TextMap, build_text_map, find_passage, share
 from mnote.preview.docx.limits import PreviewRejected
 from mnote.preview.forms import MAX_LOCATOR_CHARS, AnchorForm, PdfFindForm, PdfPageForm, PreviewForm
 from mnote.preview.pdf import PdfRejected, find_text, render_page_png
-from mnote.preview.render_cache import RENDERER_VERSION, RenderRefused, cache_file, cached, peek_at, store
+from mnote.preview.render_cache import (
+    RENDERER_VERSION,
+    RenderRefused,
+    cache_file,
+    cached,
+    cached_picture,
+    peek_at,
+    store,
+)
 from mnote.preview.render_rate import RenderRateLimited, charge_render
 from mnote.preview.renderers import (
     PreviewContext,
@@ -404,8 +412,11 @@ def asset(request, source_id: int, part: str):
         raise Http404("This kind of file has no pictures to show.")
     try:
         with open_source_file(source) as handle:
-            content_type, data = render_child.load_asset(kind, handle, part)
-    except (PreviewRejected, OSError, SourceUnavailable) as e:
+            sha256 = opened_sha256(source, handle)
+            content_type, data = cached_picture(
+                sha256, part, lambda: render_child.load_asset(kind, handle, part), refusals=(PreviewRejected,)
+            )
+    except (PreviewRejected, RenderRefused, OSError, SourceUnavailable) as e:
         raise Http404("No such image in this document.") from e
     response = HttpResponse(data, content_type=content_type)
     response["Cache-Control"] = "private, max-age=3600"
