@@ -182,7 +182,9 @@ def _check_not_blank(page: dict, empty: bool) -> None:
     html = page.get("html") or ""
     if page.get("pages") or "<img" in html:
         return
-    if html.strip() and lxml.html.fragment_fromstring(html, create_parent="div").text_content().strip():
+    # Blocks are what a reader reads (and a citation lands on); the renderer's
+    # own words around them (a sheet's name, "Slide 1") are not content.
+    if page.get("blocks") and lxml.html.fragment_fromstring(html, create_parent="div").text_content().strip():
         return
     if empty:
         raise PreviewRejected(_gettext("This file is empty."))
