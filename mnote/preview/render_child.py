@@ -20,7 +20,6 @@ renderer uses it (the DOCX renderer does not, and starts faster).
 import json
 import logging
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 

@@ -27,7 +27,7 @@ from mnote.library.models import Source
 from mnote.library.source_files import SourceUnavailable, open_source_file
 from mnote.library.text_size import is_held_back
 from mnote.preview import render_child
-from mnote.preview.anchoring import TextMap, build_text_map, find_passage, shared_with
+from mnote.preview.anchoring import TextMap, find_passage, shared_with
 from mnote.preview.docx.limits import PreviewRejected
 from mnote.preview.forms import MAX_LOCATOR_CHARS, AnchorForm, PdfFindForm, PdfPageForm, PreviewForm
 from mnote.preview.pdf import PdfRejected, find_text, render_page_png
