@@ -191,3 +191,26 @@ def test_the_preview_text_map_memo_holds_under_twenty_threads():
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_a_reader_stopped_by_the_clock_says_how_much_cpu_it_used(tmp_path):
+    # A child that waits rather than works: the wall-clock limit stops it with
+    # almost no CPU used, so the preview says "busy" and keeps no refusal.
+    script = tmp_path / "waits.py"
+    script.write_text("import time\ntime.sleep(30)\n")
+    started = time.monotonic()
+    with pytest.raises(sandbox.ChildFailed) as failed:
+        sandbox.run_child(str(script), "render", "/dev/null", {}, timeout=0.5, memory=512 * 2**20)
+    assert failed.value.reason == "timeout" and failed.value.cpu_s < 0.25
+    assert time.monotonic() - started < 5
+
+
+def test_a_busy_machine_is_not_remembered_as_the_files_fault(shelf, member_client, monkeypatch):
+    def stopped_by_the_clock(*args, **kwargs):
+        raise sandbox.ChildFailed("timeout", cpu_s=0.1)
+
+    source = shelf("notes.txt", "Mirror coating notes")
+    monkeypatch.setattr(sandbox, "run_child", stopped_by_the_clock)
+    assert "busy" in member_client.get(f"/preview/{source.pk}/").content.decode()
+    monkeypatch.undo()
+    assert "Mirror coating notes" in member_client.get(f"/preview/{source.pk}/").content.decode()

@@ -93,6 +93,10 @@ def _run(op: str, handle: BinaryIO, params: dict) -> bytes:
     except sandbox.ChildFailed as e:
         if e.reason in ("busy", "start"):
             raise RenderFailed(_("The preview is busy; try again in a moment."), transient=True) from e
+        if e.reason == "timeout" and e.cpu_s is not None and e.cpu_s < TIMEOUT_S / 2:
+            # Stopped by the clock with little CPU used: the machine was busy, not
+            # (surely) the file; said as such and not remembered.
+            raise RenderFailed(_("The preview is busy; try again in a moment."), transient=True) from e
         if e.reason == "timeout":
             raise RenderFailed(
                 _("This file takes too long to preview (more than %(seconds)s s).") % {"seconds": f"{TIMEOUT_S:g}"},

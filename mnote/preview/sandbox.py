@@ -9,6 +9,7 @@ No Django in here: the child imports this module under ``python -I``.
 
 import json
 import math
+import os
 import signal
 import subprocess
 import sys
@@ -24,11 +25,14 @@ MEMORY_EXIT = 4  # a MemoryError the child caught: its parent words the refusal
 
 
 class ChildFailed(Exception):
-    """The child gave no answer; ``reason`` is busy, timeout, start, memory, crash or failed."""
+    """The child gave no answer; ``reason`` is busy, timeout, start, memory, crash or failed.
+    ``cpu_s``: the CPU time a child stopped at its wall-clock limit had used (on a
+    loaded machine, far less than its wall time: the file may not be to blame)."""
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str, cpu_s: float | None = None):
         super().__init__(reason)
         self.reason = reason
+        self.cpu_s = cpu_s
 
 
 class ChildRejected(Exception):
@@ -60,18 +64,7 @@ def run_child(
         # -I: no user site, no PYTHON* variables, no script folder on sys.path.
         limits = [str(memory), str(math.ceil(timeout) + 1)]  # address space, CPU seconds
         command = [sys.executable, "-I", "-B", script, op, path, json.dumps(params), *limits]
-        done = subprocess.run(
-            command,
-            pass_fds=(int(path.removeprefix(FD_PATH)),) if path.startswith(FD_PATH) else (),
-            check=False,
-            capture_output=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-            env={"LC_ALL": "C.UTF-8"},
-            cwd="/",
-        )
-    except subprocess.TimeoutExpired as e:
-        raise ChildFailed("timeout") from e
+        done = _run_measured(command, int(path.removeprefix(FD_PATH)) if path.startswith(FD_PATH) else None, timeout)
     except OSError as e:
         if log:
             log.error("cannot start a reader: %s", e)
@@ -96,6 +89,29 @@ def run_child(
     if done.returncode < 0:
         raise ChildFailed("crash")
     raise ChildFailed("failed")
+
+
+def _run_measured(command: list[str], fd: int | None, timeout: float) -> subprocess.CompletedProcess:
+    """``subprocess.run`` with a wall-clock limit whose failure says how much
+    CPU the killed child had used (reaped here, so its usage can be read)."""
+    child = subprocess.Popen(
+        command,
+        pass_fds=(fd,) if fd is not None else (),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={"LC_ALL": "C.UTF-8"},
+        cwd="/",
+    )
+    try:
+        stdout, stderr = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        _pid, _status, usage = os.wait4(child.pid, 0)
+        child.returncode = -signal.SIGKILL  # reaped above: Popen must not wait for it again
+        child.communicate()
+        raise ChildFailed("timeout", cpu_s=usage.ru_utime + usage.ru_stime) from None
+    return subprocess.CompletedProcess(command, child.returncode, stdout, stderr)
 
 
 def child_main(
