@@ -205,12 +205,15 @@ def test_a_reader_stopped_by_the_clock_says_how_much_cpu_it_used(tmp_path):
     assert time.monotonic() - started < 5
 
 
-def test_a_busy_machine_is_not_remembered_as_the_files_fault(shelf, member_client, monkeypatch):
+def test_a_busy_machine_is_remembered_a_short_while_only(shelf, member_client, monkeypatch):
     def stopped_by_the_clock(*args, **kwargs):
         raise sandbox.ChildFailed("timeout", cpu_s=0.1)
 
     source = shelf("notes.txt", "Mirror coating notes")
-    monkeypatch.setattr(sandbox, "run_child", stopped_by_the_clock)
-    assert "busy" in member_client.get(f"/preview/{source.pk}/").content.decode()
-    monkeypatch.undo()
+    with monkeypatch.context() as patch:
+        patch.setattr(sandbox, "run_child", stopped_by_the_clock)
+        patch.setattr(render_child, "BUSY_REMEMBERED_S", 0.2)
+        assert "while the server is busy" in member_client.get(f"/preview/{source.pk}/").content.decode()
+    assert "while the server is busy" in member_client.get(f"/preview/{source.pk}/").content.decode()  # remembered
+    time.sleep(0.3)
     assert "Mirror coating notes" in member_client.get(f"/preview/{source.pk}/").content.decode()

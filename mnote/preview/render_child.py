@@ -37,6 +37,7 @@ TIMEOUT_S = 4.0  # plus the reader's start and the answer: within 5 s in all
 CHILD_MEMORY_BYTES = 300 * 1024 * 1024  # address space: Python, lxml and the render itself
 MAX_OUTPUT_BYTES = 48 * 1024 * 1024  # every page's JSON together
 TOO_SLOW_REMEMBERED_S = 600
+BUSY_REMEMBERED_S = 60
 
 
 class RenderFailed(PreviewRejected):
@@ -94,9 +95,13 @@ def _run(op: str, handle: BinaryIO, params: dict) -> bytes:
         if e.reason in ("busy", "start"):
             raise RenderFailed(_("The preview is busy; try again in a moment."), transient=True) from e
         if e.reason == "timeout" and e.cpu_s is not None and e.cpu_s < TIMEOUT_S / 2:
-            # Stopped by the clock with little CPU used: the machine was busy, not
-            # (surely) the file; said as such and not remembered.
-            raise RenderFailed(_("The preview is busy; try again in a moment."), transient=True) from e
+            # Stopped by the clock with little CPU used: the machine was busy, perhaps
+            # not the file's fault; said as such, and remembered a minute only (long
+            # enough that a hostile file still costs one child a minute, no more).
+            raise RenderFailed(
+                _("This file takes too long to preview while the server is busy; try again in a minute."),
+                remember_s=BUSY_REMEMBERED_S,
+            ) from e
         if e.reason == "timeout":
             raise RenderFailed(
                 _("This file takes too long to preview (more than %(seconds)s s).") % {"seconds": f"{TIMEOUT_S:g}"},
