@@ -29,6 +29,9 @@ does not read image bytes either.
   text chars  visible characters (whitespace ignored)
 
 Plus one generated 10,000-paragraph document (mnote.demo.docx_writer).
+With ``--child``, every file is also rendered the way the preview does it:
+through ``mnote.preview.render_child`` in a limited child process (start-up,
+imports, render and text map), timed as wall and the child's CPU.
 Writes bench/results/render_bench.json.
 """
 
@@ -260,6 +263,7 @@ def main(argv=None) -> int:
     parser.add_argument("--kinds-only", action="store_true", help="only the other kinds, not DOCX against mammoth")
     parser.add_argument("--per-kind", type=int, default=40, help="at most this many files of each other kind")
     parser.add_argument("--peers-path", type=Path, default=Path("/tmp/render-peers"), help="where bs4 and striprtf are installed")
+    parser.add_argument("--child", action="store_true", help="also each file through the preview's child process")
     args = parser.parse_args(argv)
     if args.kinds or args.kinds_only:
         kinds_bench(args, argv)
@@ -319,6 +323,11 @@ def main(argv=None) -> int:
     print(
         f"per-file speed-up (CPU): min {timing['per_file_ratio_min']:.1f}×, median {timing['per_file_ratio_median']:.1f}×"
     )
+    slowest = max((r["cpu_s"], names[i]) for i, r in enumerate(ours) if "error" not in r)
+    print(f"slowest file (ours, CPU): {slowest[0]:.3f} s, {slowest[1]}")
+    timing["ours_slowest_file_cpu_s"] = slowest[0]
+    if args.child:
+        summary["child"] = child_bench(files)
     print(f"\n{'rendered (sum over files)':28}{'ours':>12}{'mammoth':>12}{'ours more':>11}{'ours fewer':>12}")
     rows = {key: row for key, row in rendering.items() if isinstance(row, dict)}
     for key, row in rows.items():
@@ -348,6 +357,36 @@ def main(argv=None) -> int:
         RESULTS_FILE.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
         print(f"\nwrote {RESULTS_FILE.relative_to(REPO_DIR)}")
     return 0
+
+
+def child_bench(files: list[Path]) -> dict:
+    """Each file rendered as the preview renders it: in render_child's limited child process."""
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mnote.settings")
+    django.setup()
+    from mnote.kinds import KINDS
+    from mnote.preview import render_child
+    from mnote.preview.renderers import PreviewContext
+
+    walls, cpus, refused = [], [], {}
+    for path in files:
+        before, started = os.times(), time.perf_counter()
+        try:
+            with open(path, "rb") as handle:
+                render_child.render_pages(KINDS["docx"], handle, PreviewContext(path=path, asset_base="/preview/1/image/"))
+        except render_child.PreviewRejected as e:
+            refused[path.name] = e.message
+        after = os.times()
+        walls.append(time.perf_counter() - started)
+        cpus.append((after.children_user + after.children_system) - (before.children_user + before.children_system))
+    result = {"files": len(files), "total_wall_s": sum(walls), "total_child_cpu_s": sum(cpus),
+              "median_wall_ms": 1000 * statistics.median(walls), "slowest_child_cpu_s": max(cpus),
+              "slowest_file": files[cpus.index(max(cpus))].name, "refused": refused}  # fmt: skip
+    print(f"\nthrough the preview's child process: {len(files)} files, total wall {result['total_wall_s']:.2f} s, "
+          f"child CPU {result['total_child_cpu_s']:.2f} s, median wall {result['median_wall_ms']:.0f} ms, slowest child "
+          f"CPU {result['slowest_child_cpu_s']:.2f} s ({result['slowest_file']}); refused {len(refused)}")  # fmt: skip
+    return result
 
 
 def kinds_bench(args, argv) -> None:

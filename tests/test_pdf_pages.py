@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from mnote.preview import sandbox
 from mnote.preview.pdf import pages as pdf_pages
 from mnote.preview.pdf.pages import (
     PageText,
@@ -354,7 +355,7 @@ def test_it_reports_a_reader_that_takes_too_long(report, monkeypatch):
 @pytest.mark.parametrize(("status", "message"), [(-11, "crashed"), (-6, "more memory"), (1, "failed")])
 def test_it_reports_a_reader_that_dies(report, monkeypatch, status, message):
     monkeypatch.setattr(
-        subprocess, "run", lambda command, **kw: subprocess.CompletedProcess(command, status, b"", b"boom")
+        sandbox, "_run_measured", lambda command, fd, timeout: subprocess.CompletedProcess(command, status, b"", b"boom")
     )
     with pytest.raises(PdfRejected, match=message):
         pdf_info(report)

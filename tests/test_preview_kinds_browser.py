@@ -88,7 +88,9 @@ def test_it_lands_on_the_paragraph_of_a_book(shelf, logged_in_page, live_server)
     assert found.inner_text() == files.PASSAGE and found.get_attribute("data-chapter")
     picture = page.locator("section.epub-chapter img").first
     picture.scroll_into_view_if_needed()
-    assert picture.evaluate("img => img.complete && img.naturalWidth") == 40  # served from the book
+    # Read from the book in the preview's child process: it may come a moment after the page.
+    page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=picture.element_handle(), timeout=20_000)
+    assert picture.evaluate("img => img.naturalWidth") == 40  # served from the book
 
 
 def test_it_lands_on_the_line_range_of_a_code_file(shelf, logged_in_page, live_server):

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from mnote.library.models import IndexedRoot, Source
-from mnote.preview import docx_child, sandbox
+from mnote.preview import render_child, sandbox
 from tests.test_docx_render import XMLNS, package_rels
 
 pytestmark = pytest.mark.django_db
@@ -96,7 +96,7 @@ def rss_bytes() -> int:
 def test_eight_parallel_renders_stay_under_a_memory_ceiling(root, library_dir, live_server, member, client, monkeypatch):
     # What is measured is memory: on a busy machine eight renders queue for the reader slots
     # longer than the product's 20 s, so the wait is not what this test limits.
-    monkeypatch.setattr(docx_child, "TIMEOUT_S", 120)
+    monkeypatch.setattr(render_child, "TIMEOUT_S", 120)
     # Eight different documents (no render is shared), each ~1 MB of XML.
     sources = [source_for(root, write_docx(library_dir / "docs" / f"report-{i}.docx", paragraphs(15_000, f"v{i}")))
                for i in range(8)]  # fmt: skip

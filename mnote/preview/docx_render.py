@@ -131,12 +131,11 @@ def load_docx_image(path, part: str, *, limits: Limits = DEFAULT_LIMITS) -> Imag
 
 
 def preview_docx(fp, ctx: PreviewContext) -> dict:
-    """Rendered in a child process with a memory limit (``docx_child``): a
-    document that passes every size check yet needs hundreds of MB to render
-    costs the child, not the web worker."""
-    from mnote.preview.docx_child import render_docx_isolated
-
-    return render_docx_isolated(fp, image_base=ctx.asset_base)
+    """Called in the preview's child process (``render_child``), like every
+    renderer: a document that passes every size check yet needs hundreds of
+    MB to render costs the child, not the web worker."""
+    rendered = render_docx(fp, image_url=ctx.asset_url)
+    return {"html": rendered.html, "blocks": rendered.block_count, "title": rendered.title, "warnings": rendered.warnings}
 
 
 def load_asset(fp, part: str) -> Image:

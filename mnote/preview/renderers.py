@@ -8,7 +8,12 @@ whose blocks carry ``data-block-index``), ``blocks``, ``title`` and
 user's file, opened read-only by the preview view (the one place files are
 opened); a renderer reads it and never closes it. A renderer module may
 also define ``load_asset(fp, part) -> Image`` for the pictures it links to
-through ``ctx.asset_url``, and a paged kind ``page_of(fp, ctx, text)``.
+through ``ctx.asset_url``, and a paged kind ``page_of(fp, ctx, text)`` and
+``<function>_pages(fp, ctx) -> list[dict]``: every page from one read.
+
+Every one of these runs in a child process (``render_child.py``), never in
+the web process; a renderer module that starts its own limited child (the
+PDF reader) says so with ``RUNS_OWN_CHILD = True`` and is called directly.
 """
 
 from __future__ import annotations
@@ -54,6 +59,19 @@ def _resolve(kind: Kind, name: str | None = None):
 def renderer_for(kind: Kind) -> Callable[[BinaryIO, PreviewContext], dict] | None:
     """The kind's renderer, or None: original only."""
     return _resolve(kind)
+
+
+def pages_renderer_for(kind: Kind) -> Callable[[BinaryIO, PreviewContext], list[dict]] | None:
+    """A paged kind's renderer of every page at once, or None: one page only."""
+    if not kind.renderer:
+        return None
+    return _resolve(kind, kind.renderer.split(":")[1] + "_pages")
+
+
+def runs_own_child(kind: Kind) -> bool:
+    """Whether the kind's reader starts a limited child of its own (then the
+    preview calls it directly instead of through ``render_child``)."""
+    return bool(_resolve(kind, "RUNS_OWN_CHILD"))
 
 
 def asset_loader_for(kind: Kind) -> Callable[[BinaryIO, str], Image] | None:

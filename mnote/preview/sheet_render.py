@@ -178,22 +178,33 @@ def _csv_rows(text: str):
 
 
 def preview_csv(fp, ctx) -> dict:
+    return _one_page(preview_csv_pages(fp, ctx), ctx.page)
+
+
+def preview_csv_pages(fp, ctx) -> list[dict]:
     text, truncated = read_text(fp, MAX_CSV_BYTES)
-    article = etree.Element("article", {"class": "sheets"})
-    table = _Table(article, 0, ctx.path.name if ctx.path else "CSV", 0)
-    first = (ctx.page - 1) * PAGE_ROWS
+    kept = _PageRows(_CellBudget())
     total = 0
     try:
         for number, row in _csv_rows(text):
             total = number
-            if first < number <= first + PAGE_ROWS:
-                table.add_row(number, row)
+            kept(number, row)
     except csv.Error as e:
         raise PreviewRejected(_("This CSV file cannot be read: %(error)s.") % {"error": e}) from e
-    table.finish()
-    _pager(article, table, ctx.page, total, ctx.options.get("page_url", "?rows_page="))
-    warnings = [_("Only the beginning of this large file is shown.")] if truncated else []
-    return _result(article, table.block, "", warnings)
+    del text
+    name = ctx.path.name if ctx.path else "CSV"
+    pages = []
+    count = _page_count([(kept, total)])
+    for page in range(1, count + 1):
+        article = etree.Element("article", {"class": "sheets"})
+        table = _Table(article, 0, name, 0)
+        for number, row, _hidden in kept.rows.pop(page, ()):
+            table.add_row(number, row)
+        table.finish()
+        _pager(article, table, page, total, ctx.options.get("page_url", "?rows_page="))
+        warnings = [_("Only the beginning of this large file is shown.")] if truncated else []
+        pages.append(_result(article, table.block, "", warnings + _pages_left_out(count, [total])))
+    return pages
 
 
 # --- XLSX ---------------------------------------------------------------------
@@ -244,7 +255,8 @@ def _sheet_rows(
 ):
     """(row number, cell texts, cells past ``MAX_COLUMNS``) of rows first <
     number <= last, the sheet's row count and its merged ranges; with
-    ``visit``, every row goes to it instead and none is kept.
+    ``visit``, every row goes to it instead (with its count of cells past
+    ``MAX_COLUMNS``) and none is kept.
 
     Cells are read as each one ends and then dropped, rows likewise, so
     neither a long sheet nor one very wide row is ever held whole."""
@@ -295,7 +307,7 @@ def _sheet_rows(
                 del row[0]
             continue
         if el.tag == merge_tag:
-            if visit is None and len(merges) < MAX_MERGES:
+            if len(merges) < MAX_MERGES:
                 merges.append(el.get("ref", ""))
             el.clear()
             continue
@@ -303,7 +315,7 @@ def _sheet_rows(
             start(el)  # a row without cells
         if wanted:
             if visit is not None:
-                visit(number, cells)
+                visit(number, cells, hidden)
             else:
                 rows.append((number, cells, hidden))
         el.clear()
@@ -396,16 +408,30 @@ class _Workbook:
 
 
 def preview_xlsx(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
+    return _one_page(preview_xlsx_pages(fp, ctx, limits), ctx.page)
+
+
+def preview_xlsx_pages(fp, ctx, limits=DEFAULT_LIMITS) -> list[dict]:
     deadline = Deadline(limits.time_budget_s)
+    budget = _CellBudget()
+    sheets = []  # (name, rows kept, row count, merged ranges)
     with XlsxPackage(fp, limits) as package:
         book = _Workbook(package, deadline)
+        for name, part in book.sheets:
+            kept = _PageRows(budget)
+            _rows, total, merge_refs = book.rows(part, 0, 0, visit=kept)
+            sheets.append((name, kept, total, merge_refs))
+            deadline.check()
+    count = _page_count([(kept, total) for _name, kept, total, _merges in sheets])
+    left_out = _pages_left_out(count, [total for _name, _kept, total, _merges in sheets])
+    pages = []
+    for page in range(1, count + 1):
         article = etree.Element("article", {"class": "sheets"})
         block = 0
         warnings: list[str] = []
-        first = (ctx.page - 1) * PAGE_ROWS
-        for i, (name, part) in enumerate(book.sheets):
+        for i, (name, kept, total, merge_refs) in enumerate(sheets):
             table = _Table(article, i, name, block)
-            rows, total, merge_refs = book.rows(part, first, first + PAGE_ROWS)
+            rows = kept.rows.pop(page, ())
             shown = [number for number, cells, hidden in rows if any(cells) or hidden]
             merges = _Merges(merge_refs, shown) if merge_refs else None
             for number, cells, hidden in rows:
@@ -414,11 +440,67 @@ def preview_xlsx(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
                     warnings.append(_("Some rows have cells past column %(column)s, which are not shown.")
                                     % {"column": column_name(MAX_COLUMNS - 1)})  # fmt: skip
             table.finish()
-            _pager(article, table, ctx.page, total, ctx.options.get("page_url", "?rows_page="))
+            _pager(article, table, page, total, ctx.options.get("page_url", "?rows_page="))
             block = table.block
-            deadline.check()
-        _tabs(article, [name for name, _part in book.sheets])
-    return _result(article, block, "", list(dict.fromkeys(warnings)))
+        _tabs(article, [name for name, *_rest in sheets])
+        pages.append(_result(article, block, "", list(dict.fromkeys(warnings)) + left_out))
+    return pages
+
+
+# --- every page from one read -------------------------------------------------------
+# The preview renders every page of a paged sheet in one read of the file (in
+# its child process) and keeps each page's render; it never reads the file
+# again for another page. Pages past the ones the pager links, or past a
+# budget of cells (about 60 MB of text held while the pages are made), are
+# not made, and each page shown says so.
+MAX_PAGES = 200
+MAX_RENDERED_CELLS = 1_000_000
+
+
+class _CellBudget:
+    """The cells every sheet of one workbook may still keep."""
+
+    def __init__(self, cells: int = MAX_RENDERED_CELLS):
+        self.left = cells
+
+
+class _PageRows:
+    """A sheet's rows by page, as long as the budget lasts; ``cut_page``: the
+    first page the budget did not hold whole."""
+
+    def __init__(self, budget: _CellBudget):
+        self.budget, self.rows, self.cut_page = budget, {}, None
+
+    def __call__(self, number: int, cells: list[str], hidden: int = 0) -> None:
+        page = (number - 1) // PAGE_ROWS + 1
+        if page > MAX_PAGES or (self.cut_page is not None and page >= self.cut_page):
+            return
+        cells = cells[:MAX_COLUMNS]
+        self.budget.left -= len(cells)
+        if self.budget.left < 0:
+            self.cut_page = page
+            self.rows.pop(page, None)
+            return
+        self.rows.setdefault(page, []).append((number, cells, hidden))
+
+
+def _page_count(sheets: list[tuple[_PageRows, int]]) -> int:
+    wanted = max([(total + PAGE_ROWS - 1) // PAGE_ROWS for _kept, total in sheets] + [1])
+    cuts = [kept.cut_page - 1 for kept, _total in sheets if kept.cut_page is not None]
+    return max(1, min([wanted, MAX_PAGES, *cuts]))
+
+
+def _pages_left_out(count: int, totals: list[int]) -> list[str]:
+    wanted = max([(total + PAGE_ROWS - 1) // PAGE_ROWS for total in totals] + [1])
+    if count >= wanted:
+        return []
+    return [_("This sheet is too large to show whole: only its first %(rows)s rows are shown.") % {"rows": f"{count * PAGE_ROWS:,}"}]
+
+
+def _one_page(pages: list[dict], page: int) -> dict:
+    if not 1 <= page <= len(pages):
+        raise PreviewRejected(_("Page %(n)s of this sheet is not in the preview.") % {"n": page})
+    return pages[page - 1]
 
 
 # --- which page holds a cited passage ----------------------------------------------
@@ -433,7 +515,7 @@ class _BestRow:
         self.wanted = {w.lower() for w in _WORD.findall(evidence)}
         self.score, self.number = 0, None
 
-    def __call__(self, number: int, cells: list[str]) -> None:
+    def __call__(self, number: int, cells: list[str], hidden: int = 0) -> None:
         score = len(self.wanted.intersection(w.lower() for w in _WORD.findall(" ".join(cells))))
         if score > self.score:
             self.score, self.number = score, number

@@ -1,5 +1,6 @@
 import hashlib
 import json
+import threading
 import time
 from collections import OrderedDict
 from dataclasses import replace
@@ -24,13 +25,31 @@ from mnote.kinds import kind_of
 from mnote.library.ingest import opened_sha256
 from mnote.library.models import Source
 from mnote.library.source_files import SourceUnavailable, open_source_file
-from mnote.preview.anchoring import TextMap, build_text_map, find_passage, shared_with
+from mnote.library.text_size import is_held_back
+from mnote.preview import render_child
+from mnote.preview.anchoring import TextMap, find_passage, shared_with
 from mnote.preview.docx.limits import PreviewRejected
 from mnote.preview.forms import MAX_LOCATOR_CHARS, AnchorForm, PdfFindForm, PdfPageForm, PreviewForm
 from mnote.preview.pdf import PdfRejected, find_text, render_page_png
-from mnote.preview.render_cache import RENDERER_VERSION, RenderRefused, cache_file, cached, peek_at
+from mnote.preview.render_cache import (
+    RENDERER_VERSION,
+    RenderRefused,
+    cache_file,
+    cached,
+    cached_picture,
+    peek_at,
+    store,
+)
 from mnote.preview.render_rate import RenderRateLimited, charge_render
-from mnote.preview.renderers import PreviewContext, asset_loader_for, page_finder_for, render_cache_key, renderer_for
+from mnote.preview.renderers import (
+    PreviewContext,
+    asset_loader_for,
+    page_finder_for,
+    pages_renderer_for,
+    render_cache_key,
+    renderer_for,
+    runs_own_child,
+)
 from mnote.preview.text_render import TextRejected
 from mnote.text import clean_display_text, evidence_window
 
@@ -39,9 +58,10 @@ _LOCATOR_KEYS = {
     "headingPath", "evidenceText", "searchQuery", "displayQuote", "chunkId", "chunkIndex",
 }  # fmt: skip
 # Text maps of recently opened document versions, so a click on another
-# citation does not re-read the cached render.
+# citation does not re-read the cached render; every web thread shares them.
 _TEXT_MAPS: OrderedDict[str, TextMap] = OrderedDict()
 _TEXT_MAPS_KEPT = 8
+_TEXT_MAPS_LOCK = threading.Lock()
 MAX_ID = 2**63 - 1
 # What a preview cannot show, with a message for the user.
 _REJECTIONS = (PreviewRejected, PdfRejected, TextRejected)
@@ -96,20 +116,34 @@ def _preview_context(source: Source, path: Path, page: int = 1) -> PreviewContex
 
 
 def _rendered(request, kind, handle, sha256: str, ctx: PreviewContext) -> dict:
-    """The render of this version of the file, from the cache or made now,
-    with the text map of its blocks (anchoring.py) when it is HTML."""
-    render_file = renderer_for(kind)
+    """The render of this version of the file (of ``ctx.page``, for a paged
+    kind), from the cache or made now in a child process (``render_child``),
+    with the text map of its blocks (anchoring.py) when it is HTML. A paged
+    kind's every page comes from that one child run."""
+    language = get_language() or ""
+    first = replace(ctx, page=1)
 
     def render_now() -> dict:
         # Only a render the cache does not hold counts against the user's budget.
         charge_render(request.user)
         handle.seek(0)
-        result = render_file(handle, ctx)
-        if result.get("html") and "textMap" not in result:  # a renderer in a child process sends its own
-            result["textMap"] = build_text_map(result["html"]).compact()
-        return result
+        if runs_own_child(kind):
+            return renderer_for(kind)(handle, first)
+        pages = render_child.render_pages(kind, handle, first, language=language, locale_paths=settings.LOCALE_PATHS)
+        for number, page in enumerate(pages[1:], start=2):
+            store(render_cache_key(kind, replace(first, page=number), language), sha256, page)
+        return json.loads(pages[0])
 
-    return cached(render_cache_key(kind, ctx, get_language() or ""), sha256, render_now, refusals=_REJECTIONS)
+    result = cached(render_cache_key(kind, first, language), sha256, render_now, refusals=_REJECTIONS)
+    if ctx.page == 1:
+        return result
+    page = peek_at(cache_file(render_cache_key(kind, ctx, language), sha256))
+    if page is None:
+        raise PreviewRejected(
+            _("Page %(n)s is not in this preview: the sheet has fewer pages, or too many for the preview to show.")
+            % {"n": ctx.page}
+        )
+    return page
 
 
 def _version(sha256: str, ctx: PreviewContext) -> str:
@@ -120,16 +154,21 @@ def _version(sha256: str, ctx: PreviewContext) -> str:
 def _text_map(version: str, rendered) -> TextMap | None:
     """The text map of this version of the file (built with its render);
     ``rendered`` is the render or a function that gives it."""
-    text_map = _TEXT_MAPS.get(version)
+    with _TEXT_MAPS_LOCK:
+        text_map = _TEXT_MAPS.get(version)
+        if text_map is not None:
+            _TEXT_MAPS.move_to_end(version)
+            return text_map
+    # Made outside the lock: a render may take seconds, and others wait for no one.
+    result = rendered() if callable(rendered) else rendered
+    text_map = TextMap.from_compact(result.get("textMap"), version)
     if text_map is None:
-        result = rendered() if callable(rendered) else rendered
-        text_map = TextMap.from_compact(result.get("textMap"), version)
-        if text_map is None:
-            return None
+        return None
+    with _TEXT_MAPS_LOCK:
         _TEXT_MAPS[version] = text_map
+        _TEXT_MAPS.move_to_end(version)
         while len(_TEXT_MAPS) > _TEXT_MAPS_KEPT:
             _TEXT_MAPS.popitem(last=False)
-    _TEXT_MAPS.move_to_end(version)
     return text_map
 
 
@@ -200,7 +239,8 @@ def _cached_text_map(source: Source) -> TextMap | None:
     if place is None:
         return None
     version, cache_path = place
-    text_map = _TEXT_MAPS.get(version)
+    with _TEXT_MAPS_LOCK:
+        text_map = _TEXT_MAPS.get(version)
     if text_map is None:
         # A search reads at most a few MB per file it cites; a bigger preview is anchored when opened.
         rendered = peek_at(cache_path, max_bytes=4 * 1024 * 1024)
@@ -223,21 +263,31 @@ def _render_place(file_name: str, sha256: str, language: str, _data_dir: str) ->
 
 def _page_of_passage(source: Source, kind, path: Path, sha256: str, evidence: str) -> int | None:
     """A cited passage past the first page of a big sheet: open that page
-    (found once per file content and passage, then cached)."""
-    find = page_finder_for(kind)
-    if find is None:
+    (found once per file content and passage, in a child process, then cached)."""
+    if page_finder_for(kind) is None:
         return None
     evidence = evidence[:4000]
 
     def find_now() -> dict:
         with open_source_file(source) as fp:
-            return {"page": find(fp, PreviewContext(path=path), evidence)}
+            return {"page": render_child.page_of(kind, fp, PreviewContext(path=path), evidence)}
 
     key = f"{kind.name}-page-{hashlib.sha256(evidence.encode()).hexdigest()[:16]}"
     try:
-        return cached(key, sha256, find_now)["page"]
+        return cached(key, sha256, find_now, refusals=(PreviewRejected,))["page"]
     except (PreviewRejected, TextRejected, OSError, SourceUnavailable, RenderRefused):
         return None  # the render below says what is wrong
+
+
+def _unavailable_problem(source: Source, error: SourceUnavailable) -> tuple[str, int]:
+    """What the preview says of a file it cannot open, and the status: a file
+    held back for its size is still in its folder, and says so."""
+    if source.status == Source.Status.EXCLUDED and is_held_back(source.excluded_by):
+        return _(
+            "This file is held back by the text-size limit (MNOTE_MAX_TEXT_MB): it has more text than the "
+            "library sends to its index, so it is not searched or previewed. An admin can reindex it to send it anyway."
+        ), 200
+    return error.message, error.status
 
 
 @require_GET
@@ -247,8 +297,9 @@ def document(request, source_id: int):
     source = _visible_source(request, source_id)
     locator, citation = _initial_locator(request, source)
     form = PreviewForm(request.GET)
-    rows_page = (form.cleaned_data.get("rows_page") if form.is_valid() else None) or 1
     kind = kind_of(source.file_name)
+    paged = pages_renderer_for(kind) is not None
+    rows_page = (form.cleaned_data.get("rows_page") if form.is_valid() and paged else None) or 1
     render_file = renderer_for(kind)
     path = Path(source.absolute_path)
     context = {
@@ -264,8 +315,8 @@ def document(request, source_id: int):
     try:
         handle = open_source_file(source)
     except SourceUnavailable as e:
-        context["problem"] = e.message
-        return render(request, "preview/document.html", context, status=e.status)
+        context["problem"], status = _unavailable_problem(source, e)
+        return render(request, "preview/document.html", context, status=status)
     if render_file is None:
         handle.close()
         context["problem"] = _("There is no preview for this kind of file; open the original instead.")
@@ -273,7 +324,7 @@ def document(request, source_id: int):
     try:
         with handle:
             sha256 = opened_sha256(source, handle)
-            if rows_page == 1 and not request.GET.get("rows_page") and locator and locator.get("evidenceText"):
+            if paged and rows_page == 1 and not request.GET.get("rows_page") and locator and locator.get("evidenceText"):
                 rows_page = _page_of_passage(source, kind, path, sha256, str(locator["evidenceText"])) or 1
             ctx = _preview_context(source, path, rows_page)
             rendered = context["rendered"] = _rendered(request, kind, handle, sha256, ctx)
@@ -299,9 +350,8 @@ def document(request, source_id: int):
 
 
 def _gone_page(request, source: Source, error: SourceUnavailable):
-    return render(
-        request, "preview/document.html", {"source": source, "kind": "other", "problem": error.message}, status=error.status
-    )
+    problem, status = _unavailable_problem(source, error)
+    return render(request, "preview/document.html", {"source": source, "kind": "other", "problem": problem}, status=status)
 
 
 @require_GET
@@ -317,7 +367,8 @@ def anchor(request, source_id: int):
     try:
         with open_source_file(source) as handle:
             sha256 = opened_sha256(source, handle)
-            ctx = _preview_context(source, Path(source.absolute_path), form.cleaned_data["rows_page"] or 1)
+            page = form.cleaned_data["rows_page"] if pages_renderer_for(kind) is not None else None
+            ctx = _preview_context(source, Path(source.absolute_path), page or 1)
             text_map = _text_map(_version(sha256, ctx), lambda: _rendered(request, kind, handle, sha256, ctx))
     except SourceUnavailable as e:
         return error_response(e.status, "gone", e.message)
@@ -356,13 +407,16 @@ def asset(request, source_id: int, part: str):
     """A picture from inside the file (a DOCX/PPTX/EPUB/ODT part, or an image
     file itself), checked to be an image browsers show; never an external link."""
     source = _visible_source(request, source_id)
-    load = asset_loader_for(kind_of(source.file_name))
-    if load is None:
+    kind = kind_of(source.file_name)
+    if asset_loader_for(kind) is None:
         raise Http404("This kind of file has no pictures to show.")
     try:
         with open_source_file(source) as handle:
-            content_type, data = load(handle, part)
-    except (PreviewRejected, KeyError, OSError, SourceUnavailable) as e:
+            sha256 = opened_sha256(source, handle)
+            content_type, data = cached_picture(
+                sha256, part, lambda: render_child.load_asset(kind, handle, part), refusals=(PreviewRejected,)
+            )
+    except (PreviewRejected, RenderRefused, OSError, SourceUnavailable) as e:
         raise Http404("No such image in this document.") from e
     response = HttpResponse(data, content_type=content_type)
     response["Cache-Control"] = "private, max-age=3600"

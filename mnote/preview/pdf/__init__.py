@@ -12,6 +12,10 @@ from mnote.preview.pdf.pages import (
     render_page_png,
 )
 
+# PDFium runs only in the PDF reader's own limited child (child.py): the
+# preview calls this package's functions directly, not through render_child.
+RUNS_OWN_CHILD = True
+
 __all__ = [
     "PdfBusy",
     "PdfInfo",
