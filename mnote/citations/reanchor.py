@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import difflib
 import re
+from bisect import bisect_left
 from collections import defaultdict
+from itertools import accumulate
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -100,17 +102,30 @@ class Reanchored:
 
 
 class _Words:
-    """A text's words with their character spans and an index of their trigrams."""
+    """A text's words (case-folded) with their character spans, and the words
+    joined by single spaces so that a run of words is found with ``str.find``."""
 
     def __init__(self, text: str):
         self.text = text
-        spans = [(m.start(), m.end(), m.group().casefold()) for m in _TOKEN.finditer(text)]
-        self.starts = [s for s, _, _ in spans]
-        self.ends = [e for _, e, _ in spans]
-        self.words = [w for _, _, w in spans]
-        self.grams: dict[tuple, list[int]] = defaultdict(list)
-        for i in range(len(self.words) - 2):
-            self.grams[tuple(self.words[i : i + 3])].append(i)
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.words: list[str] = []
+        for m in _TOKEN.finditer(text):
+            self.starts.append(m.start())
+            self.ends.append(m.end())
+            self.words.append(m.group().casefold())
+        self.joined = " " + " ".join(self.words) + " "
+        # Where each word starts in ``joined``: a place found there back to a word index.
+        self._offsets = list(accumulate((len(w) + 1 for w in self.words), initial=1))
+
+    def find(self, run: list[str], limit: int) -> list[int]:
+        """The word indexes where ``run`` starts, at most ``limit`` + 1 of them."""
+        needle = " " + " ".join(run) + " "
+        found, i = [], self.joined.find(needle)
+        while i >= 0 and len(found) <= limit:
+            found.append(bisect_left(self._offsets, i + 1))
+            i = self.joined.find(needle, i + 1)
+        return found
 
 
 @lru_cache(maxsize=4)
@@ -159,7 +174,7 @@ def _candidates(words: _Words, quote_words: list[str], keep: int = 5) -> list[in
     votes: dict[int, int] = defaultdict(int)
     n = len(quote_words)
     for o in range(max(0, n - 2)):
-        places = words.grams.get(tuple(quote_words[o : o + 3]), ())
+        places = words.find(quote_words[o : o + 3], 20)
         if len(places) > 20:
             continue  # a common phrase says nothing about where
         for p in places:
