@@ -76,6 +76,7 @@ def opened_once(member_client, cited_file):
     assert marked_in_preview(page) == "(the citation's own)" and "data-reanchor" not in page
     citation.refresh_from_db()
     assert citation.quote_selector["exact"] == QUOTE and citation.cited_text == QUOTE
+    assert citation.quote_selector["twins"] is False  # no other words close to these in the file
     return path, source, citation
 
 
@@ -133,7 +134,7 @@ def test_a_permalink_made_from_a_placed_citation_keeps_its_quote_and_context():
 
     anchor = {"textQuote": {"exact": QUOTE, "prefix": "# Valves ", "suffix": " The plant"}, "textPosition": {"start": 80, "end": 136}}
     assert kept_quote({"anchor": anchor}, "a shorter quote") == {
-        "quote_selector": {"exact": QUOTE, "prefix": "# Valves ", "suffix": " The plant", "start": 80, "end": 136},
+        "quote_selector": {"exact": QUOTE, "prefix": "# Valves ", "suffix": " The plant", "start": 80, "end": 136, "twins": None},
         "cited_text": QUOTE,
     }
     # Not placed yet: the words are kept; the selector comes when the permalink is first opened.

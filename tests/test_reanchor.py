@@ -50,6 +50,7 @@ def test_words_changed_around_leave_the_quote_in_place():
 def test_deleted_words_are_removed_even_when_close_words_remain_elsewhere():
     twins = "Set pump A to speed one. Set pump B to speed two. Set pump C to speed three. End of list."
     selector = cited(twins, "Set pump B to speed two.")
+    assert selector.twins is True and cited().twins is False
     found = reanchor(selector, twins.replace("Set pump B to speed two. ", ""))
     assert found.case == "removed" and found.start is None
 

@@ -29,7 +29,7 @@ import re
 from bisect import bisect_left
 from collections import defaultdict
 from itertools import accumulate
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from rapidfuzz import fuzz
@@ -64,6 +64,10 @@ class Selector:
     suffix: str = ""
     start: int | None = None
     end: int | None = None
+    # Whether its version held other words close to the quote (a list of
+    # near twins); None when not known. A quote with twins is found again by
+    # its words only where its context agrees on both sides.
+    twins: bool | None = None
 
     @classmethod
     def from_json(cls, data: dict | None) -> Selector | None:
@@ -72,8 +76,9 @@ class Selector:
             return None
         start, end = data.get("start"), data.get("end")
         position = isinstance(start, int) and isinstance(end, int)
+        twins = data.get("twins")
         return cls(data["exact"], str(data.get("prefix") or ""), str(data.get("suffix") or ""),
-                   start if position else None, end if position else None)
+                   start if position else None, end if position else None, twins if isinstance(twins, bool) else None)
 
     @classmethod
     def from_anchor(cls, anchor: dict | None) -> Selector | None:
@@ -85,11 +90,22 @@ class Selector:
 
     @classmethod
     def at(cls, text: str, start: int, end: int, context: int = CONTEXT) -> Selector:
-        return cls(text[start:end][:MAX_QUOTE], text[max(0, start - context) : start], text[end : end + context], start, end)
+        """The selector of ``text[start:end]``, knowing whether it has twins in ``text``."""
+        selector = cls(text[start:end][:MAX_QUOTE], text[max(0, start - context) : start], text[end : end + context], start, end)
+        return selector.with_twins(text)
+
+    def with_twins(self, text: str) -> Selector:
+        """This selector, told whether ``text`` (its own version) holds words close to its quote elsewhere."""
+        if self.start is None or self.end is None:
+            return self
+        others = [p for p in _close_places(self, text) if p[1] <= self.start or p[0] >= self.end]
+        exact_elsewhere = any(p != self.start for p in _exact_places(text, self.exact, 2))
+        return replace(self, twins=bool(others) or exact_elsewhere)
 
     def as_json(self) -> dict:
         """Stored with the citation: W3C TextQuoteSelector and TextPositionSelector fields in one dict."""
-        return {"exact": self.exact, "prefix": self.prefix, "suffix": self.suffix, "start": self.start, "end": self.end}
+        return {"exact": self.exact, "prefix": self.prefix, "suffix": self.suffix, "start": self.start, "end": self.end,
+                "twins": self.twins}
 
 
 @dataclass(frozen=True)
@@ -134,23 +150,23 @@ def _words_of(text: str) -> _Words:
     return _Words(text)
 
 
-def _context_score(text: str, selector: Selector, start: int, end: int) -> float:
-    """How well the text around [start, end) agrees with the quote's context (0-100, the better side)."""
+def _sides(text: str, selector: Selector, start: int, end: int) -> list[float]:
+    """How well the text before and after [start, end) agrees with the quote's context (0-100 each)."""
     scores = []
     if selector.prefix:
         scores.append(fuzz.ratio(selector.prefix, text[max(0, start - len(selector.prefix)) : start]))
     if selector.suffix:
         scores.append(fuzz.ratio(selector.suffix, text[end : end + len(selector.suffix)]))
-    return max(scores) if scores else 0.0
+    return scores
+
+
+def _context_score(text: str, selector: Selector, start: int, end: int) -> float:
+    return max(_sides(text, selector, start, end), default=0.0)
 
 
 def _both_sides(text: str, selector: Selector, start: int, end: int) -> float:
-    scores = []
-    if selector.prefix:
-        scores.append(fuzz.ratio(selector.prefix, text[max(0, start - len(selector.prefix)) : start]))
-    if selector.suffix:
-        scores.append(fuzz.ratio(selector.suffix, text[end : end + len(selector.suffix)]))
-    return sum(scores) / len(scores) if scores else 0.0
+    sides = _sides(text, selector, start, end)
+    return sum(sides) / len(sides) if sides else 0.0
 
 
 def _exact_places(text: str, exact: str, limit: int = 200) -> list[int]:
@@ -234,11 +250,35 @@ def reanchor(selector: Selector, text: str, old_length: int | None = None) -> Re
             return Reanchored("removed")
         case = "unchanged" if context >= 80 or not (selector.prefix or selector.suffix) else "moved"
         return Reanchored(case, best, end, exact, 100.0)
+    places = sorted(_close_places(selector, text), key=lambda place: -place[4])
+    if not places:
+        return Reanchored("removed")
+    start, end, found, score, rank, context, both = places[0]
+    # Close words alone are not enough: a document often holds near twins
+    # ("space before" / "space after", "1080" / "1440"), and when the cited
+    # words are deleted their twin must not take their place. So: context on
+    # one side, on both when the quote had twins (or that is not known); or,
+    # for a long quote without twins, words very close to it (its paragraph
+    # moved and reworded).
+    if selector.twins is False:
+        accepted = context >= CONTEXT_AGREES or (score >= VERY_CLOSE and len(exact) >= LONG)
+    else:
+        accepted = both >= CONTEXT_AGREES
+    # Two places about as close: which one was cited cannot be told; say so, never guess.
+    if not accepted or (len(places) > 1 and places[1][4] >= rank - AMBIGUOUS):
+        return Reanchored("removed")
+    return Reanchored("reworded", start, end, found, score)
+
+
+def _close_places(selector: Selector, text: str) -> list[tuple[int, int, str, float, float, float, float]]:
+    """Places of ``text`` whose words are close to the quote's: (start, end,
+    words, score, rank, context on the better side, context on the worse side)."""
+    exact = selector.exact
     words = _words_of(text)
     quote_words = [m.group().casefold() for m in _TOKEN.finditer(exact)]
+    places: list = []
     if not quote_words:
-        return Reanchored("removed")
-    places: list[tuple[int, int, str, float, float, bool]] = []
+        return places
     for diagonal in _candidates(words, quote_words):
         span = _align(words, quote_words, diagonal)
         if span is None:
@@ -253,24 +293,11 @@ def reanchor(selector: Selector, text: str, old_length: int | None = None) -> Re
             end += trail
         found = text[start:end]
         score = fuzz.ratio(exact, found)
-        context = _context_score(text, selector, start, end)
-        # Close words alone are not enough: a document often holds near twins
-        # ("space before" / "space after", "1080" / "1440"), and when the
-        # cited words are deleted their twin must not take their place.
-        if score >= CLOSE and not any(s < end and start < e for s, e, *_ in places):
-            rank = score + _both_sides(text, selector, start, end)
-            # Its context, or else long words very close to the quote's (a paragraph moved and reworded).
-            accepted = context >= CONTEXT_AGREES or (score >= VERY_CLOSE and len(exact) >= LONG)
-            places.append((start, end, found, score, rank, accepted))
-    if not places:
-        return Reanchored("removed")
-    places.sort(key=lambda place: -place[4])
-    start, end, found, score, rank, accepted = places[0]
-    # Two places about as close (a list of near twins, one of them deleted
-    # or edited): which one was cited cannot be told; say so, never guess.
-    if not accepted or (len(places) > 1 and places[1][4] >= rank - AMBIGUOUS):
-        return Reanchored("removed")
-    return Reanchored("reworded", start, end, found, score)
+        if score >= CLOSE and not any(p[0] < end and start < p[1] for p in places):
+            sides = _sides(text, selector, start, end)
+            context, worse = (max(sides), min(sides)) if sides else (0.0, 0.0)
+            places.append((start, end, found, score, score + sum(sides) / max(1, len(sides)), context, worse))
+    return places
 
 
 def word_changes(old: str, new: str) -> list[tuple[str, str]]:

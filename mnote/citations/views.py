@@ -25,19 +25,23 @@ def _followed(request, citation: Citation, state: str) -> tuple[Selector, Reanch
     changed since the citation was made; None when there is nothing to
     follow (the same version, a row from before quotes were kept, no text)."""
     selector = Selector.from_json(citation.quote_selector)
-    if state == "gone" or (selector is not None and state == "current"):
+    if state == "gone" or (state == "current" and selector is not None and selector.twins is not None):
         return None
     now = _text_now(request, citation)
     if now is None:
         return None
-    if selector is None:
-        # Kept the first time the cited version is opened, so a later edit can be followed.
-        if now["sha256"] == citation.source_sha256 and (found := Selector.from_anchor(now["anchor"])):
-            citation.quote_selector, citation.cited_text = found.as_json(), found.exact
+    if now["sha256"] == citation.source_sha256:
+        # The cited version: what was cited is kept (with whether its words
+        # have near twins in it) the first time it is opened, so a later
+        # edit can be followed. The preview finds the words as before.
+        selector = selector or Selector.from_anchor(now["anchor"])
+        if selector is not None and selector.twins is None:
+            selector = selector.with_twins(now["text"])
+            citation.quote_selector, citation.cited_text = selector.as_json(), selector.exact
             citation.save(update_fields=["quote_selector", "cited_text"])
         return None
-    if now["sha256"] == citation.source_sha256:
-        return None  # changed in the registry, not on disk: the preview finds it as before
+    if selector is None:
+        return None  # a row from before quotes were kept: it says only "changed"
     return selector, reanchor(selector, now["text"])
 
 
