@@ -14,7 +14,7 @@ quote in the new version's text and says which case it is:
   marks nothing, rather than the wrong place.
 
 Exact text first (the place whose context agrees best), then an alignment of
-the quote's words: word trigrams of the quote vote for where it starts in the
+the quote's words: runs of three and two of the quote's words vote for where it starts in the
 new text, the best few places are aligned word by word, and a place is
 accepted only when its words are close to the quote's (rapidfuzz) and its
 context agrees on one side at least (or, for a long quote, its words are
@@ -186,15 +186,17 @@ def _nearness(selector: Selector, place: int, old_length: int, new_length: int) 
 
 def _candidates(words: _Words, quote_words: list[str], keep: int = 5) -> list[int]:
     """Where (first word index in the new text) the quote most likely starts:
-    trigrams of its words vote for the diagonal they imply."""
+    runs of its words vote for the diagonal they imply."""
     votes: dict[int, int] = defaultdict(int)
     n = len(quote_words)
-    for o in range(max(0, n - 2)):
-        places = words.find(quote_words[o : o + 3], 20)
-        if len(places) > 20:
-            continue  # a common phrase says nothing about where
-        for p in places:
-            votes[p - o] += 1
+    # Word pairs too: a list of near twins may differ every third word.
+    for size in (3, 2):
+        for o in range(max(0, n - size + 1)):
+            places = words.find(quote_words[o : o + size], 20)
+            if len(places) > 20:
+                continue  # a common phrase says nothing about where
+            for p in places:
+                votes[p - o] += 1
     if not votes and n < 3:
         for p, w in enumerate(words.words):
             if quote_words and w == quote_words[0]:
@@ -279,20 +281,30 @@ def _close_places(selector: Selector, text: str) -> list[tuple[int, int, str, fl
     places: list = []
     if not quote_words:
         return places
-    for diagonal in _candidates(words, quote_words):
-        span = _align(words, quote_words, diagonal)
-        if span is None:
-            continue
-        start, end = words.starts[span[0]], words.ends[span[1] - 1]
+    lead = len(exact) - len(exact.lstrip("\"'“‘(["))
+    trail = len(exact) - len(exact.rstrip(".,;:!?\"'”’)]"))
+    n = len(quote_words)
+
+    def scored(first: int, last: int) -> tuple[float, int, int]:
+        start, end = words.starts[first], words.ends[last - 1]
         # The quote's own punctuation at its edges, when the new text has it there too.
-        lead = len(exact) - len(exact.lstrip("\"'“‘(["))
-        trail = len(exact) - len(exact.rstrip(".,;:!?\"'”’)]"))
         if lead and text[start - lead : start] == exact[:lead]:
             start -= lead
         if trail and text[end : end + trail] == exact[-trail:]:
             end += trail
+        return fuzz.ratio(exact, text[start:end]), start, end
+
+    for diagonal in _candidates(words, quote_words):
+        span = _align(words, quote_words, diagonal)
+        if span is None:
+            continue
+        # The alignment may reach over into a near twin next to it: as many
+        # words as the quote has, from the diagonal, may be closer.
+        tries = [span]
+        if 0 <= diagonal and diagonal + n <= len(words.words) and (diagonal, diagonal + n) != span:
+            tries.append((diagonal, diagonal + n))
+        score, start, end = max(scored(*t) for t in tries)
         found = text[start:end]
-        score = fuzz.ratio(exact, found)
         if score >= CLOSE and not any(p[0] < end and start < p[1] for p in places):
             sides = _sides(text, selector, start, end)
             context, worse = (max(sides), min(sides)) if sides else (0.0, 0.0)
