@@ -71,3 +71,15 @@ def test_word_changes_mark_what_was_removed_and_added():
     assert word_changes("lapped every spring", "lapped every autumn") == [
         ("same", "lapped every"), ("removed", "spring"), ("added", "autumn"),
     ]
+
+
+def test_a_deleted_line_is_not_taken_for_its_near_twin_that_slid_into_its_place():
+    lines = [f"Text frame having auto-size set to MSO_AUTO_SIZE.{mode}" for mode in ("NONE", "SHAPE_TO_FIT", "TEXT_TO_FIT")]
+    text = "Slide one. " + " ".join(lines) + " End of the slide."
+    selector = cited(text, lines[1])
+    assert selector.twin_words  # its twins' words are kept with it
+    found = reanchor(selector, text.replace(lines[1] + " ", ""))
+    assert found.case == "removed"
+    # The same line reworded is still found.
+    reworded = text.replace(lines[1], lines[1].replace("frame having", "frame now having"))
+    assert reanchor(selector, reworded).case == "reworded"

@@ -25,6 +25,7 @@ whole words, never inside one. Pure functions on text: no Django.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import re
 from bisect import bisect_left
 from collections import defaultdict
@@ -45,6 +46,8 @@ CONTEXT_AGREES = 60
 # Without context, only words this close to a quote this long.
 VERY_CLOSE = 90
 LONG = 40
+# Fingerprints of near twins kept with a quote, at most.
+MAX_TWINS = 20
 # Two places whose words and context score within this much of each other cannot be told apart.
 AMBIGUOUS = 15
 
@@ -68,6 +71,9 @@ class Selector:
     # near twins); None when not known. A quote with twins is found again by
     # its words only where its context agrees on both sides.
     twins: bool | None = None
+    # Fingerprints of those twins' words: when the quote is gone and a twin
+    # slid into its place, the twin is not taken for the quote reworded.
+    twin_words: tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, data: dict | None) -> Selector | None:
@@ -76,9 +82,11 @@ class Selector:
             return None
         start, end = data.get("start"), data.get("end")
         position = isinstance(start, int) and isinstance(end, int)
-        twins = data.get("twins")
+        twins, twin_words = data.get("twins"), data.get("twinWords")
+        twin_words = tuple(w for w in twin_words if isinstance(w, str)) if isinstance(twin_words, list) else ()
         return cls(data["exact"], str(data.get("prefix") or ""), str(data.get("suffix") or ""),
-                   start if position else None, end if position else None, twins if isinstance(twins, bool) else None)
+                   start if position else None, end if position else None, twins if isinstance(twins, bool) else None,
+                   twin_words)
 
     @classmethod
     def from_anchor(cls, anchor: dict | None) -> Selector | None:
@@ -100,12 +108,18 @@ class Selector:
             return self
         others = [p for p in _close_places(self, text) if p[1] <= self.start or p[0] >= self.end]
         exact_elsewhere = any(p != self.start for p in _exact_places(text, self.exact, 2))
-        return replace(self, twins=bool(others) or exact_elsewhere)
+        fingerprints = tuple(dict.fromkeys(_fingerprint(p[2]) for p in others))[:MAX_TWINS]
+        return replace(self, twins=bool(others) or exact_elsewhere, twin_words=fingerprints)
 
     def as_json(self) -> dict:
         """Stored with the citation: W3C TextQuoteSelector and TextPositionSelector fields in one dict."""
         return {"exact": self.exact, "prefix": self.prefix, "suffix": self.suffix, "start": self.start, "end": self.end,
-                "twins": self.twins}
+                "twins": self.twins, "twinWords": list(self.twin_words)}
+
+
+def _fingerprint(words: str) -> str:
+    """A short fingerprint of a passage's words (case-folded, punctuation and spacing ignored)."""
+    return hashlib.sha256(" ".join(m.group().casefold() for m in _TOKEN.finditer(words)).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -253,6 +267,8 @@ def reanchor(selector: Selector, text: str, old_length: int | None = None) -> Re
         case = "unchanged" if context >= 80 or not (selector.prefix or selector.suffix) else "moved"
         return Reanchored(case, best, end, exact, 100.0)
     places = sorted(_close_places(selector, text), key=lambda place: -place[4])
+    if selector.twin_words:
+        places = [p for p in places if _fingerprint(p[2]) not in selector.twin_words]
     if not places:
         return Reanchored("removed")
     start, end, found, score, rank, context, both = places[0]
