@@ -134,7 +134,8 @@ def test_a_permalink_made_from_a_placed_citation_keeps_its_quote_and_context():
 
     anchor = {"textQuote": {"exact": QUOTE, "prefix": "# Valves ", "suffix": " The plant"}, "textPosition": {"start": 80, "end": 136}}
     assert kept_quote({"anchor": anchor}, "a shorter quote") == {
-        "quote_selector": {"exact": QUOTE, "prefix": "# Valves ", "suffix": " The plant", "start": 80, "end": 136, "twins": None},
+        "quote_selector": {"exact": QUOTE, "prefix": "# Valves ", "suffix": " The plant", "start": 80, "end": 136, "twins": None,
+                           "twinWords": []},
         "cited_text": QUOTE,
     }
     # Not placed yet: the words are kept; the selector comes when the permalink is first opened.
