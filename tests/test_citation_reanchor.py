@@ -140,3 +140,11 @@ def test_a_permalink_made_from_a_placed_citation_keeps_its_quote_and_context():
     }
     # Not placed yet: the words are kept; the selector comes when the permalink is first opened.
     assert kept_quote({}, "a shorter quote") == {"quote_selector": {}, "cited_text": "a shorter quote"}
+
+
+def test_the_case_is_said_in_chinese_too(member_client, opened_once):
+    path, source, citation = opened_once
+    edit(path, source, TEXT.replace(QUOTE, "Ask the foreman."))
+    member_client.cookies["django_language"] = "zh-hans"
+    page = open_page(member_client, citation)
+    assert case_of(page) == "removed" and "被引用的文字已不在文件中" in page

@@ -25,7 +25,6 @@ whole words, never inside one. Pure functions on text: no Django.
 from __future__ import annotations
 
 import difflib
-import hashlib
 import re
 from bisect import bisect_left
 from collections import defaultdict
@@ -46,8 +45,8 @@ CONTEXT_AGREES = 60
 # Without context, only words this close to a quote this long.
 VERY_CLOSE = 90
 LONG = 40
-# Fingerprints of near twins kept with a quote, at most.
-MAX_TWINS = 20
+# Near twins kept with a quote, at most.
+MAX_TWINS = 8
 # Two places whose words and context score within this much of each other cannot be told apart.
 AMBIGUOUS = 15
 
@@ -71,8 +70,8 @@ class Selector:
     # near twins); None when not known. A quote with twins is found again by
     # its words only where its context agrees on both sides.
     twins: bool | None = None
-    # Fingerprints of those twins' words: when the quote is gone and a twin
-    # slid into its place, the twin is not taken for the quote reworded.
+    # Those twins' words: when the quote is gone and a twin slid into its
+    # place, a place closer to a twin than to the quote is not the quote reworded.
     twin_words: tuple[str, ...] = ()
 
     @classmethod
@@ -108,18 +107,13 @@ class Selector:
             return self
         others = [p for p in _close_places(self, text) if p[1] <= self.start or p[0] >= self.end]
         exact_elsewhere = any(p != self.start for p in _exact_places(text, self.exact, 2))
-        fingerprints = tuple(dict.fromkeys(_fingerprint(p[2]) for p in others))[:MAX_TWINS]
-        return replace(self, twins=bool(others) or exact_elsewhere, twin_words=fingerprints)
+        twin_words = tuple(dict.fromkeys(p[2][:MAX_QUOTE] for p in others))[:MAX_TWINS]
+        return replace(self, twins=bool(others) or exact_elsewhere, twin_words=twin_words)
 
     def as_json(self) -> dict:
         """Stored with the citation: W3C TextQuoteSelector and TextPositionSelector fields in one dict."""
         return {"exact": self.exact, "prefix": self.prefix, "suffix": self.suffix, "start": self.start, "end": self.end,
                 "twins": self.twins, "twinWords": list(self.twin_words)}
-
-
-def _fingerprint(words: str) -> str:
-    """A short fingerprint of a passage's words (case-folded, punctuation and spacing ignored)."""
-    return hashlib.sha256(" ".join(m.group().casefold() for m in _TOKEN.finditer(words)).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -268,7 +262,7 @@ def reanchor(selector: Selector, text: str, old_length: int | None = None) -> Re
         return Reanchored(case, best, end, exact, 100.0)
     places = sorted(_close_places(selector, text), key=lambda place: -place[4])
     if selector.twin_words:
-        places = [p for p in places if _fingerprint(p[2]) not in selector.twin_words]
+        places = [p for p in places if p[3] > max(fuzz.ratio(twin, p[2]) for twin in selector.twin_words)]
     if not places:
         return Reanchored("removed")
     start, end, found, score, rank, context, both = places[0]
