@@ -43,8 +43,8 @@ CLOSE = 70
 # …and the text before or after it this close to the quote's context.
 CONTEXT_AGREES = 60
 # Without context, only words this close to a quote this long.
-VERY_CLOSE = 90
-LONG = 40
+VERY_CLOSE = 80
+LONG = 24
 # Near twins kept with a quote, at most.
 MAX_TWINS = 8
 # Two places whose words and context score within this much of each other cannot be told apart.
