@@ -14,12 +14,15 @@ quote in the new version's text and says which case it is:
   marks nothing, rather than the wrong place.
 
 Exact text first (the place whose context agrees best), then an alignment of
-the quote's words: runs of three and two of the quote's words vote for where it starts in the
-new text, the best few places are aligned word by word, and a place is
-accepted only when its words are close to the quote's (rapidfuzz) and its
-context agrees on one side at least (or, for a long quote, its words are
-very close), and when no other place is about as good. An alignment starts and ends on
-whole words, never inside one. Pure functions on text: no Django.
+the quote's words: runs of three and two of its words vote for where it
+starts in the new text, the best few places are aligned word by word (so an
+alignment starts and ends on whole words, never inside one) and scored with
+rapidfuzz. A close place is taken only when its context agrees — on both
+sides when the cited version held near twins of the quote (a list of "space
+before" / "space after"), and never when it is closer to one of those twins
+than to the quote — or, for a quote without twins, when its words are very
+close; and never when another place is about as good. Pure functions on
+text: no Django.
 """
 
 from __future__ import annotations
@@ -28,9 +31,9 @@ import difflib
 import re
 from bisect import bisect_left
 from collections import defaultdict
-from itertools import accumulate
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from itertools import accumulate
 
 from rapidfuzz import fuzz
 
@@ -42,7 +45,7 @@ MAX_QUOTE = 2000
 CLOSE = 70
 # …and the text before or after it this close to the quote's context.
 CONTEXT_AGREES = 60
-# Without context, only words this close to a quote this long.
+# Without context (a quote with no near twins in its version), words this close to a quote this long.
 VERY_CLOSE = 80
 LONG = 24
 # Near twins kept with a quote, at most.
@@ -98,7 +101,8 @@ class Selector:
     @classmethod
     def at(cls, text: str, start: int, end: int, context: int = CONTEXT) -> Selector:
         """The selector of ``text[start:end]``, knowing whether it has twins in ``text``."""
-        selector = cls(text[start:end][:MAX_QUOTE], text[max(0, start - context) : start], text[end : end + context], start, end)
+        prefix, suffix = text[max(0, start - context) : start], text[end : end + context]
+        selector = cls(text[start:end][:MAX_QUOTE], prefix, suffix, start, end)
         return selector.with_twins(text)
 
     def with_twins(self, text: str) -> Selector:
@@ -251,8 +255,11 @@ def reanchor(selector: Selector, text: str, old_length: int | None = None) -> Re
     old_length = old_length or (selector.end or 0) + len(selector.suffix) or len(text)
     places = _exact_places(text, exact)
     if places:
-        best = max(places, key=lambda p: (_context_score(text, selector, p, p + len(exact)) + _both_sides(text, selector, p, p + len(exact)),
-                                          _nearness(selector, p, old_length, len(text))))
+        def agreement(p: int) -> tuple[float, float]:
+            context = _context_score(text, selector, p, p + len(exact)) + _both_sides(text, selector, p, p + len(exact))
+            return context, _nearness(selector, p, old_length, len(text))
+
+        best = max(places, key=agreement)
         end = best + len(exact)
         context = _context_score(text, selector, best, end)
         # Several places with the same words: only the one whose context agrees is the cited one.

@@ -14,7 +14,8 @@ from mnote.library.models import Source
 
 def _text_now(request, citation: Citation) -> dict | None:
     """The text the cited file's preview shows now (see ``signals.current_text``)."""
-    for _receiver, answer in current_text.send(sender=Citation, request=request, source=citation.source, locator=citation.locator):
+    answers = current_text.send(sender=Citation, request=request, source=citation.source, locator=citation.locator)
+    for _receiver, answer in answers:
         if answer:
             return answer
     return None
