@@ -36,6 +36,15 @@ class Citation(models.Model):
     display_quote = models.TextField()
     evidence_text = models.TextField(blank=True)
     search_query = models.CharField(max_length=1000, blank=True)
+    # What was cited, in a form that outlives the version (``source_sha256``
+    # names it): the W3C Web Annotation TextQuote selector (exact words, a
+    # little context before and after) and TextPosition (offsets in the text
+    # the preview showed) — ``citations.reanchor`` finds the words again in
+    # a new version. Empty on rows made before it was kept, and until the
+    # cited words were first placed in the preview's text.
+    quote_selector = models.JSONField(default=dict, blank=True)
+    # The cited passage's words, shown even when the file is gone.
+    cited_text = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -23,6 +23,7 @@ from django.utils.encoding import force_bytes
 from django.utils.translation import gettext as _
 
 from mnote.citations.models import Citation
+from mnote.citations.reanchor import Selector
 from mnote.library.models import Source
 
 SALT = "mnote.citations.reference"
@@ -131,6 +132,17 @@ def badge_label(precision: str, page: int | None) -> str:
     return _("paragraph") if precision == Citation.Precision.PARAGRAPH else _("whole file")
 
 
+def kept_quote(locator: dict, display_quote: str) -> dict:
+    """The fields that let a citation outlive its version: the selector of
+    the words the preview marks (when the locator has their place already)
+    and the cited passage's text."""
+    selector = Selector.from_anchor((locator or {}).get("anchor"))
+    return {
+        "quote_selector": selector.as_json() if selector else {},
+        "cited_text": selector.exact if selector else display_quote,
+    }
+
+
 def persist(citations: list) -> None:
     """Make (or find) the rows of these citations, all at once, and give each
     its short permalink: for what must last (a saved answer)."""
@@ -169,6 +181,7 @@ def persist(citations: list) -> None:
                 heading_path=c.heading_path,
                 display_quote=c.display_quote,
                 evidence_text=c.evidence_text,
+                **kept_quote(c.locator, c.display_quote),
             )
     if missing:
         # Another request may make the same permalink meanwhile: keep whichever was stored.

@@ -9,3 +9,12 @@ from django.dispatch import Signal
 # preview is rendered already); the first answer that is not None becomes
 # ``locator["anchor"]``. Receivers cached per sender: sent for every citation.
 locator_anchor = Signal(use_caching=True)
+
+# Sent by a citation's page when the cited file has changed, with
+# ``request``, ``source`` and ``locator``. A receiver may answer with the
+# text the file's preview shows now — ``{"sha256", "text", "anchor"}``, the
+# anchor being the locator's place in that text or None
+# (``preview.views.current_text_of``) — or None when there is no such text
+# (no preview of this kind, the file unreadable). The citation is then
+# re-anchored in that text (``citations.reanchor``).
+current_text = Signal()

@@ -18,7 +18,7 @@ from django.dispatch import receiver
 from django.views.decorators.http import require_GET
 
 from mnote.citations.models import Citation
-from mnote.citations.signals import locator_anchor
+from mnote.citations.signals import current_text, locator_anchor
 from mnote.citations.sidecar import doc_index
 from mnote.json_errors import error_response
 from mnote.kinds import kind_of
@@ -232,6 +232,27 @@ def cached_anchor(sender=None, *, source: Source, locator: dict, **kwargs) -> di
     if memo is not None:
         memo[key] = text_map
     return anchor_locator(text_map, locator, source=source) if text_map else None
+
+
+@receiver(current_text)
+def current_text_of(sender=None, *, request, source: Source, locator: dict | None = None, **kwargs) -> dict | None:
+    """The text this file's preview shows now (rendered when the cache does
+    not hold it, as opening the preview would), for a citation of an older
+    version to find its words again; None when there is no such text."""
+    kind = kind_of(source.file_name)
+    if renderer_for(kind) is None:
+        return None
+    try:
+        with open_source_file(source) as handle:
+            sha256 = opened_sha256(source, handle)
+            ctx = _preview_context(source, Path(source.absolute_path))
+            text_map = _text_map(_version(sha256, ctx), lambda: _rendered(request, kind, handle, sha256, ctx))
+    except (SourceUnavailable, RenderRateLimited, *_REJECTIONS, RenderRefused, OSError):
+        return None
+    if text_map is None:
+        return None
+    anchor = anchor_locator(text_map, locator, source=source) if locator else None
+    return {"sha256": sha256, "text": text_map.text, "anchor": anchor}
 
 
 def _cached_text_map(source: Source) -> TextMap | None:

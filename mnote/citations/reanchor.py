@@ -1,0 +1,346 @@
+"""A cited passage found again in a new version of its file.
+
+A citation keeps what it cited as the W3C Web Annotation selectors do: the
+quoted words (``exact``), a little text before and after them (``prefix``,
+``suffix``) and where they stood (``start``, ``end``: offsets in the text
+the preview showed). When the file changes, :func:`reanchor` looks for the
+quote in the new version's text and says which case it is:
+
+- ``unchanged``: the same words, with the same words around them (they may
+  stand further down: text was added above);
+- ``moved``: the same words, somewhere else (their paragraph moved);
+- ``reworded``: close words in the same surroundings (some words changed);
+- ``removed``: nothing close enough — the citation shows the old words and
+  marks nothing, rather than the wrong place.
+
+Exact text first (the place whose context agrees best), then an alignment of
+the quote's words: runs of three and two of its words vote for where it
+starts in the new text, the best few places are aligned word by word (so an
+alignment starts and ends on whole words, never inside one) and scored with
+rapidfuzz. A close place is taken only when its context agrees — on both
+sides when the cited version held near twins of the quote (a list of "space
+before" / "space after"), and never when it is closer to one of those twins
+than to the quote — or, for a quote without twins, when its words are very
+close; and never when another place is about as good. Pure functions on
+text: no Django.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from bisect import bisect_left
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from itertools import accumulate
+
+from rapidfuzz import fuzz
+
+# Characters of context kept on each side of a quote.
+CONTEXT = 48
+# Longest quote kept (the preview's anchors keep as much).
+MAX_QUOTE = 2000
+# A reworded passage: its words at least this close to the quote's (0-100)…
+CLOSE = 70
+# …and the text before or after it this close to the quote's context.
+CONTEXT_AGREES = 60
+# Without context (a quote with no near twins in its version), words this close to a quote this long.
+VERY_CLOSE = 80
+LONG = 24
+# Near twins kept with a quote, at most.
+MAX_TWINS = 8
+# Two places whose words and context score within this much of each other cannot be told apart.
+AMBIGUOUS = 15
+
+CASES = ("unchanged", "moved", "reworded", "removed")
+
+# Words of letters and digits; CJK characters one by one (they have no spaces).
+_CJK = "\u3040-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_TOKEN = re.compile(rf"[{_CJK}]|(?:(?![{_CJK}])[^\W_])+")
+
+
+@dataclass(frozen=True)
+class Selector:
+    """What a citation quoted, in a form that outlives the version."""
+
+    exact: str
+    prefix: str = ""
+    suffix: str = ""
+    start: int | None = None
+    end: int | None = None
+    # Whether its version held other words close to the quote (a list of
+    # near twins); None when not known. A quote with twins is found again by
+    # its words only where its context agrees on both sides.
+    twins: bool | None = None
+    # Those twins' words: when the quote is gone and a twin slid into its
+    # place, a place closer to a twin than to the quote is not the quote reworded.
+    twin_words: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, data: dict | None) -> Selector | None:
+        """The selector a citation stores, or None when it has none (an older row)."""
+        if not isinstance(data, dict) or not isinstance(data.get("exact"), str) or not data["exact"].strip():
+            return None
+        start, end = data.get("start"), data.get("end")
+        position = isinstance(start, int) and isinstance(end, int)
+        twins, twin_words = data.get("twins"), data.get("twinWords")
+        twin_words = tuple(w for w in twin_words if isinstance(w, str)) if isinstance(twin_words, list) else ()
+        return cls(data["exact"], str(data.get("prefix") or ""), str(data.get("suffix") or ""),
+                   start if position else None, end if position else None, twins if isinstance(twins, bool) else None,
+                   twin_words)
+
+    @classmethod
+    def from_anchor(cls, anchor: dict | None) -> Selector | None:
+        """From a preview anchor (its ``textQuote`` and ``textPosition``)."""
+        if not isinstance(anchor, dict):
+            return None
+        quote, position = anchor.get("textQuote") or {}, anchor.get("textPosition") or {}
+        return cls.from_json({**quote, **position}) if isinstance(quote, dict) and isinstance(position, dict) else None
+
+    @classmethod
+    def at(cls, text: str, start: int, end: int, context: int = CONTEXT) -> Selector:
+        """The selector of ``text[start:end]``, knowing whether it has twins in ``text``."""
+        prefix, suffix = text[max(0, start - context) : start], text[end : end + context]
+        selector = cls(text[start:end][:MAX_QUOTE], prefix, suffix, start, end)
+        return selector.with_twins(text)
+
+    def with_twins(self, text: str) -> Selector:
+        """This selector, told whether ``text`` (its own version) holds words close to its quote elsewhere."""
+        if self.start is None or self.end is None:
+            return self
+        others = [p for p in _close_places(self, text) if p[1] <= self.start or p[0] >= self.end]
+        exact_elsewhere = any(p != self.start for p in _exact_places(text, self.exact, 2))
+        twin_words = tuple(dict.fromkeys(p[2][:MAX_QUOTE] for p in others))[:MAX_TWINS]
+        return replace(self, twins=bool(others) or exact_elsewhere, twin_words=twin_words)
+
+    def as_json(self) -> dict:
+        """Stored with the citation: W3C TextQuoteSelector and TextPositionSelector fields in one dict."""
+        return {"exact": self.exact, "prefix": self.prefix, "suffix": self.suffix, "start": self.start, "end": self.end,
+                "twins": self.twins, "twinWords": list(self.twin_words)}
+
+
+@dataclass(frozen=True)
+class Reanchored:
+    case: str  # one of CASES
+    start: int | None = None  # offsets in the new text; None when removed
+    end: int | None = None
+    exact: str = ""  # the new words ("" when removed)
+    score: float = 0.0  # 0-100: how close the words are to the quote
+
+
+class _Words:
+    """A text's words (case-folded) with their character spans, and the words
+    joined by single spaces so that a run of words is found with ``str.find``."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.words: list[str] = []
+        for m in _TOKEN.finditer(text):
+            self.starts.append(m.start())
+            self.ends.append(m.end())
+            self.words.append(m.group().casefold())
+        self.joined = " " + " ".join(self.words) + " "
+        # Where each word starts in ``joined``: a place found there back to a word index.
+        self._offsets = list(accumulate((len(w) + 1 for w in self.words), initial=1))
+
+    def find(self, run: list[str], limit: int) -> list[int]:
+        """The word indexes where ``run`` starts, at most ``limit`` + 1 of them."""
+        needle = " " + " ".join(run) + " "
+        found, i = [], self.joined.find(needle)
+        while i >= 0 and len(found) <= limit:
+            found.append(bisect_left(self._offsets, i + 1))
+            i = self.joined.find(needle, i + 1)
+        return found
+
+
+@lru_cache(maxsize=4)
+def _words_of(text: str) -> _Words:
+    # One index per new version, not one per citation of it.
+    return _Words(text)
+
+
+def _sides(text: str, selector: Selector, start: int, end: int) -> list[float]:
+    """How well the text before and after [start, end) agrees with the quote's context (0-100 each)."""
+    scores = []
+    if selector.prefix:
+        scores.append(fuzz.ratio(selector.prefix, text[max(0, start - len(selector.prefix)) : start]))
+    if selector.suffix:
+        scores.append(fuzz.ratio(selector.suffix, text[end : end + len(selector.suffix)]))
+    return scores
+
+
+def _context_score(text: str, selector: Selector, start: int, end: int) -> float:
+    return max(_sides(text, selector, start, end), default=0.0)
+
+
+def _both_sides(text: str, selector: Selector, start: int, end: int) -> float:
+    sides = _sides(text, selector, start, end)
+    return sum(sides) / len(sides) if sides else 0.0
+
+
+def _exact_places(text: str, exact: str, limit: int = 200) -> list[int]:
+    places, i = [], text.find(exact)
+    while i >= 0 and len(places) < limit:
+        places.append(i)
+        i = text.find(exact, i + 1)
+    return places
+
+
+def _nearness(selector: Selector, place: int, old_length: int, new_length: int) -> float:
+    """0-1: how near ``place`` is to where the quote stood, relative to each text's length."""
+    if selector.start is None or not old_length or not new_length:
+        return 0.0
+    return 1.0 - abs(place / new_length - selector.start / old_length)
+
+
+def _candidates(words: _Words, quote_words: list[str], keep: int = 5) -> list[int]:
+    """Where (first word index in the new text) the quote most likely starts:
+    runs of its words vote for the diagonal they imply."""
+    votes: dict[int, int] = defaultdict(int)
+    n = len(quote_words)
+    # Word pairs too: a list of near twins may differ every third word.
+    for size in (3, 2):
+        for o in range(max(0, n - size + 1)):
+            places = words.find(quote_words[o : o + size], 20)
+            if len(places) > 20:
+                continue  # a common phrase says nothing about where
+            for p in places:
+                votes[p - o] += 1
+    if not votes and n < 3:
+        for p, w in enumerate(words.words):
+            if quote_words and w == quote_words[0]:
+                votes[p] += 1
+    # Votes within a few words of each other are one place (inserted or deleted words shift it).
+    tolerance = max(3, n // 5)
+    ranked = sorted(votes, key=lambda d: -votes[d])
+    chosen: list[int] = []
+    for d in ranked:
+        if all(abs(d - c) > tolerance for c in chosen):
+            chosen.append(d)
+        if len(chosen) == keep:
+            break
+    return chosen
+
+
+def _align(words: _Words, quote_words: list[str], diagonal: int) -> tuple[int, int] | None:
+    """The quote's words aligned with the new text's around ``diagonal``:
+    (first word, last word + 1) in the new text, whole words only."""
+    n = len(quote_words)
+    slack = max(4, n // 3)
+    lo, hi = max(0, diagonal - slack), min(len(words.words), diagonal + n + slack)
+    if lo >= hi:
+        return None
+    matcher = difflib.SequenceMatcher(None, quote_words, words.words[lo:hi], autojunk=False)
+    blocks = [b for b in matcher.get_matching_blocks() if b.size]
+    if not blocks:
+        return None
+    first, last = blocks[0], blocks[-1]
+    # Quote words missing before the first match (or after the last) were
+    # replaced: take as many of the new text's words there, inside the window.
+    start = lo + max(0, first.b - first.a)
+    end = lo + min(hi - lo, last.b + last.size + (n - last.a - last.size))
+    return start, end
+
+
+def reanchor(selector: Selector, text: str, old_length: int | None = None) -> Reanchored:
+    """Where the quote is in ``text`` (a new version's rendered text), and
+    which case it is. ``old_length``: the old text's length, when known, so
+    the old position can break ties between equally good places."""
+    exact = selector.exact
+    if not exact.strip() or not text:
+        return Reanchored("removed")
+    old_length = old_length or (selector.end or 0) + len(selector.suffix) or len(text)
+    places = _exact_places(text, exact)
+    if places:
+        def agreement(p: int) -> tuple[float, float]:
+            context = _context_score(text, selector, p, p + len(exact)) + _both_sides(text, selector, p, p + len(exact))
+            return context, _nearness(selector, p, old_length, len(text))
+
+        best = max(places, key=agreement)
+        end = best + len(exact)
+        context = _context_score(text, selector, best, end)
+        # Several places with the same words: only the one whose context agrees is the cited one.
+        if len(places) > 1 and context < CONTEXT_AGREES:
+            return Reanchored("removed")
+        case = "unchanged" if context >= 80 or not (selector.prefix or selector.suffix) else "moved"
+        return Reanchored(case, best, end, exact, 100.0)
+    places = sorted(_close_places(selector, text), key=lambda place: -place[4])
+    if selector.twin_words:
+        places = [p for p in places if p[3] > max(fuzz.ratio(twin, p[2]) for twin in selector.twin_words)]
+    if not places:
+        return Reanchored("removed")
+    start, end, found, score, rank, context, both = places[0]
+    # Close words alone are not enough: a document often holds near twins
+    # ("space before" / "space after", "1080" / "1440"), and when the cited
+    # words are deleted their twin must not take their place. So: context on
+    # one side, on both when the quote had twins (or that is not known); or,
+    # for a long quote without twins, words very close to it (its paragraph
+    # moved and reworded).
+    if selector.twins is False:
+        accepted = context >= CONTEXT_AGREES or (score >= VERY_CLOSE and len(exact) >= LONG)
+    else:
+        accepted = both >= CONTEXT_AGREES
+    # Two places about as close: which one was cited cannot be told; say so, never guess.
+    if not accepted or (len(places) > 1 and places[1][4] >= rank - AMBIGUOUS):
+        return Reanchored("removed")
+    return Reanchored("reworded", start, end, found, score)
+
+
+def _close_places(selector: Selector, text: str) -> list[tuple[int, int, str, float, float, float, float]]:
+    """Places of ``text`` whose words are close to the quote's: (start, end,
+    words, score, rank, context on the better side, context on the worse side)."""
+    exact = selector.exact
+    words = _words_of(text)
+    quote_words = [m.group().casefold() for m in _TOKEN.finditer(exact)]
+    places: list = []
+    if not quote_words:
+        return places
+    lead = len(exact) - len(exact.lstrip("\"'“‘(["))
+    trail = len(exact) - len(exact.rstrip(".,;:!?\"'”’)]"))
+    n = len(quote_words)
+
+    def scored(first: int, last: int) -> tuple[float, int, int]:
+        start, end = words.starts[first], words.ends[last - 1]
+        # The quote's own punctuation at its edges, when the new text has it there too.
+        if lead and text[start - lead : start] == exact[:lead]:
+            start -= lead
+        if trail and text[end : end + trail] == exact[-trail:]:
+            end += trail
+        return fuzz.ratio(exact, text[start:end]), start, end
+
+    for diagonal in _candidates(words, quote_words):
+        span = _align(words, quote_words, diagonal)
+        if span is None:
+            continue
+        # The alignment may reach over into a near twin next to it: as many
+        # words as the quote has, from the diagonal, may be closer.
+        tries = [span]
+        if 0 <= diagonal and diagonal + n <= len(words.words) and (diagonal, diagonal + n) != span:
+            tries.append((diagonal, diagonal + n))
+        score, start, end = max(scored(*t) for t in tries)
+        found = text[start:end]
+        if score >= CLOSE and not any(p[0] < end and start < p[1] for p in places):
+            sides = _sides(text, selector, start, end)
+            context, worse = (max(sides), min(sides)) if sides else (0.0, 0.0)
+            places.append((start, end, found, score, score + sum(sides) / max(1, len(sides)), context, worse))
+    return places
+
+
+def word_changes(old: str, new: str) -> list[tuple[str, str]]:
+    """The two texts as runs of words, each run "same", "removed" (only in
+    ``old``) or "added" (only in ``new``), in reading order: what a reader
+    needs to see what was reworded."""
+    a, b = old.split(), new.split()
+    runs: list[tuple[str, str]] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            runs.append(("same", " ".join(a[i1:i2])))
+            continue
+        if i2 > i1:
+            runs.append(("removed", " ".join(a[i1:i2])))
+        if j2 > j1:
+            runs.append(("added", " ".join(b[j1:j2])))
+    return runs
