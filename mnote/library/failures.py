@@ -292,7 +292,7 @@ _REASON_MARKERS = (
     (ENCRYPTED, ("encrypted", "password", "encryption")),
     (TOO_LARGE, ("decompression budget", "too large", "too big", "text-size limit", "exceeds the", "size limit")),
     (NO_TEXT, ("no usable text", "empty content", "no content or only whitespace", "holds no text",
-               NO_TEXT_FOUND.lower(), "found no text")),
+               NO_TEXT_FOUND.lower(), "found no text", "found nothing to show", "this file is empty.")),
     (UNSUPPORTED, ("legacy word 97-2003", "no relationship of type", "not a zip/ooxml", "rtf document saved with",
                    "does not support", "not valid utf-8", "unsupported", "cannot be parsed by")),
     (DAMAGED, ("damaged", "corrupt", "truncated", "not a zip file", "bad zip", "badzipfile", "is empty (0 bytes)",

@@ -4,17 +4,20 @@ library hands LightRAG this text instead (``mnote.library.derived_text``),
 and a cited chunk is found again in the same text map the preview shows.
 
 Reached through the library's ``file_text_wanted`` signal (the library never
-imports the preview); renders through the one public entry point,
-``renderers.renderer_for``.
+imports the preview); the file is read in the preview's child process
+(``render_child``), under the same limits as a preview, never in the worker.
 """
 
 from __future__ import annotations
+
+import json
 
 from django.dispatch import receiver
 
 from mnote.kinds import kind_of
 from mnote.library.signals import file_text_wanted
 
+from . import render_child
 from .renderers import PreviewContext, renderer_for
 from .text_map import TextMap, build_text_map
 
@@ -38,6 +41,9 @@ def rendered_block_texts(sender=None, *, handle, name: str, path=None, **kwargs)
     if render is None:
         return None
     handle.seek(0)
-    result = render(handle, PreviewContext(path=path))
-    text_map = TextMap.from_compact(result["textMap"]) if "textMap" in result else None
-    return block_texts(text_map or build_text_map(result.get("html") or ""))
+    texts = []
+    for page in render_child.render_pages(kind_of(name), handle, PreviewContext(path=path)):
+        result = json.loads(page)
+        text_map = TextMap.from_compact(result["textMap"]) if "textMap" in result else None
+        texts += block_texts(text_map or build_text_map(result.get("html") or ""))
+    return texts
