@@ -219,8 +219,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--candidates", type=Path, help="also write LightRAG's unreranked candidates per query here (for tuning)"
     )
+    parser.add_argument(
+        "--questions",
+        type=Path,
+        help="a question set (bench/questions/*.jsonl): ask it of the library bench/question_library.py builds, "
+        "instead of the known-item queries",
+    )
+    parser.add_argument("--ports", help="LIGHTRAG,MODEL ports for the embedded stack (default: free ones)")
+    parser.add_argument("--signals", type=Path, help="with --questions: write each question's floor signals here")
     args = parser.parse_args(argv)
-    if not args.corpus.is_dir():
+    if args.questions is None and not args.corpus.is_dir():
         for candidate in (Path("/work/shared/corpus/docx"), REPO_DIR.parent / "shared" / "corpus" / "docx"):
             if candidate.is_dir():
                 args.corpus = candidate
@@ -248,10 +256,15 @@ def main(argv: list[str] | None = None) -> int:
     tiktoken = REPO_DIR / "data" / "tiktoken"
     if tiktoken.is_dir() and not (data_dir / "tiktoken").exists():
         shutil.copytree(tiktoken, data_dir / "tiktoken")
-    stack = EmbeddedStack(StackConfig(data_dir=data_dir, lightrag_port=free_port(), model_port=free_port()))
+    lightrag_port, model_port = (int(p) for p in args.ports.split(",")) if args.ports else (free_port(), free_port())
+    stack = EmbeddedStack(StackConfig(data_dir=data_dir, lightrag_port=lightrag_port, model_port=model_port))
     started = time.monotonic()
     try:
         stack.start()
+        if args.questions is not None:
+            from question_set import run_questions
+
+            return run_questions(args, data_dir, library, started)
         return run(args, data_dir, library, started)
     finally:
         stack.stop()
