@@ -166,12 +166,12 @@ def summarise(rows: list[dict]) -> dict:
 
 def _embed(url: str, texts: list[str], input_type: str):
     import httpx
-    import numpy as np
+
+    from mnote.stack.rerank import unit
 
     reply = httpx.post(f"{url}/embeddings", json={"model": "e5", "input": texts, "input_type": input_type}, timeout=600)
     reply.raise_for_status()
-    vectors = np.array([d["embedding"] for d in reply.json()["data"]], dtype=np.float32)
-    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    return [unit(d["embedding"]) for d in reply.json()["data"]]
 
 
 # --- the run ----------------------------------------------------------------------
@@ -212,6 +212,13 @@ def run_questions(args, data_dir: Path, library: Path, started: float) -> int:
     print(f"{len(indexed)} of {len(files)} files indexed (settled: {settled}, {index_seconds} s); "
           f"{len(questions)} questions", flush=True)
 
+    stored = None
+    if args.signals:
+        from django.conf import settings
+
+        from mnote.stack.rerank import StoredVectors, cosine
+
+        stored = StoredVectors(Path(settings.MNOTE_LIGHTRAG.working_dir) / "vdb_chunks.json")
     pool = passages(library, [f for f in files if f in indexed])
     bm25 = BM25([tokens(text) or ["\x00"] for _, text in pool])
     rows = []
@@ -242,10 +249,20 @@ def run_questions(args, data_dir: Path, library: Path, started: float) -> int:
             row["first"] = {"lightrag": file_order(lr_files)[:3], "page": file_order(page_files)[:3],
                             "bm25": file_order(bm_files)[:3]}
             rows.append(row)
-            if args.signals:
-                signals.append({**q, "confidence": page.diagnostics.get("confidence"),
-                                "lexical": [c.relevance_score for c in page.citations[:5]],
-                                "chunks": lr_quotes[:10], "pageChunks": [c.chunk_id for c in page.citations[:10]]})
+            if stored is not None:
+                # LightRAG's candidates as its rerank step gets them, with
+                # the query's cosine to each (for tuning the rerank and the floor)
+                wide = client.query_data(q["question"], mode="mix", chunk_top_k=60, enable_rerank=False)
+                found = (wide.get("data") or {}).get("chunks") or []
+                texts = [str(c.get("content") or "") for c in found]
+                vectors = stored.lookup(texts)
+                as_query = _embed(args.model_url, [q["question"]], "query")[0]
+                as_passage = _embed(args.model_url, [q["question"]], "passage")[0]
+                signals.append({**q, "candidates": [
+                    {"file": by_lightrag_name.get(c.get("file_path"), "?"), "content": t,
+                     "cosQuery": None if v is None else round(cosine(v, as_query), 4),
+                     "cosPassage": None if v is None else round(cosine(v, as_passage), 4)}
+                    for c, t, v in zip(found, texts, vectors)]})
 
     parts = {}
     for split in ("tuned", "held", "all"):

@@ -264,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.questions is not None:
             from question_set import run_questions
 
+            args.model_url = stack.config.model_url
             return run_questions(args, data_dir, library, started)
         return run(args, data_dir, library, started)
     finally:

@@ -152,6 +152,8 @@ def search_result(user, params: dict) -> dict:
         "query": query,
         "mode": params["mode"],
         "results": [c.as_json() for c in mapped.citations],
+        # Below the relevance floor: nothing found matches the query well.
+        "lowConfidence": bool(mapped.diagnostics.get("lowConfidence")),
         "notInLightRAG": not_in_lightrag(user, query),
         "diagnostics": diagnostics,
     }

@@ -13,6 +13,7 @@ from django.utils.translation import gettext_noop
 
 from mnote.citations.mapper import MappedResult, map_query_data
 from mnote.citations.sidecar import load_chunk_store
+from mnote.search.confidence import FLOOR_TOP, weak_match
 from mnote.library.models import IndexedRoot, Source
 from mnote.lightrag import QUERY_MODES, lightrag_mode
 from mnote.lightrag.provider import lightrag_client, recent_health
@@ -160,6 +161,7 @@ def full_library_search(
             width = min(asked * 3, SCOPE_MAX_CHUNK_TOP_K)
     if reranked_pool:
         del mapped.citations[CARDS_SHOWN:]
+    mapped.diagnostics["lowConfidence"] = _weak_match(query, result, mapped, health)
     mapped.diagnostics["llmAvailable"] = health.has_llm
     mapped.diagnostics["mode"] = lightrag_mode(mode)
     if scope:
@@ -169,6 +171,12 @@ def full_library_search(
         mapped.diagnostics["scopeAsks"] = asks
         mapped.diagnostics["chunkTopK"] = width or DEFAULT_CHUNK_TOP_K
     return mapped
+
+
+def _weak_match(query: str, result: dict, mapped: MappedResult, health) -> bool | None:
+    """The relevance floor (:mod:`mnote.search.confidence`) on the first cards' passages."""
+    contents = {c.get("chunk_id"): str(c.get("content") or "") for c in (result.get("data") or {}).get("chunks") or []}
+    return weak_match(query, [contents.get(c.chunk_id, "") for c in mapped.citations[:FLOOR_TOP]], health)
 
 
 def not_in_lightrag(user, query: str, *, limit: int = 10, root_ids: list[int] | None = None) -> list[dict]:
