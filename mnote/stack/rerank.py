@@ -80,7 +80,7 @@ class Fusion:
 
 FUSION = Fusion()
 
-_LATIN_WORD = re.compile(r"[^\W\d_]{2,}", re.UNICODE)
+_LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]{2,}")
 _FILLER = re.compile(r"lorem ipsum|dolor sit amet", re.IGNORECASE)
 
 
