@@ -224,9 +224,27 @@ def run_questions(args, data_dir: Path, library: Path, started: float) -> int:
     rows = []
     signals = []
     with lightrag_client() as client:
-        for q in questions:
-            raw = client.query_data(q["question"], mode="mix", enable_rerank=False)
-            chunks = (raw.get("data") or {}).get("chunks") or []
+        for number, q in enumerate(questions, 1):
+            # LightRAG's candidates, unreranked: its dense order, as its rerank
+            # step receives them; its own order is their first 20 (the
+            # default chunk_top_k gives the same 20 in the same order).
+            wide = client.query_data(q["question"], mode="mix", chunk_top_k=60, enable_rerank=False)
+            found = (wide.get("data") or {}).get("chunks") or []
+            if stored is not None:
+                texts = [str(c.get("content") or "") for c in found]
+                vectors = stored.lookup(texts)
+                as_query = _embed(args.model_url, [q["question"]], "query")[0]
+                as_passage = _embed(args.model_url, [q["question"]], "passage")[0]
+                signals.append({**q, "candidates": [
+                    {"file": by_lightrag_name.get(c.get("file_path"), "?"), "content": t,
+                     "cosQuery": None if v is None else round(cosine(v, as_query), 4),
+                     "cosPassage": None if v is None else round(cosine(v, as_passage), 4)}
+                    for c, t, v in zip(found, texts, vectors)]})
+                if args.signals_only:
+                    if number % 20 == 0:
+                        print(f"{number} questions", flush=True)
+                    continue
+            chunks = found[:20]
             lr_files = [by_lightrag_name.get(c.get("file_path"), "?") for c in chunks]
             lr_quotes = [str(c.get("content") or "") for c in chunks]
             t0 = time.perf_counter()
@@ -249,20 +267,13 @@ def run_questions(args, data_dir: Path, library: Path, started: float) -> int:
             row["first"] = {"lightrag": file_order(lr_files)[:3], "page": file_order(page_files)[:3],
                             "bm25": file_order(bm_files)[:3]}
             rows.append(row)
-            if stored is not None:
-                # LightRAG's candidates as its rerank step gets them, with
-                # the query's cosine to each (for tuning the rerank and the floor)
-                wide = client.query_data(q["question"], mode="mix", chunk_top_k=60, enable_rerank=False)
-                found = (wide.get("data") or {}).get("chunks") or []
-                texts = [str(c.get("content") or "") for c in found]
-                vectors = stored.lookup(texts)
-                as_query = _embed(args.model_url, [q["question"]], "query")[0]
-                as_passage = _embed(args.model_url, [q["question"]], "passage")[0]
-                signals.append({**q, "candidates": [
-                    {"file": by_lightrag_name.get(c.get("file_path"), "?"), "content": t,
-                     "cosQuery": None if v is None else round(cosine(v, as_query), 4),
-                     "cosPassage": None if v is None else round(cosine(v, as_passage), 4)}
-                    for c, t, v in zip(found, texts, vectors)]})
+            if number % 20 == 0:
+                print(f"{number} questions", flush=True)
+    if args.signals:
+        args.signals.write_text(json.dumps(signals, ensure_ascii=False))
+        print(f"wrote {args.signals}")
+    if not rows:
+        return 0
 
     parts = {}
     for split in ("tuned", "held", "all"):
@@ -294,6 +305,4 @@ def run_questions(args, data_dir: Path, library: Path, started: float) -> int:
         "questions": rows,
     }, ensure_ascii=False, indent=1))
     print(f"wrote {RESULTS_FILE.relative_to(REPO_DIR)}")
-    if args.signals:
-        args.signals.write_text(json.dumps(signals, ensure_ascii=False))
     return 0

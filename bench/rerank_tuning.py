@@ -83,7 +83,32 @@ def floor_rates(questions, fusion, cos_key, threshold) -> dict:
     }
 
 
-def main(path: str) -> int:
+def jieba_tokens(text: str) -> list[str]:
+    """The rerank's tokens with Chinese runs cut into words by jieba (its
+    search mode) instead of characters and character pairs: for measuring."""
+    import jieba
+
+    from mnote.stack import rerank as r
+
+    out, words = [], []
+    for match in r._TOKEN.finditer(text.lower()):
+        run = match.group(0)
+        if r._CJK_RUN.match(run):
+            cut = [w for w in jieba.lcut_for_search(run) if w.strip()]
+            out.extend(cut)
+            words.extend(cut)
+        elif run not in r._STOPWORDS:
+            out.append(run)
+            words.append(run)
+    out.extend(f"{a}_{b}" for a, b in zip(words, words[1:]))
+    return out
+
+
+def main(path: str, segmenter: str = "") -> int:
+    if segmenter == "jieba":
+        from mnote.stack import rerank as r
+
+        r.tokens = jieba_tokens
     questions = json.loads(Path(path).read_text(encoding="utf-8"))
     for q in questions:
         q["_lexical"] = lexical_scores(q["question"], [c["content"] for c in q["candidates"]])
@@ -120,4 +145,4 @@ def main(path: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(*sys.argv[1:]))

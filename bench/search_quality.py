@@ -226,7 +226,10 @@ def main(argv: list[str] | None = None) -> int:
         "instead of the known-item queries",
     )
     parser.add_argument("--ports", help="LIGHTRAG,MODEL ports for the embedded stack (default: free ones)")
-    parser.add_argument("--signals", type=Path, help="with --questions: write each question's floor signals here")
+    parser.add_argument("--signals", type=Path,
+                        help="with --questions: write each question's 60 unreranked candidates and their cosines here "
+                        "(for bench/rerank_tuning.py)")
+    parser.add_argument("--signals-only", action="store_true", help="with --signals: only gather them")
     args = parser.parse_args(argv)
     if args.questions is None and not args.corpus.is_dir():
         for candidate in (Path("/work/shared/corpus/docx"), REPO_DIR.parent / "shared" / "corpus" / "docx"):

@@ -1,7 +1,7 @@
 """The relevance floor: a search nothing in the library answers says so and
 folds its weak cards away; the API and MCP carry ``lowConfidence``. LightRAG
 and the embedded rerank it names are faked at the transport; the rerank
-answers with each passage's query similarity."""
+answers with the cards' match confidence."""
 
 import json
 
@@ -22,11 +22,11 @@ FAR = "The canteen opens at eight and closes after lunch."
 
 
 class LightRAGWithEmbeddedRerank:
-    """/query/data answers ``chunks``; the rerank gives each text its similarity."""
+    """/query/data answers ``chunks``; the rerank measures their confidence as ``confidence``."""
 
-    def __init__(self, chunks, similarity):
+    def __init__(self, chunks, confidence):
         self.chunks = chunks
-        self.similarity = similarity
+        self.confidence = confidence
         self.rerank_asks: list[dict] = []
 
     def handler(self, request: httpx.Request) -> httpx.Response:
@@ -42,9 +42,12 @@ class LightRAGWithEmbeddedRerank:
         if str(request.url) == RERANK_URL:
             body = json.loads(request.content)
             self.rerank_asks.append(body)
-            results = [{"index": i, "relevance_score": 1.0 - i / 10, "query_similarity": self.similarity[t]}
-                       for i, t in enumerate(body["documents"])]
-            return httpx.Response(200, json={"model": RERANK_MODEL, "results": results})
+            results = [{"index": i, "relevance_score": 1.0 - i / 10, "query_similarity": 0.8}
+                       for i, _ in enumerate(body["documents"])]
+            answer = {"model": RERANK_MODEL, "results": results}
+            if body.get("return_confidence"):
+                answer["confidence"] = self.confidence
+            return httpx.Response(200, json=answer)
         raise AssertionError(f"unexpected request {request.url}")
 
 
@@ -57,23 +60,23 @@ def library(db, lightrag_dirs):
             "minutes": _source(root, "minutes/2026-10.md", "minutes.md")}
 
 
-def _serve(settings, similarity: dict) -> LightRAGWithEmbeddedRerank:
+def _serve(settings, confidence: float) -> LightRAGWithEmbeddedRerank:
     chunks = [_chunk("handbook.docx", 0, NEAR), _chunk("minutes.md", 1, FAR)]
-    fake = LightRAGWithEmbeddedRerank(chunks, similarity)
+    fake = LightRAGWithEmbeddedRerank(chunks, confidence)
     settings.MNOTE_LIGHTRAG_TRANSPORT = httpx.MockTransport(fake.handler)
     return fake
 
 
-def _below(delta=0.05) -> float:
-    return confidence.FLOOR - delta
+def _below() -> float:
+    return confidence.FLOOR - 0.01
 
 
-def _above(delta=0.05) -> float:
-    return confidence.FLOOR + delta
+def _above() -> float:
+    return confidence.FLOOR + 0.01
 
 
 def test_a_search_nothing_matches_well_says_so_and_folds_its_cards_one_click_away(member_client, settings, library):
-    fake = _serve(settings, {NEAR: _below(), FAR: _below(0.1)})
+    fake = _serve(settings, _below())
     page = member_client.get("/search/", {"q": "canteen vegetarian menu", "mode": "library"}).content.decode()
 
     assert "Nothing in the library matches this search well." in page
@@ -81,12 +84,12 @@ def test_a_search_nothing_matches_well_says_so_and_folds_its_cards_one_click_awa
     folded = page[start:page.index("</details>", start)]
     assert "Show the 2 weak matches anyway" in folded
     assert folded.count('class="card source-card') == 2
-    # the rerank was asked about the first cards' whole passages, as LightRAG stored them
+    # the rerank was asked about the cards' whole passages, as LightRAG stored them, in the page's order
     assert fake.rerank_asks[-1]["documents"] == [NEAR, FAR]
 
 
 def test_htmx_gets_the_same_note_and_folded_cards_in_the_results_partial(member_client, settings, library):
-    _serve(settings, {NEAR: _below(), FAR: _below()})
+    _serve(settings, _below())
     response = member_client.get("/search/", {"q": "canteen vegetarian menu", "mode": "library"}, HTTP_HX_REQUEST="true")
     page = response.content.decode()
 
@@ -96,7 +99,7 @@ def test_htmx_gets_the_same_note_and_folded_cards_in_the_results_partial(member_
 
 
 def test_a_search_with_one_passage_above_the_floor_shows_its_cards_open(member_client, settings, library):
-    _serve(settings, {NEAR: _above(), FAR: _below()})
+    _serve(settings, _above())
     page = member_client.get("/search/", {"q": "who approves a purchase", "mode": "library"}).content.decode()
 
     assert "Nothing in the library matches this search well." not in page
@@ -105,7 +108,7 @@ def test_a_search_with_one_passage_above_the_floor_shows_its_cards_open(member_c
 
 
 def test_the_note_is_in_chinese_for_a_chinese_reader(member_client, settings, library):
-    _serve(settings, {NEAR: _below(), FAR: _below()})
+    _serve(settings, _below())
     page = member_client.get("/search/", {"q": "食堂菜单"}, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
 
     assert "文档库中没有与此搜索匹配良好的内容。" in page
@@ -113,9 +116,9 @@ def test_the_note_is_in_chinese_for_a_chinese_reader(member_client, settings, li
 
 
 def test_the_api_says_low_confidence_below_the_floor_and_not_above_it(member_client, settings, library):
-    _serve(settings, {NEAR: _below(), FAR: _below()})
+    _serve(settings, _below())
     weak = post(member_client, "/api/search", {"query": "canteen vegetarian menu"}).json()
-    _serve(settings, {NEAR: _above(), FAR: _below()})
+    _serve(settings, _above())
     strong = post(member_client, "/api/search", {"query": "who approves a purchase"}).json()
 
     assert weak["lowConfidence"] is True and len(weak["results"]) == 2
@@ -123,7 +126,7 @@ def test_the_api_says_low_confidence_below_the_floor_and_not_above_it(member_cli
 
 
 def test_without_the_embedded_rerank_no_floor_is_applied(member_client, settings, library):
-    fake = _serve(settings, {NEAR: _below(), FAR: _below()})
+    fake = _serve(settings, _below())
     status, body = recorded("health.json")  # LightRAG without a rerank provider
     original = fake.handler
     settings.MNOTE_LIGHTRAG_TRANSPORT = httpx.MockTransport(

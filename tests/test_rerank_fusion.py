@@ -6,12 +6,15 @@ import base64
 import json
 import os
 import struct
+import time
 import zlib
 
 import pytest
 
 from mnote.stack import rerank
-from mnote.stack.rerank import Fusion, StoredVectors, fused_scores, similarity_source, substance
+from mnote.stack.rerank import (
+    Fusion, StoredVectors, fused_scores, match_confidence, similarity_source, substance, word_coverage,
+)
 from tests.test_model_endpoint import _request, _start, _stop
 
 
@@ -65,6 +68,10 @@ def test_stored_vectors_are_found_by_the_chunks_text_and_read_again_when_the_fil
 
     _write_vdb(path, [("gamma passage", [0.0, 2.0])])
     os.utime(path, ns=(1, 1))  # a different stamp even within the same clock tick
+    # read by a thread; searches meanwhile get the vectors read before
+    deadline = time.monotonic() + 10
+    while stored.lookup(["gamma passage"])[0] is None and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert stored.lookup(["alpha passage", "gamma passage"])[0] is None
     assert list(stored.lookup(["gamma passage"])[0]) == [0.0, 1.0]
 
@@ -76,6 +83,18 @@ def test_a_missing_or_broken_vector_file_gives_no_similarities(tmp_path):
 
     assert source("q", ["a", "b"]) is None
     assert StoredVectors(str(tmp_path / "missing.json")).lookup(["a"]) == [None]
+
+
+def test_a_passage_that_stands_out_and_holds_the_questions_words_is_a_confident_match():
+    documents = ["Quotas limit the disk space of a user.", "Printers are set up in CUPS.", "The canteen menu.", "DNS zones."]
+    standing_out = match_confidence("limit disk space per user", documents, [0.90, 0.80, 0.79, 0.78])
+    flat = match_confidence("vegetarian lunch options", documents, [0.81, 0.80, 0.79, 0.78])
+
+    assert standing_out > flat
+    assert word_coverage("disk space of a user", documents) == 1.0
+    assert word_coverage("disk space per user", documents) < 0.8  # "per": in none of them, the rarest word
+    assert word_coverage("zxqv blorft", documents) == 0.0
+    assert match_confidence("q", documents, [None] * 4) is None
 
 
 # --- through the model endpoint, as LightRAG calls it ------------------------
@@ -105,10 +124,12 @@ def test_the_rerank_returns_each_stored_passages_similarity_to_the_query(endpoin
 
     documents = [*passages, "A chunk LightRAG never stored."]
     status, _, body = _request(base, "/v1/rerank", {"model": "m", "query": "how do I cap a user's storage",
-                                                      "documents": documents})
+                                                      "documents": documents, "return_confidence": True})
     results = {r["index"]: r for r in json.loads(body)["results"]}
 
     assert status == 200
+    assert isinstance(json.loads(body)["confidence"], float)
+    assert [r["index"] for r in json.loads(body)["results"]][0] == 1
     assert results[1]["query_similarity"] > results[0]["query_similarity"]
     assert results[2]["query_similarity"] is None
     assert rerank.RERANK_MODEL == json.loads(body)["model"]

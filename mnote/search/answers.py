@@ -13,7 +13,7 @@ from django.utils.translation import gettext_noop
 
 from mnote.citations.mapper import MappedResult, map_query_data
 from mnote.citations.sidecar import load_chunk_store
-from mnote.search.confidence import FLOOR_TOP, weak_match
+from mnote.search.confidence import weak_match
 from mnote.library.models import IndexedRoot, Source
 from mnote.lightrag import QUERY_MODES, lightrag_mode
 from mnote.lightrag.provider import lightrag_client, recent_health
@@ -174,9 +174,9 @@ def full_library_search(
 
 
 def _weak_match(query: str, result: dict, mapped: MappedResult, health) -> bool | None:
-    """The relevance floor (:mod:`mnote.search.confidence`) on the first cards' passages."""
+    """The relevance floor (:mod:`mnote.search.confidence`) on the cards' passages, in the page's order."""
     contents = {c.get("chunk_id"): str(c.get("content") or "") for c in (result.get("data") or {}).get("chunks") or []}
-    return weak_match(query, [contents.get(c.chunk_id, "") for c in mapped.citations[:FLOOR_TOP]], health)
+    return weak_match(query, [contents.get(c.chunk_id, "") for c in mapped.citations[:CARDS_SHOWN]], health)
 
 
 def not_in_lightrag(user, query: str, *, limit: int = 10, root_ids: list[int] | None = None) -> list[dict]:

@@ -18,6 +18,7 @@ this module needs only the standard library.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import os
@@ -29,9 +30,9 @@ from dataclasses import dataclass
 
 RERANK_MODEL = "mnote-bm25-dense-fusion"
 MAX_DOCUMENTS = 500
-# How the query is embedded for the cosine: LightRAG's chunks are stored as
-# e5 "passage" vectors.
-QUERY_INPUT_TYPE = "passage"
+# How the query is embedded for the cosine against LightRAG's stored "passage"
+# vectors: as an e5 query (measured better than as a passage on the tuned part).
+QUERY_INPUT_TYPE = "query"
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_]+", re.UNICODE)
@@ -78,12 +79,18 @@ class Fusion:
     filler_factor: float = 1.0
 
 
-FUSION = Fusion()
+# Chosen on the question set's tuned part (bench/rerank_tuning.py): the
+# embedder's cosine carries the meaning a paraphrased question shares with its
+# answer; BM25 the exact words; LightRAG's order adds nothing once both are in.
+# The hub settings tie with none on that set; they are kept for the tiny and
+# empty-cell chunks that won unrelated queries on larger libraries.
+FUSION = Fusion(lexical=0.5, rank=0.0, similarity=0.5, substance_words=10, filler_factor=0.3)
 
 _LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]{2,}")
 _FILLER = re.compile(r"lorem ipsum|dolor sit amet", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=8192)  # LightRAG sends the same candidates again and again
 def substance(text: str) -> int:
     """Words a passage says: Latin words of two letters or more, and Chinese
     characters two to a word."""
@@ -170,8 +177,12 @@ class StoredVectors:
         self._vectors: dict[bytes, object] = {}
         self._stamp = None
         self._checked = 0.0
+        self._reading = False
 
     def _refresh(self) -> None:
+        """Under the lock. The first read is waited for; a later change of the
+        file (LightRAG flushes as it indexes) is read by a thread while
+        searches go on with the vectors already read."""
         now = time.monotonic()
         if now - self._checked < self.RECHECK_SECONDS and self._stamp is not None:
             return
@@ -182,10 +193,22 @@ class StoredVectors:
             self._vectors, self._stamp = {}, None
             return
         stamp = (stat.st_mtime_ns, stat.st_size)
-        if stamp == self._stamp:
+        if stamp == self._stamp or self._reading:
             return
-        self._vectors = self._read()
-        self._stamp = stamp
+        if self._stamp is None:
+            self._vectors, self._stamp = self._read(), stamp
+            return
+        self._reading = True
+        threading.Thread(target=self._read_in_background, args=(stamp,), name="stored-vectors", daemon=True).start()
+
+    def _read_in_background(self, stamp) -> None:
+        try:
+            vectors = self._read()
+        finally:
+            with self._lock:
+                self._reading = False
+        with self._lock:
+            self._vectors, self._stamp = vectors, stamp
 
     def _read(self) -> dict:
         import base64
@@ -218,6 +241,43 @@ class StoredVectors:
             self._refresh()
             vectors = self._vectors
         return [vectors.get(_content_key(t)) for t in texts]
+
+
+# The relevance floor's measure (see match_confidence): how far the best of the
+# first passages stands out from the rest, plus this much of the query's words
+# they hold. Chosen on the question set's tuned part (bench/rerank_tuning.py).
+CONFIDENCE_FIRST = 3
+COVERAGE_WEIGHT = 0.1
+
+
+def word_coverage(query: str, documents: list[str], first: int = CONFIDENCE_FIRST) -> float:
+    """The share of the query's words (weighted by their rarity among the
+    documents; a word none of them has weighs most) that the first documents hold."""
+    words = {t for t in tokens(query) if "_" not in t}
+    if not words or not documents:
+        return 0.0
+    held = [set(tokens(d)) for d in documents]
+    n = len(held)
+    weight = {w: math.log((n + 1) / (1 + sum(w in h for h in held))) + 1 for w in words}
+    found = set().union(*held[:first])
+    return sum(weight[w] for w in words if w in found) / sum(weight.values())
+
+
+def match_confidence(query: str, documents: list[str], cosines: list[float | None]) -> float | None:
+    """How well the first documents (in the order given: the page's) match the
+    query, for the relevance floor: the best cosine among the first
+    CONFIDENCE_FIRST above the median cosine of all of them (a question the
+    library answers has a passage that stands out from the rest; one it does
+    not answer gets a flat field), plus COVERAGE_WEIGHT times
+    :func:`word_coverage`. None without cosines."""
+    known = [c for c in cosines if c is not None]
+    best = [c for c in cosines[:CONFIDENCE_FIRST] if c is not None]
+    if not best:
+        return None
+    known.sort()
+    middle = len(known) // 2
+    median = known[middle] if len(known) % 2 else (known[middle - 1] + known[middle]) / 2
+    return round(max(best) - median + COVERAGE_WEIGHT * word_coverage(query, documents), 6)
 
 
 class RerankRequestError(ValueError):
@@ -269,8 +329,10 @@ def similarity_source(stored: StoredVectors, query_vector):
 def rerank_response(body: dict, similarities=None) -> dict:
     """The answer to one ``/v1/rerank`` request (Cohere/Jina shape).
     ``similarities``: ``(query, texts) -> cosines`` (:func:`similarity_source`);
-    each result then also carries its ``query_similarity``, the absolute
-    measure the app's relevance floor reads."""
+    each result then also carries its ``query_similarity``, and with
+    ``return_confidence`` the answer carries the documents' ``confidence``
+    (:func:`match_confidence`, in the order sent), which the app's relevance
+    floor reads."""
     query = body.get("query")
     documents = body.get("documents")
     if not isinstance(query, str) or not query.strip():
@@ -300,4 +362,7 @@ def rerank_response(body: dict, similarities=None) -> dict:
         if cosines is not None:
             result["query_similarity"] = cosines[i]
         results.append(result)
-    return {"model": RERANK_MODEL, "results": results}
+    answer = {"model": RERANK_MODEL, "results": results}
+    if body.get("return_confidence") is True and cosines is not None:
+        answer["confidence"] = match_confidence(query, texts, cosines)
+    return answer
