@@ -2,6 +2,13 @@
 
     .venv/bin/python bench/search_quality.py [--corpus ../shared/corpus/docx] [--files 40]
         [--per-file 3] [--keep DIR] [--max-index-seconds 900]
+    .venv/bin/python bench/search_quality.py --questions bench/questions/handbook.jsonl [--keep DIR]
+        [--signals FILE [--signals-only]] [--ports LIGHTRAG,MODEL]
+
+With ``--questions``: questions as people ask them over real documents, the
+page against LightRAG's own order and a BM25 baseline, and the relevance
+floor (see bench/question_set.py; writes bench/results/search_questions.json).
+Without it:
 
 Known-item queries, built from paragraphs of the real corpus (DOCX files
 nobody here wrote) and of the demo library:
