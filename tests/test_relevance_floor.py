@@ -125,6 +125,10 @@ def test_the_api_says_low_confidence_below_the_floor_and_not_above_it(member_cli
     assert strong["lowConfidence"] is False
 
 
+def test_the_floor_knows_the_embedded_rerank_by_the_name_it_answers_with():
+    assert confidence.RERANK_MODEL == RERANK_MODEL
+
+
 def test_without_the_embedded_rerank_no_floor_is_applied(member_client, settings, library):
     fake = _serve(settings, _below())
     status, body = recorded("health.json")  # LightRAG without a rerank provider

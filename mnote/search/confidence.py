@@ -26,9 +26,12 @@ import logging
 import httpx
 from django.conf import settings
 
-from mnote.stack.rerank import RERANK_MODEL
 
 log = logging.getLogger(__name__)
+
+# The name the embedded rerank answers with (mnote.stack.rerank.RERANK_MODEL;
+# the web stages do not import the stack runner, a test holds the two equal).
+RERANK_MODEL = "mnote-bm25-dense-fusion"
 
 # Below it a search is a weak match: the measure is the rerank's
 # match_confidence of the page's cards (how far the best of the first three
