@@ -123,13 +123,17 @@ def test_the_rerank_returns_each_stored_passages_similarity_to_the_query(endpoin
     _write_vdb(working / "vdb_chunks.json", list(zip(passages, vectors)))
 
     documents = [*passages, "A chunk LightRAG never stored."]
-    status, _, body = _request(base, "/v1/rerank", {"model": "m", "query": "how do I cap a user's storage",
-                                                      "documents": documents, "return_confidence": True})
+    query = "how do I cap a user's storage"
+    status, _, body = _request(base, "/v1/rerank", {"model": "m", "query": query, "documents": documents})
     results = {r["index"]: r for r in json.loads(body)["results"]}
 
     assert status == 200
-    assert isinstance(json.loads(body)["confidence"], float)
     assert [r["index"] for r in json.loads(body)["results"]][0] == 1
+    # the app's floor asks about its cards in the page's order: kept, and measured
+    status, _, body = _request(base, "/v1/rerank", {"model": "m", "query": query, "documents": documents,
+                                                      "return_confidence": True})
+    assert [r["index"] for r in json.loads(body)["results"]] == [0, 1, 2]
+    assert isinstance(json.loads(body)["confidence"], float)
     assert results[1]["query_similarity"] > results[0]["query_similarity"]
     assert results[2]["query_similarity"] is None
     assert rerank.RERANK_MODEL == json.loads(body)["model"]

@@ -21,10 +21,13 @@ no floor is applied.
 
 from __future__ import annotations
 
+import functools
 import logging
 
 import httpx
 from django.conf import settings
+
+from mnote.lightrag.client import _tls_context
 
 
 log = logging.getLogger(__name__)
@@ -51,13 +54,25 @@ def embedded_rerank_url(health) -> str | None:
     return url if isinstance(url, str) and url.startswith(("http://", "https://")) else None
 
 
-def cards_confidence(url: str, query: str, texts: list[str]) -> float | None:
-    """The embedded rerank's ``confidence`` for these passages, in this order."""
+def _client() -> httpx.Client:
     # The transport tests fake LightRAG with fakes its rerank too.
     transport = getattr(settings, "MNOTE_LIGHTRAG_TRANSPORT", None)
+    if transport is not None:
+        return httpx.Client(transport=transport, timeout=TIMEOUT_SECONDS)
+    return _shared_client()
+
+
+@functools.cache
+def _shared_client() -> httpx.Client:
+    """One keep-alive client per process (httpx clients are thread-safe): a
+    new one per search would build a TLS context and a connection each time."""
+    return httpx.Client(timeout=TIMEOUT_SECONDS, verify=_tls_context())
+
+
+def cards_confidence(url: str, query: str, texts: list[str]) -> float | None:
+    """The embedded rerank's ``confidence`` for these passages, in this order."""
     try:
-        with httpx.Client(transport=transport, timeout=TIMEOUT_SECONDS) as client:
-            reply = client.post(url, json={"query": query, "documents": texts, "return_confidence": True})
+        reply = _client().post(url, json={"query": query, "documents": texts, "return_confidence": True})
         reply.raise_for_status()
         value = reply.json().get("confidence")
     except (httpx.HTTPError, ValueError) as e:

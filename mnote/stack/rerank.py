@@ -250,13 +250,18 @@ CONFIDENCE_FIRST = 3
 COVERAGE_WEIGHT = 0.1
 
 
+@functools.lru_cache(maxsize=1024)  # the cards' chunks were just reranked by LightRAG's call
+def token_set(text: str) -> frozenset[str]:
+    return frozenset(tokens(text))
+
+
 def word_coverage(query: str, documents: list[str], first: int = CONFIDENCE_FIRST) -> float:
     """The share of the query's words (weighted by their rarity among the
     documents; a word none of them has weighs most) that the first documents hold."""
     words = {t for t in tokens(query) if "_" not in t}
     if not words or not documents:
         return 0.0
-    held = [set(tokens(d)) for d in documents]
+    held = [token_set(d) for d in documents]
     n = len(held)
     weight = {w: math.log((n + 1) / (1 + sum(w in h for h in held))) + 1 for w in words}
     found = set().union(*held[:first])
@@ -352,8 +357,14 @@ def rerank_response(body: dict, similarities=None) -> dict:
     if top_n is not None and (not isinstance(top_n, int) or top_n < 1):
         raise RerankRequestError("'top_n' must be a positive integer")
     cosines = similarities(query, texts) if similarities is not None and texts else None
-    scores = fused_scores(query, texts, cosines)
-    order = sorted(range(len(texts)), key=lambda i: (-scores[i], i))
+    if body.get("return_confidence") is True:
+        # The app's relevance floor asks about the cards LightRAG's call just
+        # ordered: their order stays (no second ranking, no BM25 again).
+        order = list(range(len(texts)))
+        scores = [0.0] * len(texts)
+    else:
+        scores = fused_scores(query, texts, cosines)
+        order = sorted(range(len(texts)), key=lambda i: (-scores[i], i))
     if top_n is not None:
         order = order[:top_n]
     results = []
