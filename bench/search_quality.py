@@ -2,6 +2,13 @@
 
     .venv/bin/python bench/search_quality.py [--corpus ../shared/corpus/docx] [--files 40]
         [--per-file 3] [--keep DIR] [--max-index-seconds 900]
+    .venv/bin/python bench/search_quality.py --questions bench/questions/handbook.jsonl [--keep DIR]
+        [--signals FILE [--signals-only]] [--ports LIGHTRAG,MODEL]
+
+With ``--questions``: questions as people ask them over real documents, the
+page against LightRAG's own order and a BM25 baseline, and the relevance
+floor (see bench/question_set.py; writes bench/results/search_questions.json).
+Without it:
 
 Known-item queries, built from paragraphs of the real corpus (DOCX files
 nobody here wrote) and of the demo library:
@@ -219,8 +226,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--candidates", type=Path, help="also write LightRAG's unreranked candidates per query here (for tuning)"
     )
+    parser.add_argument(
+        "--questions",
+        type=Path,
+        help="a question set (bench/questions/*.jsonl): ask it of the library bench/question_library.py builds, "
+        "instead of the known-item queries",
+    )
+    parser.add_argument("--ports", help="LIGHTRAG,MODEL ports for the embedded stack (default: free ones)")
+    parser.add_argument("--signals", type=Path,
+                        help="with --questions: write each question's 60 unreranked candidates and their cosines here "
+                        "(for bench/rerank_tuning.py)")
+    parser.add_argument("--signals-only", action="store_true", help="with --signals: only gather them")
     args = parser.parse_args(argv)
-    if not args.corpus.is_dir():
+    if args.questions is None and not args.corpus.is_dir():
         for candidate in (Path("/work/shared/corpus/docx"), REPO_DIR.parent / "shared" / "corpus" / "docx"):
             if candidate.is_dir():
                 args.corpus = candidate
@@ -248,10 +266,16 @@ def main(argv: list[str] | None = None) -> int:
     tiktoken = REPO_DIR / "data" / "tiktoken"
     if tiktoken.is_dir() and not (data_dir / "tiktoken").exists():
         shutil.copytree(tiktoken, data_dir / "tiktoken")
-    stack = EmbeddedStack(StackConfig(data_dir=data_dir, lightrag_port=free_port(), model_port=free_port()))
+    lightrag_port, model_port = (int(p) for p in args.ports.split(",")) if args.ports else (free_port(), free_port())
+    stack = EmbeddedStack(StackConfig(data_dir=data_dir, lightrag_port=lightrag_port, model_port=model_port))
     started = time.monotonic()
     try:
         stack.start()
+        if args.questions is not None:
+            from question_set import run_questions
+
+            args.model_url = stack.config.model_url
+            return run_questions(args, data_dir, library, started)
         return run(args, data_dir, library, started)
     finally:
         stack.stop()

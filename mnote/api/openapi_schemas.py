@@ -171,6 +171,11 @@ SCHEMAS = {
             "query": {"type": "string"},
             "mode": {"type": "string", "description": "The mode LightRAG was sent (naive without an LLM unless asked otherwise)."},
             "results": {"type": "array", "items": ref("Citation")},
+            "lowConfidence": {
+                "type": "boolean",
+                "description": "Nothing found matches the query well (below the embedded rerank's relevance "
+                "floor): the results are distant and an agent should not build on them. False when unknown.",
+            },
             "notInLightRAG": {
                 "type": "array",
                 "description": "Files whose path matches the query but that LightRAG cannot cite, and why.",

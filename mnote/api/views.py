@@ -159,6 +159,8 @@ def search_result(user, params: dict, base: str = "") -> dict:
         "query": query,
         "mode": mapped.diagnostics["mode"],
         "results": [_citation_json(c, base, params["verbose"]) for c in mapped.citations],
+        # Below the relevance floor: nothing found matches the query well.
+        "lowConfidence": bool(mapped.diagnostics.get("lowConfidence")),
         "notInLightRAG": not_in_lightrag(user, query),
         "diagnostics": _diagnostics(user, mapped),
     }

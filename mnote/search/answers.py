@@ -11,6 +11,7 @@ from django.db.models import Q
 from django.utils.translation import gettext_noop
 
 from mnote.citations.mapper import MappedResult, map_query_data
+from mnote.search.confidence import weak_match
 from mnote.library.models import IndexedRoot, Source
 from mnote.lightrag import QUERY_MODES, lightrag_mode
 from mnote.lightrag.provider import lightrag_client, recent_health
@@ -172,6 +173,7 @@ def _retrieve(client, user, query: str, *, mode, top_k, chunk_top_k, scope, enab
         width = min(asked * 3, SCOPE_MAX_CHUNK_TOP_K)
     if reranked_pool:
         del mapped.citations[CARDS_SHOWN:]
+    mapped.diagnostics["lowConfidence"] = _weak_match(query, result, mapped, health)
     mapped.diagnostics["llmAvailable"] = health.has_llm
     mapped.diagnostics["mode"] = lightrag_mode(mode)
     if scope:
@@ -181,6 +183,12 @@ def _retrieve(client, user, query: str, *, mode, top_k, chunk_top_k, scope, enab
         mapped.diagnostics["scopeAsks"] = asks
         mapped.diagnostics["chunkTopK"] = width or DEFAULT_CHUNK_TOP_K
     return mapped, (result.get("data") or {}).get("chunks") or [], health
+
+
+def _weak_match(query: str, result: dict, mapped: MappedResult, health) -> bool | None:
+    """The relevance floor (:mod:`mnote.search.confidence`) on the cards' passages, in the page's order."""
+    contents = {c.get("chunk_id"): str(c.get("content") or "") for c in (result.get("data") or {}).get("chunks") or []}
+    return weak_match(query, [contents.get(c.chunk_id, "") for c in mapped.citations[:CARDS_SHOWN]], health)
 
 
 def not_in_lightrag(user, query: str, *, limit: int = 10, root_ids: list[int] | None = None) -> list[dict]:
@@ -232,6 +240,10 @@ def _name_matches(root_ids: list[int], terms: list[str], limit: int) -> list[tup
 
 
 NO_LLM_NOTE = gettext_noop("Extractive answer: no LLM is configured, so these are the cited sentences that best match.")
+# Below the relevance floor the cards are folded away, and no answer is built on them.
+WEAK_MATCH_NOTE = gettext_noop(
+    "Nothing in the library matches this question well, so no answer was written from it."
+)
 # Answers no longer withhold (their context is only ever what the asker may
 # see); saved turns made when they did still carry this note.
 WITHHELD_NOTE = gettext_noop(
@@ -381,6 +393,11 @@ def answer_stream(
             client, user, query, mode=mode, top_k=top_k, chunk_top_k=chunk_top_k, scope=scope,
             enable_rerank=enable_rerank,
         )
+        if mapped.diagnostics.get("lowConfidence"):
+            answer = Answer(query, "extractive", [], mapped, notes=[WEAK_MATCH_NOTE])
+            yield AnswerEvent("context", answer)
+            yield AnswerEvent("done", answer)
+            return
         if not health.has_llm:
             answer = Answer(query, "extractive", extractive_answer(query, mapped.citations), mapped, notes=[NO_LLM_NOTE])
             yield AnswerEvent("context", answer)

@@ -70,6 +70,8 @@ def search(request):
                 )
                 context["cards"] = cards_html(mapped.citations, query)
                 context["diagnostics"] = mapped.diagnostics
+                # Below the relevance floor the cards are folded away, not dropped.
+                context["weak_match"] = bool(mapped.diagnostics.get("lowConfidence")) and bool(mapped.citations)
             except UnknownScope as e:
                 context["problem"] = _unknown_scope(e)
             except LightRAGError as e:

@@ -247,7 +247,7 @@ class Handler(BaseHTTPRequestHandler):
         from mnote.stack import rerank
 
         try:
-            answer = rerank.rerank_response(self._read_json())
+            answer = rerank.rerank_response(self._read_json(), self.server.similarities)
         except rerank.RerankRequestError as err:
             raise HTTPError(400, str(err)) from err
         self._ok(answer)

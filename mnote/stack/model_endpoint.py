@@ -41,6 +41,7 @@ load the model.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -62,8 +63,17 @@ class ModelServer(ThreadingHTTPServer):
     allow_reuse_address = True
 
     def __init__(self, address: tuple[str, int], embedder: Embedder, quiet: bool = False,
-                 test_answers=None, test_knobs: bool = False):
+                 test_answers=None, test_knobs: bool = False, lightrag_working_dir: str | None = None):
         self.embedder = embedder
+        # The rerank's query-passage cosines: LightRAG's stored chunk vectors
+        # (read from its working directory) against the query's vector.
+        self.similarities = None
+        if lightrag_working_dir:
+            from mnote.stack.rerank import QUERY_INPUT_TYPE, QueryVectors, StoredVectors, similarity_source
+
+            stored = StoredVectors(os.path.join(lightrag_working_dir, "vdb_chunks.json"))
+            query_vectors = QueryVectors(lambda texts: embedder.embed(texts, QUERY_INPUT_TYPE)[0])
+            self.similarities = similarity_source(stored, query_vectors)
         self.quiet = quiet
         self.test_answers = test_answers
         self.test_knobs = test_knobs
@@ -73,7 +83,8 @@ class ModelServer(ThreadingHTTPServer):
 def make_server(host: str = "127.0.0.1", port: int = 0, quiet: bool = False,
                 default_type: str = "passage", threads: int | None = None,
                 max_queued_batches: int = DEFAULT_MAX_QUEUED_BATCHES, calibrate: bool = True,
-                test_knobs: bool = False, test_answers: bool = False, markup_ahead: bool = True) -> ModelServer:
+                test_knobs: bool = False, test_answers: bool = False, markup_ahead: bool = True,
+                lightrag_working_dir: str | None = None) -> ModelServer:
     """Load the model and time it, then bind (so a listening server is a
     ready, measured one)."""
     embedder = Embedder(default_query=(default_type == "query"), num_threads=threads,
@@ -85,7 +96,8 @@ def make_server(host: str = "127.0.0.1", port: int = 0, quiet: bool = False,
         from mnote.stack.answering_model import TestAnswers
 
         answering = TestAnswers()
-    return ModelServer((host, port), embedder, quiet=quiet, test_answers=answering, test_knobs=test_knobs)
+    return ModelServer((host, port), embedder, quiet=quiet, test_answers=answering, test_knobs=test_knobs,
+                       lightrag_working_dir=lightrag_working_dir)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--exact-markup", action="store_true",
                     help="embed chunks holding tables, drawings or equations at LightRAG's flush, exactly as "
                          "stored, instead of ahead without their ids (searches wait for that flush)")
+    ap.add_argument("--lightrag-working-dir", default=None,
+                    help="LightRAG's working directory: the rerank reads its stored chunk vectors "
+                         "(vdb_chunks.json) to weigh in the query-passage similarity")
     ap.add_argument("--no-calibrate", action="store_true", help="skip timing the engine at start-up")
     ap.add_argument("--test-knobs", action="store_true",
                     help="serve POST /testing/knobs (slow down or fail ingest embeddings); tests only")
@@ -111,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
 
     httpd = make_server(args.host, args.port, args.quiet, args.default_type, args.threads,
                         max(1, args.max_queued_batches), not args.no_calibrate, args.test_knobs, args.test_answers,
-                        markup_ahead=not args.exact_markup)
+                        markup_ahead=not args.exact_markup, lightrag_working_dir=args.lightrag_working_dir)
     stop = threading.Event()
 
     def _on_signal(signum: int, frame: Any) -> None:

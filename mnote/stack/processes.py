@@ -388,6 +388,8 @@ class EmbeddedStack:
                     "--port",
                     str(self.config.model_port),
                     "--quiet",
+                    "--lightrag-working-dir",
+                    str(self.config.working_dir),
                     *(["--test-answers"] if self.config.test_answers else []),
                     *(["--test-knobs"] if self.config.test_knobs else []),
                 ],

@@ -18,14 +18,21 @@ this module needs only the standard library.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
+import math
+import os
 import re
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
 
 RERANK_MODEL = "mnote-bm25-dense-fusion"
-# Weights of the fused score: lexical (BM25, scaled to the best candidate) and
-# dense (LightRAG's order). Tuned on the tuned half of bench/search_quality.py.
-LEXICAL_WEIGHT = 0.7
-DENSE_WEIGHT = 0.3
 MAX_DOCUMENTS = 500
+# How the query is embedded for the cosine against LightRAG's stored "passage"
+# vectors: as an e5 query (measured better than as a passage on the tuned part).
+QUERY_INPUT_TYPE = "query"
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_]+", re.UNICODE)
@@ -56,36 +63,281 @@ def tokens(text: str) -> list[str]:
     return out
 
 
-def fused_scores(query: str, documents: list[str]) -> list[float]:
-    """One score in [0, 1] per document, in the documents' order."""
+@dataclass(frozen=True)
+class Fusion:
+    """How the fused score weighs its parts (they sum to 1): lexical (BM25
+    over the candidates, scaled to the best), LightRAG's dense order, and the
+    embedder's own query-passage cosine (scaled between the candidates'
+    lowest and highest). A chunk with fewer than ``substance_words`` words
+    has its score scaled down (a hub: a heading, a table of empty cells, a
+    file name) and filler text (lorem ipsum) by ``filler_factor``."""
+
+    lexical: float = 0.7
+    rank: float = 0.3
+    similarity: float = 0.0
+    substance_words: int = 0
+    filler_factor: float = 1.0
+
+
+# Chosen on the question set's tuned part (bench/rerank_tuning.py): the
+# embedder's cosine carries the meaning a paraphrased question shares with its
+# answer; BM25 the exact words; LightRAG's order adds nothing once both are in.
+# The hub settings tie with none on that set; they are kept for the tiny and
+# empty-cell chunks that won unrelated queries on larger libraries.
+FUSION = Fusion(lexical=0.5, rank=0.0, similarity=0.5, substance_words=10, filler_factor=0.3)
+
+_LATIN_WORD = re.compile(r"[A-Za-z\u00c0-\u024f]{2,}")
+_FILLER = re.compile(r"lorem ipsum|dolor sit amet", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=8192)  # LightRAG sends the same candidates again and again
+def substance(text: str) -> int:
+    """Words a passage says: Latin words of two letters or more, and Chinese
+    characters two to a word."""
+    return len(_LATIN_WORD.findall(text)) + len(_CJK_RUN.findall(text)) // 2
+
+
+def lexical_scores(query: str, documents: list[str]) -> list[float]:
+    """BM25 of each document among the candidates, scaled to the best (0 when no word matches)."""
     import bm25s  # only the LightRAG virtualenv has it
 
     n = len(documents)
+    query_tokens = tokens(query)
+    if not n or not query_tokens:
+        return [0.0] * n
+    retriever = bm25s.BM25()
+    retriever.index([tokens(d) or ["\x00empty"] for d in documents], show_progress=False)
+    known = [t for t in query_tokens if t in retriever.vocab_dict]
+    if not known:
+        return [0.0] * n
+    raw = retriever.get_scores(known)
+    best = float(max(raw)) if len(raw) else 0.0
+    return [float(s) / best for s in raw] if best > 0 else [0.0] * n
+
+
+def fused_scores(query: str, documents: list[str], similarities: list[float | None] | None = None,
+                 fusion: Fusion = FUSION, lexical: list[float] | None = None) -> list[float]:
+    """One score in [0, 1] per document, in the documents' order.
+    ``similarities``: the query's cosine to each document (None where unknown);
+    without them the similarity weight goes to the dense order."""
+    n = len(documents)
     if n == 0:
         return []
-    dense = [1.0 - i / n for i in range(n)]
-    query_tokens = tokens(query)
-    corpus = [tokens(d) or ["\x00empty"] for d in documents]
-    lexical = [0.0] * n
-    if query_tokens:
-        retriever = bm25s.BM25()
-        retriever.index(corpus, show_progress=False)
-        vocab = retriever.vocab_dict
-        known = [t for t in query_tokens if t in vocab]
-        if known:
-            raw = retriever.get_scores(known)
-            best = float(max(raw)) if len(raw) else 0.0
-            if best > 0:
-                lexical = [float(s) / best for s in raw]
-    return [round(LEXICAL_WEIGHT * lex + DENSE_WEIGHT * d, 6) for lex, d in zip(lexical, dense)]
+    rank = [1.0 - i / n for i in range(n)]
+    if lexical is None:
+        lexical = lexical_scores(query, documents)
+    known = [c for c in similarities or [] if c is not None]
+    rank_weight, similarity_weight = fusion.rank, fusion.similarity
+    if known and max(known) > min(known):
+        low, span = min(known), max(known) - min(known)
+        similar = [0.0 if c is None else (c - low) / span for c in similarities]
+    else:
+        similar = [0.0] * n
+        rank_weight, similarity_weight = fusion.rank + fusion.similarity, 0.0
+    out = []
+    for i, text in enumerate(documents):
+        score = fusion.lexical * lexical[i] + rank_weight * rank[i] + similarity_weight * similar[i]
+        if fusion.substance_words:
+            score *= min(1.0, substance(text) / fusion.substance_words)
+        if fusion.filler_factor < 1.0 and _FILLER.search(text):
+            score *= fusion.filler_factor
+        out.append(round(score, 6))
+    return out
+
+
+def _content_key(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def unit(values) -> "array | None":
+    """The vector scaled to length 1 (float32), None for a zero vector."""
+    from array import array
+
+    norm = math.sqrt(sum(v * v for v in values))
+    return array("f", (v / norm for v in values)) if norm > 0 else None
+
+
+def cosine(a, b) -> float:
+    """Of two unit vectors."""
+    return sum(x * y for x, y in zip(a, b))
+
+
+class StoredVectors:
+    """LightRAG's own chunk vectors, found by the chunk's text: read from its
+    NanoVectorDB file (``vdb_chunks.json`` in the working directory, each
+    record's ``content`` and its ``vector``: float16, zlib, base64), read
+    again when the file changes. Embedding the candidates anew would cost
+    seconds per chunk on two cores; these were computed once, at ingest."""
+
+    RECHECK_SECONDS = 5.0
+
+    def __init__(self, path):
+        self.path = path
+        self._lock = threading.Lock()
+        self._vectors: dict[bytes, object] = {}
+        self._stamp = None
+        self._checked = 0.0
+        self._reading = False
+
+    def _refresh(self) -> None:
+        """Under the lock. The first read is waited for; a later change of the
+        file (LightRAG flushes as it indexes) is read by a thread while
+        searches go on with the vectors already read."""
+        now = time.monotonic()
+        if now - self._checked < self.RECHECK_SECONDS and self._stamp is not None:
+            return
+        self._checked = now
+        try:
+            stat = os.stat(self.path)
+        except OSError:
+            self._vectors, self._stamp = {}, None
+            return
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        if stamp == self._stamp or self._reading:
+            return
+        if self._stamp is None:
+            self._vectors, self._stamp = self._read(), stamp
+            return
+        self._reading = True
+        threading.Thread(target=self._read_in_background, args=(stamp,), name="stored-vectors", daemon=True).start()
+
+    def _read_in_background(self, stamp) -> None:
+        try:
+            vectors = self._read()
+        finally:
+            with self._lock:
+                self._reading = False
+        with self._lock:
+            self._vectors, self._stamp = vectors, stamp
+
+    def _read(self) -> dict:
+        import base64
+        import json
+        import struct
+        import zlib
+
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                records = json.load(f).get("data") or []
+        except (OSError, ValueError):
+            return {}
+        out = {}
+        for record in records:
+            content, packed = record.get("content"), record.get("vector")
+            if not isinstance(content, str) or not isinstance(packed, str):
+                continue
+            try:
+                raw = zlib.decompress(base64.b64decode(packed))
+            except (ValueError, zlib.error):
+                continue
+            vector = unit(struct.unpack(f"<{len(raw) // 2}e", raw[: len(raw) // 2 * 2]))
+            if vector is not None:
+                out[_content_key(content)] = vector
+        return out
+
+    def lookup(self, texts: list[str]) -> list:
+        """Each text's unit vector, or None where LightRAG stored none for it."""
+        with self._lock:
+            self._refresh()
+            vectors = self._vectors
+        return [vectors.get(_content_key(t)) for t in texts]
+
+
+# The relevance floor's measure (see match_confidence): how far the best of the
+# first passages stands out from the rest, plus this much of the query's words
+# they hold. Chosen on the question set's tuned part (bench/rerank_tuning.py).
+CONFIDENCE_FIRST = 3
+COVERAGE_WEIGHT = 0.1
+
+
+@functools.lru_cache(maxsize=1024)  # the cards' chunks were just reranked by LightRAG's call
+def token_set(text: str) -> frozenset[str]:
+    return frozenset(tokens(text))
+
+
+def word_coverage(query: str, documents: list[str], first: int = CONFIDENCE_FIRST) -> float:
+    """The share of the query's words (weighted by their rarity among the
+    documents; a word none of them has weighs most) that the first documents hold."""
+    words = {t for t in tokens(query) if "_" not in t}
+    if not words or not documents:
+        return 0.0
+    held = [token_set(d) for d in documents]
+    n = len(held)
+    weight = {w: math.log((n + 1) / (1 + sum(w in h for h in held))) + 1 for w in words}
+    found = set().union(*held[:first])
+    return sum(weight[w] for w in words if w in found) / sum(weight.values())
+
+
+def match_confidence(query: str, documents: list[str], cosines: list[float | None]) -> float | None:
+    """How well the first documents (in the order given: the page's) match the
+    query, for the relevance floor: the best cosine among the first
+    CONFIDENCE_FIRST above the median cosine of all of them (a question the
+    library answers has a passage that stands out from the rest; one it does
+    not answer gets a flat field), plus COVERAGE_WEIGHT times
+    :func:`word_coverage`. None without cosines."""
+    known = [c for c in cosines if c is not None]
+    best = [c for c in cosines[:CONFIDENCE_FIRST] if c is not None]
+    if not best:
+        return None
+    known.sort()
+    middle = len(known) // 2
+    median = known[middle] if len(known) % 2 else (known[middle - 1] + known[middle]) / 2
+    return round(max(best) - median + COVERAGE_WEIGHT * word_coverage(query, documents), 6)
 
 
 class RerankRequestError(ValueError):
     pass
 
 
-def rerank_response(body: dict) -> dict:
-    """The answer to one ``/v1/rerank`` request (Cohere/Jina shape)."""
+class QueryVectors:
+    """The unit vectors of recent queries: LightRAG's rerank call and the
+    app's confidence check that follows it ask about the same query."""
+
+    SIZE = 256
+
+    def __init__(self, embed):
+        self._embed = embed  # list[str] -> list of vectors
+        self._lock = threading.Lock()
+        self._recent: OrderedDict[str, object] = OrderedDict()
+
+    def __call__(self, query: str):
+        with self._lock:
+            vector = self._recent.get(query)
+            if vector is not None:
+                self._recent.move_to_end(query)
+                return vector
+        vector = unit(list(self._embed([query])[0]))
+        with self._lock:
+            self._recent[query] = vector
+            while len(self._recent) > self.SIZE:
+                self._recent.popitem(last=False)
+        return vector
+
+
+def similarity_source(stored: StoredVectors, query_vector):
+    """``(query, texts) -> cosines`` from LightRAG's stored chunk vectors and
+    the query's vector, None for texts LightRAG has no vector for; None
+    overall when it has none of them (nothing is embedded for that)."""
+
+    def similarities(query: str, texts: list[str]) -> list[float | None] | None:
+        vectors = stored.lookup(texts)
+        if all(v is None for v in vectors):
+            return None
+        q = query_vector(query)
+        if q is None:
+            return None
+        return [None if v is None else round(cosine(v, q), 6) for v in vectors]
+
+    return similarities
+
+
+def rerank_response(body: dict, similarities=None) -> dict:
+    """The answer to one ``/v1/rerank`` request (Cohere/Jina shape).
+    ``similarities``: ``(query, texts) -> cosines`` (:func:`similarity_source`);
+    each result then also carries its ``query_similarity``, and with
+    ``return_confidence`` the answer carries the documents' ``confidence``
+    (:func:`match_confidence`, in the order sent), which the app's relevance
+    floor reads."""
     query = body.get("query")
     documents = body.get("documents")
     if not isinstance(query, str) or not query.strip():
@@ -104,11 +356,24 @@ def rerank_response(body: dict) -> dict:
     top_n = body.get("top_n")
     if top_n is not None and (not isinstance(top_n, int) or top_n < 1):
         raise RerankRequestError("'top_n' must be a positive integer")
-    scores = fused_scores(query, texts)
-    order = sorted(range(len(texts)), key=lambda i: (-scores[i], i))
+    cosines = similarities(query, texts) if similarities is not None and texts else None
+    if body.get("return_confidence") is True:
+        # The app's relevance floor asks about the cards LightRAG's call just
+        # ordered: their order stays (no second ranking, no BM25 again).
+        order = list(range(len(texts)))
+        scores = [0.0] * len(texts)
+    else:
+        scores = fused_scores(query, texts, cosines)
+        order = sorted(range(len(texts)), key=lambda i: (-scores[i], i))
     if top_n is not None:
         order = order[:top_n]
-    return {
-        "model": RERANK_MODEL,
-        "results": [{"index": i, "relevance_score": scores[i]} for i in order],
-    }
+    results = []
+    for i in order:
+        result = {"index": i, "relevance_score": scores[i]}
+        if cosines is not None:
+            result["query_similarity"] = cosines[i]
+        results.append(result)
+    answer = {"model": RERANK_MODEL, "results": results}
+    if body.get("return_confidence") is True and cosines is not None:
+        answer["confidence"] = match_confidence(query, texts, cosines)
+    return answer
