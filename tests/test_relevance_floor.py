@@ -125,6 +125,16 @@ def test_the_api_says_low_confidence_below_the_floor_and_not_above_it(member_cli
     assert strong["lowConfidence"] is False
 
 
+def test_an_answer_is_not_built_on_cards_below_the_floor(member_client, settings, library):
+    _serve(settings, _below())
+    # The LLM (LightRAG's /query/stream) is never asked: the fake fails any request it does not expect.
+    weak = post(member_client, "/api/query", {"query": "canteen vegetarian menu"}).json()["answer"]
+
+    assert weak["sentences"] == [] and weak["notes"] == [
+        "Nothing in the library matches this question well, so no answer was written from it."
+    ]
+
+
 def test_the_floor_knows_the_embedded_rerank_by_the_name_it_answers_with():
     assert confidence.RERANK_MODEL == RERANK_MODEL
 
