@@ -128,7 +128,9 @@ def test_a_docx_is_searched_cited_previewed_and_answered_with_lightrag_on_postgr
     question = "Zerodur meniscus primary mirror actuators"
     page = reader.get("/search/", {"q": question, "mode": "library", "retrieval": "naive"})
     assert page.status_code == 200 and b"gamma-telescope-manual.docx" in page.content and b"Zerodur" in page.content
-    api = reader.post("/api/search", {"query": question, "mode": "naive"}, content_type="application/json").json()
+    api = reader.post(
+        "/api/search", {"query": question, "mode": "naive", "verbose": True}, content_type="application/json"
+    ).json()
     first = next(r for r in api["results"] if r["sourceId"] == manual.pk)
     assert first["locator"]["paraIds"] == best.locator["paraIds"]
 
@@ -218,7 +220,9 @@ def test_two_lightrag_servers_on_one_postgresql_serve_one_library(
     settings.MNOTE_LIGHTRAG = both
     assert lightrag_client().query_urls == [first.base_url, second.base_url]
     for _ in range(2):
-        assert cited(member, "Zerodur meniscus primary mirror actuators", manual)[0].locator == best.locator
+        # The same paragraphs (the quote's window may differ once the preview has been rendered).
+        [card, *_rest] = cited(member, "Zerodur meniscus primary mirror actuators", manual)
+        assert card.locator["paraIds"] == best.locator["paraIds"]
 
     # No store of either server is a file on its machine.
     assert stored_files(first.working_dir) == stored_files(second.working_dir) == []
