@@ -22,7 +22,9 @@ POSTGRES_TESTS ?= tests/test_jobs.py tests/test_ingest.py tests/test_ingest_reco
 	tests/test_doc_index.py tests/test_permalinks.py tests/test_home.py tests/test_dashboard.py \
 	tests/test_library_tree.py tests/test_library_commands.py tests/test_source_files.py tests/test_roots_form.py \
 	tests/test_root_admin.py tests/test_watcher.py tests/test_text_limit.py tests/test_malformed_input.py \
-	tests/test_ensure_admin.py tests/test_translation.py tests/test_sessions.py $(POSTGRES_ONLY_TESTS)
+	tests/test_ensure_admin.py tests/test_translation.py tests/test_sessions.py tests/test_people.py tests/test_uploads.py \
+	tests/test_progress.py tests/test_searchable_or_why.py tests/test_citation_reanchor.py tests/test_token_page.py \
+	tests/test_relevance_floor.py $(POSTGRES_ONLY_TESTS)
 # Run in the PostgreSQL pass only: LightRAG itself with every store in
 # PostgreSQL, two servers on one database (their own LightRAGs and model
 # endpoint would cost the SQLite pass as much again),

@@ -6,6 +6,7 @@ worker counts on its own, which still bounds what one worker spends; point
 CACHES at a shared cache for one count across workers.
 """
 
+import threading
 import time
 
 from django.conf import settings
@@ -19,6 +20,9 @@ class RenderRateLimited(Exception):
 
 
 WINDOW_S = 60
+# The count is read, then written: the threads of one web process take turns,
+# so two renders at once are both counted.
+_COUNTING = threading.Lock()
 
 
 def charge_render(user) -> None:
@@ -30,7 +34,8 @@ def charge_render(user) -> None:
         return
     now = time.time()
     key = f"mnote:preview-renders:{user.pk}"
-    recent = [t for t in cache.get(key, []) if t > now - WINDOW_S]
-    if len(recent) >= limit:
-        raise RenderRateLimited(retry_after=max(1, int(recent[0] + WINDOW_S - now) + 1))
-    cache.set(key, [*recent, now][-limit:], timeout=WINDOW_S)
+    with _COUNTING:
+        recent = [t for t in cache.get(key, []) if t > now - WINDOW_S]
+        if len(recent) >= limit:
+            raise RenderRateLimited(retry_after=max(1, int(recent[0] + WINDOW_S - now) + 1))
+        cache.set(key, [*recent, now][-limit:], timeout=WINDOW_S)
