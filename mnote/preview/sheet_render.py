@@ -250,55 +250,41 @@ def _cell_value(cell, strings: list[str], formats: dict[int, str], ns: str = S, 
     return number_text(raw, formats.get(int(style) if style.isdigit() else 0), epoch) if raw else ""
 
 
-def _sheet_rows(
-    package, part, strings, formats, deadline, first, last, ns: str = S, epoch: datetime = EPOCH, visit=None
-):
-    """(row number, cell texts, cells past ``MAX_COLUMNS``) of rows first <
-    number <= last, the sheet's row count and its merged ranges; with
-    ``visit``, every row goes to it instead (with its count of cells past
-    ``MAX_COLUMNS``) and none is kept.
+def _sheet_rows(package, part, strings, formats, deadline, visit, ns: str = S, epoch: datetime = EPOCH):
+    """Every row of the sheet to ``visit(row number, cell texts, cells past
+    ``MAX_COLUMNS``)``; returns the sheet's row count and its merged ranges.
 
     Cells are read as each one ends and then dropped, rows likewise, so
     neither a long sheet nor one very wide row is ever held whole."""
     cell_tag, row_tag, merge_tag = f"{{{ns}}}c", f"{{{ns}}}row", f"{{{ns}}}mergeCell"
-    dimension_tag = f"{{{ns}}}dimension"
-    declared = 0  # the row count the sheet's <dimension> states, which lets a page stop at its last row
-    rows = []
     merges: list[str] = []
     total = expected = number = 0
     current = None  # the row whose cells are being read
-    wanted = False
     cells: list[str] = []
     position = hidden = 0
 
     def start(row) -> None:
-        nonlocal current, expected, number, wanted, cells, position, total, hidden
+        nonlocal current, expected, number, cells, position, total, hidden
         current = row
         expected += 1
         written = row.get("r") or ""
         number = int(written) if written.isdigit() else expected
         expected = number
         total = max(total, number)
-        wanted = visit is not None or first < number <= last
         cells, position, hidden = [], 0, 0
 
-    for _event, el in package.iterparse(part, (cell_tag, row_tag, merge_tag, dimension_tag)):
-        if el.tag == dimension_tag:
-            last_ref = _CELL_REF.match(el.get("ref", "").rsplit(":", 1)[-1])
-            declared = int(last_ref.group(2)) if last_ref else 0
-            continue
+    for _event, el in package.iterparse(part, (cell_tag, row_tag, merge_tag)):
         if el.tag == cell_tag:
             row = el.getparent()
             if row is not current:
                 start(row)
-            if wanted:
-                match = _CELL_REF.match(el.get("r", ""))
-                column = _column_index(match.group(1)) if match else position
-                if column < MAX_COLUMNS and column >= len(cells):
-                    cells.extend([""] * (column - len(cells)))
-                    cells.append(_cell_value(el, strings, formats, ns, epoch))
-                elif column >= MAX_COLUMNS and len(el):
-                    hidden += 1  # a cell with a value the row cannot show
+            match = _CELL_REF.match(el.get("r", ""))
+            column = _column_index(match.group(1)) if match else position
+            if column < MAX_COLUMNS and column >= len(cells):
+                cells.extend([""] * (column - len(cells)))
+                cells.append(_cell_value(el, strings, formats, ns, epoch))
+            elif column >= MAX_COLUMNS and len(el):
+                hidden += 1  # a cell with a value the row cannot show
             position += 1
             if position % 50_000 == 0:
                 deadline.check()  # one very wide row
@@ -313,11 +299,7 @@ def _sheet_rows(
             continue
         if el is not current:
             start(el)  # a row without cells
-        if wanted:
-            if visit is not None:
-                visit(number, cells, hidden)
-            else:
-                rows.append((number, cells, hidden))
+        visit(number, cells, hidden)
         el.clear()
         # Rows already seen are dropped so a big sheet is never held whole.
         while el.getprevious() is not None:
@@ -325,12 +307,7 @@ def _sheet_rows(
         current = None
         if number % 2_000 == 0:
             deadline.check()
-        if visit is None and number > last and declared > last + 10 * PAGE_ROWS:
-            # A long sheet: the page is read, and the count the sheet states is
-            # taken for the pager rather than read through (its merged ranges,
-            # written after the rows, are then not drawn on this page).
-            return rows, max(total, declared), []
-    return rows, total, merges
+    return total, merges
 
 
 class _Merges:
@@ -401,10 +378,9 @@ class _Workbook:
                 name += " " + _("(hidden)")
             self.sheets.append((name, rel.part))
 
-    def rows(self, part: str, first: int, last: int, visit=None):
-        return _sheet_rows(
-            self.package, part, self.strings, self.formats, self.deadline, first, last, self.ns, self.epoch, visit
-        )
+    def rows(self, part: str, visit):
+        """Every row of a sheet to ``visit``; the sheet's row count and merged ranges."""
+        return _sheet_rows(self.package, part, self.strings, self.formats, self.deadline, visit, self.ns, self.epoch)
 
 
 def preview_xlsx(fp, ctx, limits=DEFAULT_LIMITS) -> dict:
@@ -419,7 +395,7 @@ def preview_xlsx_pages(fp, ctx, limits=DEFAULT_LIMITS) -> list[dict]:
         book = _Workbook(package, deadline)
         for name, part in book.sheets:
             kept = _PageRows(budget)
-            _rows, total, merge_refs = book.rows(part, 0, 0, visit=kept)
+            total, merge_refs = book.rows(part, kept)
             sheets.append((name, kept, total, merge_refs))
             deadline.check()
     count = _page_count([(kept, total) for _name, kept, total, _merges in sheets])
@@ -542,7 +518,7 @@ def page_of(fp, ctx, evidence: str, limits=DEFAULT_LIMITS) -> int | None:
     with XlsxPackage(fp, limits) as package:
         book = _Workbook(package, Deadline(limits.time_budget_s))
         for _name, part in book.sheets:
-            book.rows(part, 0, 0, visit=best)
+            book.rows(part, best)
     return best.page
 
 
