@@ -17,7 +17,7 @@ Everything real, on free loopback ports, in a temporary data dir: the
 embedded stack (``mnote.stack.processes.EmbeddedStack``: the local model
 endpoint, which times itself at start-up, and ``lightrag-server`` with the
 embedding limits sized from that measurement), a fresh SQLite registry, and
-the worker's own loop (``mnote.library.ingest.work_once``: jobs, status
+the worker's own loop (``mnote.library.worker.work_once``: jobs, status
 bridge, stuck-source recovery, retries in small waves).
 
 The library: ``--limit`` DOCX files taken evenly from the corpus (sorted by
@@ -121,7 +121,7 @@ def per_kind_report(rows) -> dict:
     progress, and files whose preview shows text but that are not searchable."""
     from mnote.kinds import kind_of
     from mnote.library.derived_text import can_give_text
-    from mnote.library.failures import source_reason_code
+    from mnote.library.reasons import source_reason_code
     from mnote.library.models import Source
     from mnote.preview.plain_text import rendered_block_texts
 
@@ -230,7 +230,7 @@ class Run:
         return httpx.get(url, params={"since": since}, timeout=30).json()["turns"]
 
     def ingest(self, max_seconds: float) -> dict:
-        from mnote.library.ingest import work_once
+        from mnote.library.worker import work_once
         from mnote.library.models import IndexedRoot, Job, Source
         from mnote.lightrag.provider import lightrag_client
         from mnote.library.sync import sync_root

@@ -52,7 +52,7 @@ def scenario(tmp: Path, name: str, small: int, large_chunks: int, alone_kb: int 
     from django.core.management import call_command
     from django.utils import timezone as dj_timezone
 
-    from mnote.library.ingest import work_once
+    from mnote.library.worker import work_once
     from mnote.library.models import IndexedRoot, Source
     from mnote.library.sync import sync_root
     from mnote.lightrag import LightRAGError, load_config

@@ -873,7 +873,7 @@ def run_e2e(args) -> dict:
         from mnote.text import clean_display_text
         from mnote.search.answers import full_library_search
         from mnote.citations.sidecar import load_chunk_store
-        from mnote.library.ingest import wait_until_settled
+        from mnote.library.worker import wait_until_settled
         from mnote.library.models import IndexedRoot, Source
         from mnote.lightrag.provider import lightrag_client
         from mnote.library.sync import sync_root

@@ -184,7 +184,7 @@ def run_questions(args, data_dir: Path, library: Path, started: float) -> int:
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
-    from mnote.library.ingest import wait_until_settled
+    from mnote.library.worker import wait_until_settled
     from mnote.library.models import IndexedRoot, Source
     from mnote.library.sync import sync_root
     from mnote.lightrag.provider import lightrag_client

@@ -487,7 +487,7 @@ PAIR_INDEX = """
 import django; django.setup()
 from django.contrib.auth import get_user_model
 from mnote.api.models import ApiToken
-from mnote.library.ingest import wait_until_settled
+from mnote.library.worker import wait_until_settled
 from mnote.library.models import IndexedRoot
 from mnote.library.sync import sync_root
 from mnote.lightrag.provider import lightrag_client

@@ -294,7 +294,7 @@ def run(args, data_dir: Path, library: Path, started: float) -> int:
     from mnote.citations.sidecar import load_chunk_store
     from mnote.text import clean_display_text, is_unreadable
     from mnote.search.answers import full_library_search
-    from mnote.library.ingest import wait_until_settled
+    from mnote.library.worker import wait_until_settled
     from mnote.library.models import IndexedRoot, Source
     from mnote.lightrag.provider import lightrag_client
     from mnote.library.sync import sync_root

@@ -459,7 +459,7 @@ def _snapshot_models():
 def _index_shelf(shelf: Shelf, config) -> None:
     from django.core import serializers
 
-    from mnote.library.ingest import wait_until_settled
+    from mnote.library.worker import wait_until_settled
     from mnote.library.models import IndexedRoot
     from mnote.library.sync import sync_root
     from mnote.lightrag import make_client

@@ -15,7 +15,7 @@ from django.contrib.auth.models import Group
 from django.test import Client
 
 from mnote.search.answers import answer_stream
-from mnote.library.ingest import wait_until_settled
+from mnote.library.worker import wait_until_settled
 from mnote.library.models import IndexedRoot
 from mnote.lightrag.provider import lightrag_client
 from mnote.library.sync import sync_root

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mnote.library.ingest import queue_for_ingest, wait_until_settled
+from mnote.library.ingest import queue_for_ingest
+from mnote.library.worker import wait_until_settled
 from mnote.library.sync import sync_root
 from mnote.library.models import IndexedRoot, Source
 from mnote.lightrag.provider import lightrag_client

@@ -11,7 +11,8 @@ import httpx
 import pytest
 from django.conf import settings
 
-from mnote.library.ingest import run_due_jobs, wait_until_settled
+from mnote.library.ingest import run_due_jobs
+from mnote.library.worker import wait_until_settled
 from mnote.library.models import IndexedRoot, Job, Source
 from mnote.lightrag.provider import lightrag_client
 from mnote.library.sync import sync_root

@@ -165,7 +165,7 @@ def test_one_worker_round_takes_a_legacy_resend_from_its_delete_to_the_scan(root
     apart each (the ingest's tail: LightRAG would sit idle meanwhile)."""
     import httpx
 
-    from mnote.library.ingest import work_once
+    from mnote.library.worker import work_once
 
     source = indexing(root, "a.docx")
     old_name = source.lightrag_name

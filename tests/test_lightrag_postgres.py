@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from mnote.library.ingest import wait_until_settled
+from mnote.library.worker import wait_until_settled
 from mnote.library.models import IndexedRoot
 from mnote.library.sync import sync_root
 from mnote.lightrag.provider import lightrag_client

@@ -13,7 +13,8 @@ import pytest
 from django.utils import timezone
 from django.utils.translation import override
 
-from mnote.library.failures import MAX_AUTO_RETRIES, plain_reason, reason_code, retry_failed
+from mnote.library.failures import MAX_AUTO_RETRIES, retry_failed
+from mnote.library.reasons import plain_reason, reason_code
 from mnote.library.ingest import link_for_scan, run_due_jobs
 from mnote.library.models import IndexedRoot, Job, Source
 from mnote.library.status_bridge import bridge_statuses

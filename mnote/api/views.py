@@ -41,6 +41,7 @@ from mnote.search.answers import (
     not_in_lightrag,
 )
 from mnote.library.failures import not_retried, retry_failed
+from mnote.library.reasons import plain_reason
 from mnote.library.ingest import queue_for_ingest
 from mnote.lightrag import LightRAGError
 from mnote.library.models import IndexedRoot, Source
@@ -341,7 +342,7 @@ def source_chunks(request, source_id: int):
             "source_not_citable",
             f"{source.library_path} is not citable now ({state}): LightRAG's chunks of it are missing or out of date.",
             sourceStatus=source.status,
-            sourceReason=source.plain_reason or None,
+            sourceReason=plain_reason(source) or None,
         )
     try:
         context = chunk_context(source, params["chunk_index"], context=params["context"], block_id=params["block_id"])

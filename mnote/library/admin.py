@@ -6,6 +6,7 @@ from mnote.accounts.roles import is_admin
 from mnote.library.forms import IndexedRootForm
 from mnote.library.failures import retry_failed
 from mnote.library.models import IndexedRoot, Job, Source, WorkerLease
+from mnote.library.reasons import plain_reason
 from mnote.library.actions import delete_index, prune_registry, pruned_message, reindex_source, remove_root
 from mnote.library.sync_report import sync_and_report
 
@@ -93,7 +94,7 @@ class SourceAdmin(AdminsManageLibrary, admin.ModelAdmin):
 
     @admin.display(description=gettext_lazy("why not searchable"))
     def reason(self, source):
-        return source.plain_reason
+        return plain_reason(source)
 
     def has_add_permission(self, request):
         return False

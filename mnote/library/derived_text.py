@@ -25,6 +25,7 @@ from django.conf import settings
 from mnote.kinds import kind_of
 from mnote.library.models import Source
 from mnote.library.signals import file_text_wanted
+from mnote.library.source_files import SourceUnavailable, open_source_file
 
 # Source.parser_hint of a file LightRAG reads as MNote's text of it.
 MNOTE_TEXT = Source.MNOTE_TEXT
@@ -68,8 +69,6 @@ def derived_text_path(sha256: str) -> Path:
 def write_derived_text(source: Source, real_path: Path) -> Path:
     """The file of MNote's text of this content, written when missing; raises
     ``NoDerivedText`` when the renderer refuses the file or finds no text."""
-    from mnote.library.source_files import SourceUnavailable, open_source_file
-
     path = derived_text_path(source.sha256)
     if source.sha256 and path.exists():
         return path

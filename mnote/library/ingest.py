@@ -7,13 +7,12 @@ file, never a copy) right before it asks LightRAG to scan. A bounded status brid
 (:mod:`mnote.library.status_bridge`) follows LightRAG's document list until
 each source is indexed or failed; failures are told apart and retried by
 :mod:`mnote.library.failures`. Deletes of derived documents go through the
-same ledger. :func:`work_once` is one round of the worker over all of it.
+same ledger. ``worker.work_once`` is one round of the worker over all of it.
 """
 
 import hashlib
 import logging
 import os
-import time
 from datetime import timedelta
 from pathlib import Path
 from typing import BinaryIO
@@ -26,6 +25,8 @@ from django.utils import timezone
 from mnote.library.derived_text import DerivedTextLater, NoDerivedText, wants_mnote_text, write_derived_text
 from mnote.library.jobs import claim_due_jobs
 from mnote.library.models import Job, Source
+from mnote.library.source_files import SourceUnavailable, open_source_file, source_real_path
+from mnote.library.text_size import PACKAGES, package_text_bytes
 from mnote.lightrag import LightRAGBusy, LightRAGClient, LightRAGError, LightRAGRejected, LightRAGUnavailable
 
 log = logging.getLogger(__name__)
@@ -253,8 +254,6 @@ def link_for_scan(limit: int | None = None) -> tuple[dict[int, str], bool]:
     A link left by a worker that died before its scan is found again by the
     next attempt (the same sources are still the oldest queued): the same name
     is the same link."""
-    from mnote.library.source_files import SourceUnavailable, source_real_path
-
     limit = limit or settings.MNOTE_SCAN_BATCH
     queued = Source.objects.filter(status=Source.Status.QUEUED).select_related("root")
     # The columns the checks and the name read: a batch's other columns
@@ -329,9 +328,6 @@ def link_for_scan(limit: int | None = None) -> tuple[dict[int, str], bool]:
 def _large_package(source: Source, limit: int) -> bool:
     """Whether a package file (DOCX, EPUB …) holds more than ``limit`` bytes of
     XML/HTML text, read from its ZIP directory (False when that cannot be told)."""
-    from mnote.library.source_files import SourceUnavailable, open_source_file
-    from mnote.library.text_size import PACKAGES, package_text_bytes
-
     if os.path.splitext(source.file_name)[1].lower() not in PACKAGES:
         return False
     try:
@@ -457,45 +453,3 @@ def mark_indexed(source: Source, document) -> None:
             job.state, job.finished_at = Job.State.DONE, timezone.now()
             job.last_error = "called off: LightRAG processed the document after all"
             job.save(update_fields=["state", "finished_at", "last_error", "updated_at"])
-
-
-# deletes moved up -> files sent -> their scan (see work_once).
-RETRY_STEPS_PER_ROUND = 3
-
-
-def work_once(client: LightRAGClient) -> None:
-    """One round of the worker: jobs, the status bridge, recovery of stuck
-    sources, then a wave of due retries."""
-    # Imported here: both modules build on this one.
-    from mnote.library.failures import advance_retries
-    from mnote.library.status_bridge import bridge_statuses, rescan_stuck
-
-    run_due_jobs(client)
-    bridge_statuses(client)
-    rescan_stuck(client)
-    # A wave of retries owes LightRAG its steps in order -- the failed
-    # records' deletes (moved up once LightRAG is idle), then the files sent
-    # again, then their scan. Each step taken in this round rather than one
-    # worker interval after the last: a file the native parser found empty
-    # reaches the legacy parser seconds sooner, and LightRAG does not sit idle
-    # meanwhile. Bounded: a step that cannot go yet waits for the next round.
-    for _ in range(RETRY_STEPS_PER_ROUND):
-        sent, deletes_moved_up = advance_retries(client)
-        if not (sent or deletes_moved_up) or not run_due_jobs(client):
-            break
-
-
-def wait_until_settled(client: LightRAGClient, *, timeout: float, interval: float = 1.0) -> bool:
-    """Work until nothing is in progress; bounded by ``timeout``. Returns
-    whether everything settled."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            work_once(client)
-        except LightRAGError as e:
-            log.warning("LightRAG: %s", e)
-        if not Source.objects.in_progress().exists() and not Job.objects.filter(state=Job.State.PENDING).exists():
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(interval)

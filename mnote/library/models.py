@@ -270,21 +270,6 @@ class Source(models.Model):
         return f"{stem}.[{self.parser_hint}].{extension}"
 
     @property
-    def plain_reason(self) -> str:
-        """Why the file is not searchable, in one sentence of the library's one
-        vocabulary (damaged, encrypted, no text, …), or ""."""
-        from mnote.library.failures import plain_reason  # it builds on this module
-
-        return plain_reason(self)
-
-    @property
-    def readable_error(self) -> str:
-        """LightRAG's message without its banners and input paths (for admins)."""
-        from mnote.library.failures import readable_message
-
-        return readable_message(self)
-
-    @property
     def file_level_citations(self) -> bool:
         """Parsed without LightRAG's sidecar blocks, so citations point at the
         file, not a paragraph."""

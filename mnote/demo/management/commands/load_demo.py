@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from mnote.library.ingest import wait_until_settled
+from mnote.library.worker import wait_until_settled
 from mnote.library.sync import sync_root
 from mnote.library.models import IndexedRoot, Job
 from mnote.library.progress import root_progress

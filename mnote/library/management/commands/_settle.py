@@ -3,7 +3,7 @@
 
 from django.db.models import Count
 
-from mnote.library.ingest import wait_until_settled
+from mnote.library.worker import wait_until_settled
 from mnote.library.models import Job, Source
 from mnote.lightrag.provider import lightrag_client
 

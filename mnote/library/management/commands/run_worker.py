@@ -5,7 +5,8 @@ import time
 
 from django.core.management.base import BaseCommand
 
-from mnote.library.ingest import run_due_jobs, work_once
+from mnote.library.ingest import run_due_jobs
+from mnote.library.worker import work_once
 from mnote.library.jobs import Leadership, worker_id
 from mnote.library.models import IndexedRoot, Job, Source
 from mnote.lightrag.provider import lightrag_client
