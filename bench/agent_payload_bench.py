@@ -81,7 +81,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     clean_environ()
     sys.path.insert(0, str(REPO_DIR))
-    from mnote.stack.processes import EmbeddedStack, StackConfig, free_port
+    from mnote.stack.processes import EmbeddedStack, StackConfig
+    from mnote.stack.managed import free_port
 
     tmp = Path(tempfile.mkdtemp(prefix="mnote-agent-payload-bench-"))
     stack = None

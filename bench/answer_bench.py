@@ -161,7 +161,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     clean_environ()
     from mnote.stack.answering_model import TEST_ANSWER_MODEL
-    from mnote.stack.processes import EmbeddedStack, ExternalModel, StackConfig, free_port, web_process
+    from mnote.stack.processes import EmbeddedStack, ExternalModel, StackConfig, web_process
+    from mnote.stack.managed import free_port
 
     tmp = Path(tempfile.mkdtemp(prefix="mnote-answer-bench-"))
     stack = web = None

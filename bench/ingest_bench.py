@@ -171,7 +171,8 @@ class Run:
     """One embedded stack in its own data dir, and the registry pointed at it."""
 
     def __init__(self, tmp: Path, name: str, files: list[Path], corpus: Path | None = None, ports: tuple[int, int] | None = None):
-        from mnote.stack.processes import EmbeddedStack, StackConfig, free_port
+        from mnote.stack.processes import EmbeddedStack, StackConfig
+        from mnote.stack.managed import free_port
 
         self.data_dir = tmp / name
         self.library = self.data_dir / "library"

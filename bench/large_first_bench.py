@@ -57,7 +57,8 @@ def scenario(tmp: Path, name: str, small: int, large_chunks: int, alone_kb: int 
     from mnote.library.sync import sync_root
     from mnote.lightrag import LightRAGError, load_config
     from mnote.lightrag.provider import lightrag_client
-    from mnote.stack.processes import EmbeddedStack, StackConfig, free_port
+    from mnote.stack.processes import EmbeddedStack, StackConfig
+    from mnote.stack.managed import free_port
 
     data_dir = tmp / name
     folder = data_dir / "library" / "notes"

@@ -710,7 +710,8 @@ def main(argv=None) -> int:
         import django
 
         django.setup()
-        from mnote.stack.processes import StackConfig, free_port, web_process
+        from mnote.stack.processes import StackConfig, web_process
+        from mnote.stack.managed import free_port
 
         paths = [base_dir / "bench" / n for n in names] + [p for p, _ in own]
         ids = register(base_dir, paths)

@@ -564,7 +564,8 @@ def main(argv=None) -> int:
         import django
 
         django.setup()
-        from mnote.stack.processes import StackConfig, free_port, web_process
+        from mnote.stack.processes import StackConfig, web_process
+        from mnote.stack.managed import free_port
 
         blocks = generate(args.paragraphs)
         files = [base_dir / "bench" / "ten-thousand-paragraphs.md"]

@@ -561,7 +561,8 @@ _MISSING = object()
 
 
 def start_stack(stack_dir: Path):
-    from mnote.stack.processes import EmbeddedStack, StackConfig, free_port
+    from mnote.stack.processes import EmbeddedStack, StackConfig
+    from mnote.stack.managed import free_port
 
     cache = REPO_DIR / "data" / "tiktoken"
     if cache.is_dir():

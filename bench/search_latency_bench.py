@@ -690,7 +690,8 @@ def main(argv=None) -> int:
     if str(REPO_DIR) not in sys.path:
         sys.path.insert(0, str(REPO_DIR))
     clean_environ()
-    from mnote.stack.processes import WEB_PROCESSES, WEB_THREADS, EmbeddedStack, StackConfig, free_port, web_process
+    from mnote.stack.processes import WEB_PROCESSES, WEB_THREADS, EmbeddedStack, StackConfig, web_process
+    from mnote.stack.managed import free_port
 
     loadavg_start = os.getloadavg()
     tmp = Path(tempfile.mkdtemp(prefix="mnote-search-bench-"))

@@ -261,7 +261,8 @@ def main(argv: list[str] | None = None) -> int:
         EMBEDDING_TIMEOUT="600",
     )
     sys.path.insert(0, str(REPO_DIR))
-    from mnote.stack.processes import EmbeddedStack, StackConfig, free_port
+    from mnote.stack.processes import EmbeddedStack, StackConfig
+    from mnote.stack.managed import free_port
 
     tiktoken = REPO_DIR / "data" / "tiktoken"
     if tiktoken.is_dir() and not (data_dir / "tiktoken").exists():

@@ -9,7 +9,8 @@ import httpx
 import pytest
 
 from mnote.lightrag import load_config
-from mnote.stack.processes import EmbeddedStack, StackConfig, free_port
+from mnote.stack.processes import EmbeddedStack, StackConfig
+from mnote.stack.managed import free_port
 
 # Playwright's sync API keeps an event loop in the test thread; Django's ORM
 # refuses to run beside one unless told the (test-only) setup is deliberate.

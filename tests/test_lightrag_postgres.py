@@ -22,7 +22,8 @@ from mnote.library.models import IndexedRoot
 from mnote.library.sync import sync_root
 from mnote.lightrag.provider import lightrag_client
 from mnote.search.answers import answer_question, full_library_search
-from mnote.stack.processes import EmbeddedStack, StackConfig, free_port
+from mnote.stack.processes import EmbeddedStack, StackConfig
+from mnote.stack.managed import free_port
 from tests.conftest import REPO_DIR, _use_lightrag_of, copy_tiktoken_cache, empty_lightrag
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]

