@@ -22,7 +22,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from mnote.accounts.models import Invitation
 from mnote.api.models import ApiToken
 from mnote.citations.models import Citation
-from mnote.citations.permalinks import encode_reference
+from mnote.citations.references import encode_reference
 from mnote.library.models import IndexedRoot, Source
 from mnote.search.models import Conversation
 from tests.pdf_factory import make_pdf

@@ -237,7 +237,7 @@ def test_the_substring_shortcut_agrees_with_the_fuzzy_score_it_replaces():
 
     from rapidfuzz import fuzz
 
-    from mnote.citations.mapper import _inside_either
+    from mnote.citations.matching import _inside_either
 
     rng = random.Random(17)
     for _ in range(3000):

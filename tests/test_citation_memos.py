@@ -67,11 +67,11 @@ def test_links_are_signed_with_the_same_bytes_as_djangos_signer(settings):
     would, and reads links signed under a rotated-out key."""
     from django.core import signing
 
-    from mnote.citations import permalinks
+    from mnote.citations import references
 
     settings.SECRET_KEY, settings.SECRET_KEY_FALLBACKS = "new-secret", ["old-secret"]
-    ours = permalinks._signer()
-    django_signer = signing.Signer(key="new-secret", salt=permalinks.SALT)
+    ours = references._signer()
+    django_signer = signing.Signer(key="new-secret", salt=references.SALT)
     payloads = [
         [1, 7, "0123456789abcdef", "doc-1-chunk-003", "b12", "primary mirror"],
         [1, 8, "fedcba9876543210", "doc-2-chunk-000", "", "主镜 re-aluminised \"when\" ±"],
@@ -80,11 +80,11 @@ def test_links_are_signed_with_the_same_bytes_as_djangos_signer(settings):
     for payload in payloads:
         for compress in (False, True):
             assert ours.sign_object(payload, compress=compress) == django_signer.sign_object(payload, compress=compress)
-    old = signing.Signer(key="old-secret", salt=permalinks.SALT).sign_object(payloads[0])
+    old = signing.Signer(key="old-secret", salt=references.SALT).sign_object(payloads[0])
     assert ours.unsign_object(old) == payloads[0]
-    assert permalinks.read_reference(old).query == "primary mirror"
+    assert references.read_reference(old).query == "primary mirror"
     forged = old[:-2] + ("AA" if not old.endswith("AA") else "BB")
-    assert permalinks.read_reference(forged) is None
+    assert references.read_reference(forged) is None
 
 
 def test_a_moved_file_is_cited_under_its_new_path_and_the_path_memo_stays_bounded(db, lightrag_dirs):

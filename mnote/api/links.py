@@ -5,7 +5,7 @@ server, which has no request), else the request's own."""
 
 from django.conf import settings
 
-from mnote.citations.permalinks import precision_label
+from mnote.citations.references import precision_label
 
 
 def link_base(request=None) -> str:

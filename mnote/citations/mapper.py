@@ -16,16 +16,10 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from mnote.text import ensure_query_terms, evidence_window, lexical_score
-from mnote.citations.matching import (  # noqa: F401 (_inside_either: tests use it here)
-    _cleaned,
-    _evidence,
-    _fingerprint,
-    _inside_either,
-    _match_block,
-    forget_text_memos as _forget_matching_memos,
-)
+from mnote.citations.matching import _cleaned, _evidence, _fingerprint, _match_block
+from mnote.citations.matching import forget_text_memos as _forget_matching_memos
 from mnote.citations.models import Citation
-from mnote.citations.permalinks import precision_label, reference_base, reference_url
+from mnote.citations.references import precision_label, reference_base, reference_url
 from mnote.citations.sidecar import Block, DocIndex, Sidecar, chunk_index_of, doc_id_of_chunk, doc_index
 from mnote.citations.signals import locator_anchor
 from mnote.kinds import kind_of

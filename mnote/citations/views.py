@@ -6,7 +6,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from mnote.citations.models import Citation
-from mnote.citations.permalinks import SourceChanged, badge_label, cited
+from mnote.citations.permalinks import SourceChanged, cited
+from mnote.citations.references import badge_label
 from mnote.citations.reanchor import Reanchored, Selector, reanchor, word_changes
 from mnote.citations.signals import current_text
 from mnote.library.models import Source

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 
-from mnote.citations.permalinks import badge_label
+from mnote.citations.references import badge_label
 from mnote.text import mark_terms
 
 
