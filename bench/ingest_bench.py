@@ -148,7 +148,7 @@ def per_kind_report(rows) -> dict:
         if can_give_text(source):
             try:
                 with open(source.absolute_path, "rb") as handle:
-                    shows_text = any(block.strip() for block in rendered_block_texts(handle=handle, name=source.file_name,
+                    shows_text = any(block.strip() for block in rendered_block_texts(handle, source.file_name,
                                                                                      path=Path(source.absolute_path)) or [])
             except Exception:  # the preview refuses it too
                 shows_text = False

@@ -76,7 +76,7 @@ def mnote_text(path: Path) -> tuple[str, str]:
 
     try:
         with open(path, "rb") as handle:
-            blocks = rendered_block_texts(handle=handle, name=path.name, path=path)
+            blocks = rendered_block_texts(handle, path.name, path)
     except Exception as e:  # a refusal: its message
         return "", f"{type(e).__name__}: {e}"[:300]
     return "\n\n".join(blocks or []), ""

@@ -658,7 +658,7 @@ def main(argv=None) -> int:
         from mnote.text import display as display_module
         from mnote.text import terms as terms_module
         from mnote.text import evidence as evidence_module
-        from mnote.preview import views as preview_views
+        from mnote.preview import locator_anchor
 
         urlconf_note = ensure_urlconf()
 
@@ -727,7 +727,7 @@ def main(argv=None) -> int:
             sidecar_module.forget_doc_indexes()
             sidecar_module.forget_display_texts()
             mapper_module.forget_text_memos()  # the mapper's memos of cleaned text, path facts, ids
-            preview_views._render_place.cache_clear()  # where each version's preview render would be
+            locator_anchor._render_place.cache_clear()  # where each version's preview render would be
             for module in (display_module, terms_module, evidence_module):  # the text helpers' memos too
                 for value in vars(module).values():
                     if callable(getattr(value, "cache_clear", None)):

@@ -20,10 +20,10 @@ from mnote.citations.matching import _cleaned, _evidence, _fingerprint, _match_b
 from mnote.citations.matching import forget_text_memos as _forget_matching_memos
 from mnote.citations.models import Citation
 from mnote.citations.references import precision_label, reference_base, reference_url
-from mnote.citations.sidecar import Block, DocIndex, Sidecar, chunk_index_of, doc_id_of_chunk, doc_index
-from mnote.citations.signals import locator_anchor
+from mnote.citations.sidecar import Block, DocIndex, Sidecar, chunk_index_of, cited_chunk_text, doc_id_of_chunk, doc_index
 from mnote.kinds import kind_of
 from mnote.library.models import Source
+from mnote.preview.locator_anchor import anchor_locator, cached_text_map
 
 PROVIDER = "lightrag"
 _BASE36 = string.digits + string.ascii_lowercase
@@ -115,7 +115,7 @@ def _references(data: dict) -> list[_Reference]:
     return list(by_file.values())
 
 
-# What mapping reads of a registry row (and the anchor's receiver, and the
+# What mapping reads of a registry row (and the anchoring, and the
 # document index): another field read would cost a query per source, which
 # tests/test_citation_mapper.py would see.
 _ROW_FIELDS = (
@@ -182,18 +182,28 @@ def forget_text_memos() -> None:
     _short_id.cache_clear()
 
 
-def _add_anchor(locator: dict, source: Source, memo: dict | None = None) -> None:
+def _add_anchor(locator: dict, source: Source, memo: dict | None = None, index: DocIndex | None = None) -> None:
     """The cited words' place in the file's preview when that preview is
     rendered already (``locator["anchor"]``: status exact|fuzzy, start/end
     block + offset, W3C TextPosition and TextQuote): the preview marks that
-    range without a request, the context panel marks the same words. The
-    preview answers through a signal: citations never import the preview."""
+    range without a request, the context panel marks the same words.
+    ``memo`` (one mapping's): each source's text map looked up once, not once
+    per citation of it — a file's render is looked for on disk."""
     if locator["precision"] == Citation.Precision.BBOX:
         return
-    for _receiver, anchor in locator_anchor.send(sender=Source, source=source, locator=locator, memo=memo):
-        if anchor:
-            locator["anchor"] = anchor
-            return
+    key = ("preview text map", source.pk, source.sha256)
+    if memo is not None and key in memo:
+        text_map = memo[key]
+    else:
+        text_map = cached_text_map(source.file_name, source.sha256)
+        if memo is not None:
+            memo[key] = text_map
+    if text_map is None:
+        return
+    chunk = cited_chunk_text(source, str(locator.get("chunkId") or ""), index)
+    anchor = anchor_locator(text_map, locator, chunk=chunk)
+    if anchor:
+        locator["anchor"] = anchor
 
 
 def _locator_position(block: Block | None, sidecar: Sidecar | None) -> tuple[str, dict]:
@@ -305,7 +315,7 @@ def _cite(
         locator["chunkIndex"] = chunk_index
     if not chunk_id:
         del locator["chunkId"]
-    _add_anchor(locator, source, memo)
+    _add_anchor(locator, source, memo, index)
     anchored = str(((locator.get("anchor") or {}).get("textQuote") or {}).get("exact") or "")
     if anchored.strip():
         # The card quotes the words the preview marks, not LightRAG's text of them.
@@ -414,7 +424,7 @@ def map_query_data(
     dropped: list[dict] = []
     seen: set[tuple] = set()
     taken_ids: set[str] = set()
-    memo: dict = {}  # what the anchor's receivers keep per source, for this mapping
+    memo: dict = {}  # what the anchoring keeps per source, for this mapping
     link_base = reference_base()
     rank = 0
     for reference in references:

@@ -334,6 +334,15 @@ def doc_index(source) -> DocIndex:
     )
 
 
+def cited_chunk_text(source, chunk_id: str, index: DocIndex | None = None) -> str:
+    """The cited chunk's own text (one of this source's chunks), cleaned for
+    display, when LightRAG's chunk store is readable; "" otherwise."""
+    if not chunk_id or source is None:
+        return ""
+    stored = (index or doc_index(source)).chunk(chunk_id, with_text=True)
+    return clean_display_text(stored.content) if stored else ""
+
+
 def forget_doc_indexes() -> None:
     """This process's copies (the files on disk stay): a cold start, for tests and benchmarks."""
     with _INDEXES_LOCK:

@@ -9,17 +9,8 @@ from mnote.citations.models import Citation
 from mnote.citations.permalinks import SourceChanged, cited
 from mnote.citations.references import badge_label
 from mnote.citations.reanchor import Reanchored, Selector, reanchor, word_changes
-from mnote.citations.signals import current_text
 from mnote.library.models import Source
-
-
-def _text_now(request, citation: Citation) -> dict | None:
-    """The text the cited file's preview shows now (see ``signals.current_text``)."""
-    answers = current_text.send(sender=Citation, request=request, source=citation.source, locator=citation.locator)
-    for _receiver, answer in answers:
-        if answer:
-            return answer
-    return None
+from mnote.preview.views import current_text_of
 
 
 def _followed(request, citation: Citation, state: str) -> tuple[Selector, Reanchored] | None:
@@ -29,7 +20,7 @@ def _followed(request, citation: Citation, state: str) -> tuple[Selector, Reanch
     selector = Selector.from_json(citation.quote_selector)
     if state == "gone" or (state == "current" and selector is not None and selector.twins is not None):
         return None
-    now = _text_now(request, citation)
+    now = current_text_of(request, citation.source, citation.locator)
     if now is None:
         return None
     if now["sha256"] == citation.source_sha256:

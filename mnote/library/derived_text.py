@@ -12,8 +12,8 @@ The link in LightRAG's inputs points at that file under the source's own
 LightRAG name plus ``.txt``, so LightRAG's documents and references map back
 to the source's row, and a cited chunk opens the original at its words.
 
-This module is the one place the library reaches the preview's renderers,
-and only through the ``file_text_wanted`` signal.
+This module is the one place the library reaches the preview's renderers
+(``preview.plain_text``), which sit below it: they need only the file.
 """
 
 import os
@@ -24,8 +24,8 @@ from django.conf import settings
 
 from mnote.kinds import kind_of
 from mnote.library.models import Source
-from mnote.library.signals import file_text_wanted
 from mnote.library.source_files import SourceUnavailable, open_source_file
+from mnote.preview.plain_text import rendered_block_texts
 
 # Source.parser_hint of a file LightRAG reads as MNote's text of it.
 MNOTE_TEXT = Source.MNOTE_TEXT
@@ -74,14 +74,13 @@ def write_derived_text(source: Source, real_path: Path) -> Path:
         return path
     try:
         with open_source_file(source) as handle:
-            answers = file_text_wanted.send(sender=Source, handle=handle, name=source.file_name, path=real_path)
+            blocks = rendered_block_texts(handle, source.file_name, real_path)
     except SourceUnavailable:
         raise
     except Exception as e:  # a renderer's refusal (damaged, encrypted, too large …): its message is for users
         if getattr(e, "transient", False) or getattr(e, "reason", "") in ("busy", "start"):
             raise DerivedTextLater(str(e)) from e
         raise NoDerivedText(str(e) or type(e).__name__) from e
-    blocks = next((blocks for _receiver, blocks in answers if blocks is not None), None)
     text = "\n\n".join(block for block in blocks or [] if block.strip())
     if not text.strip():
         raise NoDerivedText("")

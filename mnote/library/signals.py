@@ -7,10 +7,3 @@ from django.dispatch import Signal
 # ones), and ``texts``: (source id, sha256, bytes) of the new and changed
 # files whose bodies the sync read anyway, so they need not be read again.
 root_files_changed = Signal()
-
-# Sent by mnote.library.derived_text with ``handle`` (the source's file, open),
-# ``name`` (its file name) and ``path`` (its real path): the preview answers
-# with the text of each block it renders, in order (a list of strings), or
-# None when it has no renderer for the kind. A refusal is raised as the
-# renderer's exception, whose message is for users.
-file_text_wanted = Signal()

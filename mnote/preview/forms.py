@@ -2,7 +2,8 @@
 
 from django import forms
 
-MAX_LOCATOR_CHARS = 20_000
+from mnote.preview.locator_anchor import MAX_LOCATOR_CHARS
+
 MAX_PDF_EVIDENCE_CHARS = 4000  # a locator's evidence window is ~300; more is never searched
 PDF_PAGE_WIDTHS = (600, 1000, 1600)
 

@@ -3,8 +3,8 @@ LightRAG's own parsers cannot read a kind (or read its markup as text), the
 library hands LightRAG this text instead (``mnote.library.derived_text``),
 and a cited chunk is found again in the same text map the preview shows.
 
-Reached through the library's ``file_text_wanted`` signal (the library never
-imports the preview); the file is read in the preview's child process
+The library calls it directly (the renderers sit below the library: they
+need only the file's bytes); the file is read in the preview's child process
 (``render_child``), under the same limits as a preview, never in the worker.
 """
 
@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import json
 
-from django.dispatch import receiver
-
 from mnote.kinds import kind_of
-from mnote.library.signals import file_text_wanted
 
 from . import render_child
 from .renderers import PreviewContext, renderer_for
@@ -35,8 +32,10 @@ def block_texts(text_map: TextMap) -> list[str]:
     return [" ".join(parts) for parts in blocks.values() if any(parts)]
 
 
-@receiver(file_text_wanted)
-def rendered_block_texts(sender=None, *, handle, name: str, path=None, **kwargs) -> list[str] | None:
+def rendered_block_texts(handle, name: str, path=None) -> list[str] | None:
+    """The text of each block the file's preview renders, in order; None when
+    the preview has no renderer for the kind. A refusal is raised as the
+    renderer's exception, whose message is for users."""
     render = renderer_for(kind_of(name))
     if render is None:
         return None

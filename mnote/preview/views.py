@@ -1,25 +1,17 @@
 import hashlib
 import json
-import threading
 import time
-from collections import OrderedDict
-from dataclasses import replace
-from functools import lru_cache
 from pathlib import Path
 from urllib.parse import quote
 
-from django.conf import settings
 from django.http import FileResponse, Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
-from django.utils.translation import get_language
 from django.utils.translation import gettext as _
-from django.dispatch import receiver
 from django.views.decorators.http import require_GET
 
 from mnote.citations.models import Citation
-from mnote.citations.signals import current_text, locator_anchor
-from mnote.citations.sidecar import doc_index
+from mnote.citations.sidecar import cited_chunk_text
 from mnote.json_errors import error_response
 from mnote.kinds import kind_of
 from mnote.library.ingest import opened_sha256
@@ -27,44 +19,21 @@ from mnote.library.models import Source
 from mnote.library.source_files import SourceUnavailable, open_source_file
 from mnote.library.text_size import is_held_back
 from mnote.preview import render_child
-from mnote.preview.anchoring import TextMap, find_passage, shared_with
 from mnote.preview.docx.limits import PreviewRejected
 from mnote.preview.forms import MAX_LOCATOR_CHARS, AnchorForm, PdfFindForm, PdfPageForm, PreviewForm
+from mnote.preview.locator_anchor import anchor_locator, text_map_of
 from mnote.preview.pdf import PdfRejected, find_text, render_page_png
-from mnote.preview.render_cache import (
-    RENDERER_VERSION,
-    RenderRefused,
-    cache_file,
-    cached,
-    cached_picture,
-    peek_at,
-    store,
-)
-from mnote.preview.render_rate import RenderRateLimited, charge_render
-from mnote.preview.renderers import (
-    PreviewContext,
-    asset_loader_for,
-    page_finder_for,
-    pages_renderer_for,
-    render_cache_key,
-    renderer_for,
-    runs_own_child,
-)
+from mnote.preview.render_cache import RenderRefused, cached, cached_picture
+from mnote.preview.render_rate import RenderRateLimited
+from mnote.preview.renderers import PreviewContext, asset_loader_for, page_finder_for, pages_renderer_for, renderer_for
+from mnote.preview.rendering import REJECTIONS, render_version, rendered
 from mnote.preview.text_render import TextRejected
-from mnote.text import clean_display_text, evidence_window
 
 _LOCATOR_KEYS = {
     "precision", "degraded", "resourceKind", "sourceId", "sourcePath", "page", "bbox", "blockId", "paraIds",
     "headingPath", "evidenceText", "searchQuery", "displayQuote", "chunkId", "chunkIndex",
 }  # fmt: skip
-# Text maps of recently opened document versions, so a click on another
-# citation does not re-read the cached render; every web thread shares them.
-_TEXT_MAPS: OrderedDict[str, TextMap] = OrderedDict()
-_TEXT_MAPS_KEPT = 8
-_TEXT_MAPS_LOCK = threading.Lock()
 MAX_ID = 2**63 - 1
-# What a preview cannot show, with a message for the user.
-_REJECTIONS = (PreviewRejected, PdfRejected, TextRejected)
 
 
 def resource_kind(name: str) -> str:
@@ -115,127 +84,11 @@ def _preview_context(source: Source, path: Path, page: int = 1) -> PreviewContex
     )
 
 
-def _rendered(request, kind, handle, sha256: str, ctx: PreviewContext) -> dict:
-    """The render of this version of the file (of ``ctx.page``, for a paged
-    kind), from the cache or made now in a child process (``render_child``),
-    with the text map of its blocks (anchoring.py) when it is HTML. A paged
-    kind's every page comes from that one child run."""
-    language = get_language() or ""
-    first = replace(ctx, page=1)
-
-    def render_now() -> dict:
-        # Only a render the cache does not hold counts against the user's budget.
-        charge_render(request.user)
-        handle.seek(0)
-        if runs_own_child(kind):
-            return renderer_for(kind)(handle, first)
-        pages = render_child.render_pages(kind, handle, first, language=language, locale_paths=settings.LOCALE_PATHS)
-        for number, page in enumerate(pages[1:], start=2):
-            store(render_cache_key(kind, replace(first, page=number), language), sha256, page)
-        return json.loads(pages[0])
-
-    result = cached(render_cache_key(kind, first, language), sha256, render_now, refusals=_REJECTIONS)
-    if ctx.page == 1:
-        return result
-    page = peek_at(cache_file(render_cache_key(kind, ctx, language), sha256))
-    if page is None:
-        raise PreviewRejected(
-            _("Page %(n)s is not in this preview: the sheet has fewer pages, or too many for the preview to show.")
-            % {"n": ctx.page}
-        )
-    return page
+def _chunk_text(source: Source, locator: dict) -> str:
+    return cited_chunk_text(source, str(locator.get("chunkId") or ""))
 
 
-def _version(sha256: str, ctx: PreviewContext) -> str:
-    page = f"-p{ctx.page}" if ctx.page != 1 else ""
-    return f"{RENDERER_VERSION}-{sha256[:16]}{page}"
-
-
-def _text_map(version: str, rendered) -> TextMap | None:
-    """The text map of this version of the file (built with its render);
-    ``rendered`` is the render or a function that gives it."""
-    with _TEXT_MAPS_LOCK:
-        text_map = _TEXT_MAPS.get(version)
-        if text_map is not None:
-            _TEXT_MAPS.move_to_end(version)
-            return text_map
-    # Made outside the lock: a render may take seconds, and others wait for no one.
-    result = rendered() if callable(rendered) else rendered
-    text_map = TextMap.from_compact(result.get("textMap"), version)
-    if text_map is None:
-        return None
-    with _TEXT_MAPS_LOCK:
-        _TEXT_MAPS[version] = text_map
-        _TEXT_MAPS.move_to_end(version)
-        while len(_TEXT_MAPS) > _TEXT_MAPS_KEPT:
-            _TEXT_MAPS.popitem(last=False)
-    return text_map
-
-
-def _chunk_text(source: Source | None, chunk_id: str) -> str:
-    """The cited chunk's own text (one of this source's chunks), when LightRAG's chunk store is readable."""
-    if not chunk_id or source is None:
-        return ""
-    stored = doc_index(source).chunk(chunk_id, with_text=True)
-    return clean_display_text(stored.content) if stored else ""
-
-
-# Shorter than this, the words a chunk shares with the evidence say too little
-# to mark; the evidence is looked for as it is.
-MIN_SHARED_CHARS = 24
-
-
-def anchor_locator(text_map: TextMap, locator: dict, *, tail: str = "", source: Source | None = None) -> dict | None:
-    """Where a locator's passage is in the rendered text: the evidence text,
-    inside the cited chunk's place when the server knows the chunk. With a
-    ``tail``, the passage runs from the evidence's place to the tail's."""
-    evidence = str(locator.get("evidenceText") or locator.get("displayQuote") or "")[:MAX_LOCATOR_CHARS]
-    headings = [h for h in locator.get("headingPath") or [] if isinstance(h, str)]
-    heading = headings[-1] if headings else ""
-    chunk = _chunk_text(source, str(locator.get("chunkId") or ""))
-    place = find_passage(text_map, chunk, whole=True) if chunk else None
-    shared = shared_with(evidence, chunk, heading=heading) if chunk and place is None else ""
-    if len(shared) >= MIN_SHARED_CHARS:
-        # The chunk is known but not placed whole: mark only the evidence's
-        # words the chunk holds (the evidence can run past the chunk's end).
-        anchor = find_passage(text_map, shared, heading=heading, whole=True)
-    elif place is None:
-        anchor = find_passage(text_map, evidence, heading=heading)
-    else:
-        # Never outside the cited chunk: the evidence inside it, else the
-        # chunk's own query-centred window, else the whole chunk.
-        within = (place.start, place.end)
-        anchor = (
-            find_passage(text_map, evidence, heading=heading, within=within)
-            or find_passage(text_map, evidence_window(chunk, str(locator.get("searchQuery") or "")), within=within, whole=True)
-            or place
-        )
-    if anchor is not None and tail:
-        end = find_passage(text_map, tail, within=(anchor.start, len(text_map.ink)))
-        if end is None or end.end - anchor.start > 4 * MAX_LOCATOR_CHARS:
-            return None  # head without its tail: not the cited passage
-        anchor = replace(anchor, end=max(anchor.end, end.end), status="exact" if anchor.status == end.status == "exact" else "fuzzy")
-    return anchor.as_json() if anchor else None
-
-
-@receiver(locator_anchor)
-def cached_anchor(sender=None, *, source: Source, locator: dict, **kwargs) -> dict | None:
-    """Where a locator's passage is in the preview of this version of the
-    file, when that preview has been rendered already (a search never renders
-    a file). The anchor names the version; a preview of other content ignores it."""
-    # ``memo`` (one mapping's): the text map of each source looked up once,
-    # not once per citation of it — a file's render is looked for on disk.
-    memo = kwargs.get("memo")
-    key = ("preview text map", source.pk, source.sha256)
-    held = memo.get(key, False) if memo is not None else False
-    text_map = held if held is not False else _cached_text_map(source)
-    if memo is not None:
-        memo[key] = text_map
-    return anchor_locator(text_map, locator, source=source) if text_map else None
-
-
-@receiver(current_text)
-def current_text_of(sender=None, *, request, source: Source, locator: dict | None = None, **kwargs) -> dict | None:
+def current_text_of(request, source: Source, locator: dict | None = None) -> dict | None:
     """The text this file's preview shows now (rendered when the cache does
     not hold it, as opening the preview would), for a citation of an older
     version to find its words again; None when there is no such text."""
@@ -246,40 +99,13 @@ def current_text_of(sender=None, *, request, source: Source, locator: dict | Non
         with open_source_file(source) as handle:
             sha256 = opened_sha256(source, handle)
             ctx = _preview_context(source, Path(source.absolute_path))
-            text_map = _text_map(_version(sha256, ctx), lambda: _rendered(request, kind, handle, sha256, ctx))
-    except (SourceUnavailable, RenderRateLimited, *_REJECTIONS, RenderRefused, OSError):
+            text_map = text_map_of(render_version(sha256, ctx), lambda: rendered(request.user, kind, handle, sha256, ctx))
+    except (SourceUnavailable, RenderRateLimited, *REJECTIONS, RenderRefused, OSError):
         return None
     if text_map is None:
         return None
-    anchor = anchor_locator(text_map, locator, source=source) if locator else None
+    anchor = anchor_locator(text_map, locator, chunk=_chunk_text(source, locator)) if locator else None
     return {"sha256": sha256, "text": text_map.text, "anchor": anchor}
-
-
-def _cached_text_map(source: Source) -> TextMap | None:
-    place = _render_place(source.file_name, source.sha256, get_language() or "", str(settings.DATA_DIR))
-    if place is None:
-        return None
-    version, cache_path = place
-    with _TEXT_MAPS_LOCK:
-        text_map = _TEXT_MAPS.get(version)
-    if text_map is None:
-        # A search reads at most a few MB per file it cites; a bigger preview is anchored when opened.
-        rendered = peek_at(cache_path, max_bytes=4 * 1024 * 1024)
-        text_map = _text_map(version, rendered) if rendered else None
-    return text_map
-
-
-@lru_cache(maxsize=4096)
-def _render_place(file_name: str, sha256: str, language: str, _data_dir: str) -> tuple[str, str] | None:
-    """(text map version, cached render file) of the first page of this
-    content, or None when its kind has no preview: worked out once per
-    process (a search looks for each file it cites; only the look on disk is
-    repeated). Only the page names the render here: no asset URLs."""
-    kind = kind_of(file_name)
-    if renderer_for(kind) is None or not sha256:
-        return None
-    ctx = PreviewContext()
-    return _version(sha256, ctx), cache_file(render_cache_key(kind, ctx, language), sha256)
 
 
 def _page_of_passage(source: Source, kind, path: Path, sha256: str, evidence: str) -> int | None:
@@ -348,15 +174,15 @@ def document(request, source_id: int):
             if paged and rows_page == 1 and not request.GET.get("rows_page") and locator and locator.get("evidenceText"):
                 rows_page = _page_of_passage(source, kind, path, sha256, str(locator["evidenceText"])) or 1
             ctx = _preview_context(source, path, rows_page)
-            rendered = context["rendered"] = _rendered(request, kind, handle, sha256, ctx)
-            if rendered.get("textMap"):
-                context["text_version"] = _version(sha256, ctx)
+            result = context["rendered"] = rendered(request.user, kind, handle, sha256, ctx)
+            if result.get("textMap"):
+                context["text_version"] = render_version(sha256, ctx)
                 if locator:
                     # Resolved here, so the first highlight needs no second request.
-                    text_map = _text_map(context["text_version"], rendered)
-                    anchor = anchor_locator(text_map, locator, source=source) if text_map else None
+                    text_map = text_map_of(context["text_version"], result)
+                    anchor = anchor_locator(text_map, locator, chunk=_chunk_text(source, locator)) if text_map else None
                     locator = context["locator"] = {**locator, "anchor": anchor} if anchor else locator
-    except (*_REJECTIONS, RenderRefused) as e:
+    except (*REJECTIONS, RenderRefused) as e:
         context["problem"] = str(e)
     except RenderRateLimited as e:
         context["problem"] = _(
@@ -390,18 +216,18 @@ def anchor(request, source_id: int):
             sha256 = opened_sha256(source, handle)
             page = form.cleaned_data["rows_page"] if pages_renderer_for(kind) is not None else None
             ctx = _preview_context(source, Path(source.absolute_path), page or 1)
-            text_map = _text_map(_version(sha256, ctx), lambda: _rendered(request, kind, handle, sha256, ctx))
+            text_map = text_map_of(render_version(sha256, ctx), lambda: rendered(request.user, kind, handle, sha256, ctx))
     except SourceUnavailable as e:
         return error_response(e.status, "gone", e.message)
     except RenderRateLimited as e:
         return error_response(429, "rate_limited", "Too many previews in a short time.", headers={"Retry-After": str(e.retry_after)})
-    except (*_REJECTIONS, RenderRefused) as e:
+    except (*REJECTIONS, RenderRefused) as e:
         return error_response(422, "unreadable", str(e))
     except OSError:
         raise Http404("This file is no longer in the library.") from None
     locator = {"evidenceText": form.cleaned_data["evidence"], "chunkId": form.cleaned_data["chunk_id"], "searchQuery": form.cleaned_data["query"],
                "headingPath": [form.cleaned_data["heading"]] if form.cleaned_data["heading"] else []}
-    found = anchor_locator(text_map, locator, tail=form.cleaned_data["tail"], source=source) if text_map else None
+    found = anchor_locator(text_map, locator, chunk=_chunk_text(source, locator), tail=form.cleaned_data["tail"]) if text_map else None
     response = JsonResponse({"anchor": found, "version": text_map.version if text_map else ""})
     # The view's own wall and CPU time (this thread), for the browser's
     # resource timing: the jump-accuracy bench reports them per locate.
