@@ -10,7 +10,7 @@ from mnote.citations.permalinks import SourceChanged, cited
 from mnote.citations.references import badge_label
 from mnote.citations.reanchor import Reanchored, Selector, reanchor, word_changes
 from mnote.library.models import Source
-from mnote.preview.views import current_text_of
+from mnote.pages.preview import current_text_of
 
 
 def _followed(request, citation: Citation, state: str) -> tuple[Selector, Reanchored] | None:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from mnote.preview import views
+from mnote.pages import preview as views
 
 urlpatterns = [
     path("<int:source_id>/", views.document, name="preview"),

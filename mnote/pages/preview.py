@@ -1,3 +1,7 @@
+"""The preview of a source in an iframe of the app's own pages: the document
+at a cited passage, its pictures, a PDF's pages and text search, the original
+file, and where a passage is in a rendered version."""
+
 import hashlib
 import json
 import time
@@ -20,7 +24,7 @@ from mnote.library.source_files import SourceUnavailable, open_source_file
 from mnote.library.text_size import is_held_back
 from mnote.preview import render_child
 from mnote.preview.docx.limits import PreviewRejected
-from mnote.preview.forms import MAX_LOCATOR_CHARS, AnchorForm, PdfFindForm, PdfPageForm, PreviewForm
+from mnote.pages.preview_forms import MAX_LOCATOR_CHARS, AnchorForm, PdfFindForm, PdfPageForm, PreviewForm
 from mnote.preview.locator_anchor import anchor_locator, text_map_of
 from mnote.preview.pdf import PdfRejected, find_text, render_page_png
 from mnote.preview.render_cache import RenderRefused, cached, cached_picture
