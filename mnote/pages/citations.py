@@ -1,3 +1,7 @@
+"""A citation's permalink page: the cited place, or an honest word that the
+source changed (the cited words looked for again) or is gone; and a card's
+signed link, which becomes a permalink when it is first opened."""
+
 import json
 from urllib.parse import urlencode
 
