@@ -439,7 +439,7 @@ def ensure_urlconf() -> str | None:
         importlib.import_module(settings.ROOT_URLCONF)
         return None
     except ImportError as e:
-        from mnote.citations import views as citation_views
+        from mnote.pages import citations as citation_views
 
         module = types.ModuleType("mapping_bench_urls")
         module.urlpatterns = [

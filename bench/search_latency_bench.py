@@ -507,7 +507,7 @@ from django.test import Client
 from django.contrib.auth import get_user_model
 import mnote.lightrag.provider as provider
 import mnote.search.answers as csearch
-import mnote.search.views as views
+import mnote.pages.search as views
 from mnote.lightrag.client import LightRAGClient
 
 queries = json.loads(sys.argv[2])

@@ -11,7 +11,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-import mnote.search.views as search_views
+import mnote.pages.search as search_views
 from mnote.citations.models import Citation
 from mnote.search.cards import cards_html
 from tests.test_api import QUERY, add_gamma, post

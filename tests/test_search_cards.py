@@ -16,7 +16,7 @@ from django.utils import translation
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
-import mnote.search.views as views
+import mnote.pages.search as views
 from mnote.search.cards import cards_html
 from mnote.text import mark_terms
 from tests.test_ask_views import events_of, gamma, with_llm, without_llm  # noqa: F401 (fixtures)

@@ -39,7 +39,7 @@ def _labels() -> dict:
 
 def cards_html(citations, query: str) -> list[SafeString]:
     """Each citation's card, in order. ``citations``: the mapper's citations
-    or saved cards (``search.views._stored_card``), which carry the same
+    or saved cards (``pages.search._stored_card``), which carry the same
     attributes."""
     # One preview URL per source, not a reverse() per card.
     previews = {sid: escape(reverse("preview", args=[sid])) for sid in {c.source_id for c in citations}}

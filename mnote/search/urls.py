@@ -1,6 +1,6 @@
 from django.urls import path
 
-from mnote.search import views
+from mnote.pages import search as views
 
 urlpatterns = [
     path("search/", views.search, name="search"),

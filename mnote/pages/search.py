@@ -1,3 +1,7 @@
+"""The search and ask pages: a question over the full library (LightRAG's
+citations, with an answer streamed when a model is connected) or the
+workspace's own light index; the conversation that follows it."""
+
 import json
 from types import SimpleNamespace
 
@@ -25,7 +29,7 @@ from mnote.search.answers import (
 from mnote.library.models import IndexedRoot, Source
 from mnote.lightrag.provider import lightrag_client, recent_health
 from mnote.lightrag import LightRAGBusy, LightRAGError, LightRAGRejected, LightRAGUnavailable
-from mnote.search.forms import AskForm, SearchForm
+from mnote.pages.search_forms import AskForm, SearchForm
 from mnote.search.models import Conversation, Turn
 from mnote.search.recent import remember
 from mnote.search.workspace import workspace_search
