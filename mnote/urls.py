@@ -6,7 +6,7 @@ from django.views.i18n import set_language
 from mnote.api import mcp_http, token_views
 from mnote.api import views as api_views
 from mnote.pages import citations as citation_views
-from mnote.library import views as library_views
+from mnote.pages import library as library_views
 
 urlpatterns = [
     path("", library_views.home, name="home"),

@@ -1,6 +1,7 @@
 """People, for admins: accounts, invitations by one-time link, password
 reset links, deactivation. Groups and the roots they see are the library's
-pages (mnote/library/group_views.py): roots live there."""
+pages, as groups decide which roots
+are seen (mnote/pages/groups.py)."""
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model, login

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from mnote.library import group_views
+from mnote.pages import groups as group_views
 
 app_name = "groups"
 

@@ -1,6 +1,7 @@
 from django.urls import path
 
-from mnote.library import upload_views, views
+from mnote.pages import library as views
+from mnote.pages import uploads as upload_views
 
 app_name = "library"
 

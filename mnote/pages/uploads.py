@@ -10,7 +10,7 @@ from django.views.decorators.http import require_http_methods
 from mnote.library.models import IndexedRoot
 from mnote.library.progress import file_stage, STAGES
 from mnote.library.uploads import UploadRefused, max_upload_bytes, may_upload, store_upload
-from mnote.library.views import MAX_ID, _progress_context
+from mnote.pages.library import MAX_ID, _progress_context
 
 # Multipart framing and the path field, on top of the file itself.
 _FORM_OVERHEAD = 64 * 1024

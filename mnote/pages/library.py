@@ -1,3 +1,7 @@
+"""The library's pages: the home page (the sources table, progress, recent
+questions and cited passages), the library tree, the roots and their admin
+actions."""
+
 from django import forms
 from django.conf import settings
 from django.contrib import messages
