@@ -3,7 +3,8 @@ from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 from django.views.i18n import set_language
 
-from mnote.api import mcp_http, token_views
+from mnote.api import mcp_http
+from mnote.pages import tokens as token_views
 from mnote.api import views as api_views
 from mnote.pages import citations as citation_views
 from mnote.pages import library as library_views

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from mnote.accounts import views
+from mnote.pages import people as views
 
 app_name = "people"
 

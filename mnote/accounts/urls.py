@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from mnote.accounts.forms import LoginForm
+from mnote.pages.people_forms import LoginForm
 
 urlpatterns = [
     path(

@@ -1,7 +1,5 @@
 """People, for admins: accounts, invitations by one-time link, password
-reset links, deactivation. Groups and the roots they see are the library's
-pages, as groups decide which roots
-are seen (mnote/pages/groups.py)."""
+reset links, deactivation. Groups and the roots they see: ``groups.py``."""
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model, login
@@ -13,7 +11,7 @@ from django.urls import reverse_lazy
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from mnote.accounts.forms import InvitationForm, JoinForm, UserEditForm
+from mnote.pages.people_forms import InvitationForm, JoinForm, UserEditForm
 from mnote.accounts.invitations import (
     InvitationUsed,
     accept,
