@@ -252,24 +252,40 @@ def _short_id(parts: tuple, salt: int) -> str:
     return "".join(_BASE36[(number // 36**i) % 36] for i in range(4))
 
 
-def _cite(
-    source: Source,
-    index: DocIndex,
-    *,
-    chunk_id: str,
-    raw: str,
-    query: str,
-    rank: int,
-    taken_ids: set[str],
-    seen: set[tuple],
-    block_hint: str | None = None,
-    facts: "_SourceFacts | None" = None,
-    memo: dict | None = None,
-    link_base: str | None = None,
-) -> CitationView | None:
-    """One chunk of ``source`` as a citation, or None when an earlier chunk
-    of the result (``seen``) cited the same place. ``block_hint`` (a
-    permalink being opened) names the block the search chose."""
+@dataclass
+class _Mapping:
+    """What the citations of one mapping share: the query, the links' base,
+    the ids and places taken so far (so none repeats), and what the anchoring
+    keeps per source."""
+
+    query: str
+    link_base: str | None = None
+    taken_ids: set[str] = field(default_factory=set)
+    seen: set[tuple] = field(default_factory=set)
+    memo: dict = field(default_factory=dict)
+
+
+@dataclass
+class _Place:
+    """Where a chunk is cited: its sidecar block (or none), the texts shown
+    for it and the locator that opens the preview there."""
+
+    block: Block | None
+    block_how: str
+    stored: object  # the chunk in LightRAG's chunk store, or None
+    display: str
+    evidence: str
+    short_display: str
+    precision: str
+    page: int | None
+    locator: dict
+
+
+def _place(mapping: _Mapping, source: Source, index: DocIndex, facts: "_SourceFacts", *, chunk_id: str, raw: str,
+           block_hint: str | None) -> _Place | None:
+    """The place a chunk of ``source`` cites, or None when an earlier chunk of
+    the mapping cited the same place."""
+    query = mapping.query
     sidecar = index.sidecar
     stored = index.chunk(chunk_id)
     block, block_how = None, "no_sidecar"
@@ -282,10 +298,9 @@ def _cite(
                                             text_matches=index.text_matches)
     display = _cleaned(raw)
     key = (source.pk, block.block_id) if block else (source.pk, chunk_id, _fingerprint(display))
-    if key in seen:
+    if key in mapping.seen:
         return None
-    seen.add(key)
-    file_name, library_path, kind = facts or _SourceFacts.of(source)
+    mapping.seen.add(key)
     heading_path = block.heading_path if block else []
     if block:
         evidence_source, twice = sidecar.display_text(block)
@@ -293,16 +308,15 @@ def _cite(
         evidence_source, twice = display, None
     evidence = _evidence(evidence_source, query, twice=twice, heading_path=heading_path)
     precision, position = _locator_position(block, sidecar)
-    page = position.get("page")
     short_display = display if len(display) <= DISPLAY_QUOTE_LIMIT else _evidence(display, query, width=DISPLAY_QUOTE_LIMIT)
     # Shortened first, then checked: the quote never loses the user's query terms.
     short_display = ensure_query_terms(short_display, raw, query, cleaned=display)
     locator = {
         "precision": str(precision),
         "degraded": precision == Citation.Precision.FILE,
-        "resourceKind": kind.name,
+        "resourceKind": facts.kind.name,
         "sourceId": source.pk,
-        "sourcePath": library_path,
+        "sourcePath": facts.library_path,
         **position,
         "headingPath": heading_path,
         "evidenceText": evidence,
@@ -315,63 +329,74 @@ def _cite(
         locator["chunkIndex"] = chunk_index
     if not chunk_id:
         del locator["chunkId"]
-    _add_anchor(locator, source, memo, index)
+    _add_anchor(locator, source, mapping.memo, index)
     anchored = str(((locator.get("anchor") or {}).get("textQuote") or {}).get("exact") or "")
     if anchored.strip():
         # The card quotes the words the preview marks, not LightRAG's text of them.
         short_display = anchored if len(anchored) <= DISPLAY_QUOTE_LIMIT else evidence_window(anchored, query, width=DISPLAY_QUOTE_LIMIT)
         short_display = locator["displayQuote"] = ensure_query_terms(short_display, raw, query, cleaned=display)
-    prefix = "IMG-" if kind.image else ""
+    return _Place(block, block_how, stored, display, evidence, short_display, precision, position.get("page"), locator)
+
+
+def _cite(mapping: _Mapping, source: Source, index: DocIndex, *, chunk_id: str, raw: str, rank: int,
+          block_hint: str | None = None, facts: "_SourceFacts | None" = None) -> CitationView | None:
+    """One chunk of ``source`` as a citation, or None when an earlier chunk
+    of the mapping cited the same place. ``block_hint`` (a permalink being
+    opened) names the block the search chose."""
+    facts = facts or _SourceFacts.of(source)
+    place = _place(mapping, source, index, facts, chunk_id=chunk_id, raw=raw, block_hint=block_hint)
+    if place is None:
+        return None
+    block, query = place.block, mapping.query
+    prefix = "IMG-" if facts.kind.image else ""
     # Stable per source version and place (not per search rank): the same passage
     # keeps its id across searches; a collision in one result re-salts it.
-    place = block.block_id if block else chunk_id
-    citation_id = prefix + _citation_id((PROVIDER, source.pk, source.sha256, place), taken_ids)
+    citation_id = prefix + _citation_id((PROVIDER, source.pk, source.sha256, block.block_id if block else chunk_id), mapping.taken_ids)
     # No row yet (a search writes none): the link names the place, signed,
     # and becomes a Citation row when it is first opened (permalinks.py).
     url = reference_url(
-        base=link_base,
+        base=mapping.link_base,
         source_id=source.pk,
         sha256=source.sha256,
         chunk_id=chunk_id,
         block_id=block.block_id if block else "",
         query=query,
         # Only when the chunk's text cannot be read again from LightRAG's store.
-        quote=None if stored else raw,
+        quote=None if place.stored else raw,
     )
-    label = precision_label(precision, page)
-    view = CitationView(
+    label = precision_label(place.precision, place.page)
+    return CitationView(
         citation_id=citation_id,
         source_id=source.pk,
-        source_path=library_path,
-        file_name=file_name,
+        source_path=facts.library_path,
+        file_name=facts.file_name,
         lightrag_doc_id=source.lightrag_doc_id,
         lightrag_file_path=source.lightrag_name,
         chunk_id=chunk_id,
         block_id=block.block_id if block else None,
-        heading_path=heading_path,
-        display_quote=short_display,
-        evidence_text=evidence,
+        heading_path=place.locator["headingPath"],
+        display_quote=place.short_display,
+        evidence_text=place.evidence,
         search_query=query,
-        precision=str(precision),
-        degraded=precision == Citation.Precision.FILE,
-        locator=locator,
+        precision=str(place.precision),
+        degraded=place.precision == Citation.Precision.FILE,
+        locator=place.locator,
         citation_url=url,
-        citation_markdown=f"[{file_name}, {label}]({url})",
-        relevance_score=round(lexical_score(display, query), 4),
+        citation_markdown=f"[{facts.file_name}, {label}]({url})",
+        relevance_score=round(lexical_score(place.display, query), 4),
         relevance_kind="mnote_lexical",
         provider_rank=rank,
-        page=page,
+        page=place.page,
         source_sha256=source.sha256,
         diagnostics={
             "quoteSource": "lightrag_chunk",
             "referenceMapped": True,
             "sidecarBlockMapped": block is not None,
-            "blockMatch": block_how,
-            "displayCleaned": display != raw,
+            "blockMatch": place.block_how,
+            "displayCleaned": place.display != raw,
             "locatorTextSource": "sidecar_block" if block else "chunk",
         },
     )
-    return view
 
 
 def cite_again(source: Source, *, chunk_id: str, block_id: str, query: str, quote: str | None) -> CitationView | None:
@@ -387,8 +412,7 @@ def cite_again(source: Source, *, chunk_id: str, block_id: str, query: str, quot
     raw = stored.content if stored else quote
     if raw is None:
         return None
-    return _cite(source, index, chunk_id=chunk_id, raw=raw, query=query, rank=0, taken_ids=set(), seen=set(),
-                 block_hint=block_id or None)
+    return _cite(_Mapping(query), source, index, chunk_id=chunk_id, raw=raw, rank=0, block_hint=block_id or None)
 
 
 def map_query_data(
@@ -422,10 +446,7 @@ def map_query_data(
     in_scope = set(sources.filter(lightrag_name__in=names).within(scope).values_list("pk", flat=True)) if scope else None
     citations: list[CitationView] = []
     dropped: list[dict] = []
-    seen: set[tuple] = set()
-    taken_ids: set[str] = set()
-    memo: dict = {}  # what the anchoring keeps per source, for this mapping
-    link_base = reference_base()
+    mapping = _Mapping(query, link_base=reference_base())
     rank = 0
     for reference in references:
         if reference.file_path in hidden:
@@ -445,19 +466,8 @@ def map_query_data(
         facts = _SourceFacts.of(source)
         for chunk in reference.chunks:
             rank += 1
-            view = _cite(
-                source,
-                index,
-                chunk_id=str(chunk.get("chunk_id") or ""),
-                raw=str(chunk.get("content") or ""),
-                query=query,
-                rank=rank,
-                taken_ids=taken_ids,
-                seen=seen,
-                facts=facts,
-                memo=memo,
-                link_base=link_base,
-            )
+            view = _cite(mapping, source, index, chunk_id=str(chunk.get("chunk_id") or ""),
+                         raw=str(chunk.get("content") or ""), rank=rank, facts=facts)
             if view is None:
                 continue
             view.diagnostics["providerRerankRequested"] = rerank_requested
