@@ -112,7 +112,7 @@ def sentences(paragraphs: list[str]) -> list[str]:
 
 def rendered_text(path: Path):
     from mnote.kinds import kind_of
-    from mnote.preview.anchoring import build_text_map
+    from mnote.preview.text_map import build_text_map
     from mnote.preview.renderers import PreviewContext, renderer_for
 
     renderer = renderer_for(kind_of(path.name))
@@ -262,7 +262,7 @@ def main(argv=None) -> int:
     django.setup()  # the renderers use gettext
     from mnote.citations.reanchor import Selector, reanchor
 
-    from mnote.preview.anchoring import TextMap
+    from mnote.preview.text_map import TextMap
 
     rng = random.Random(args.seed)
     docs = []

@@ -5,7 +5,8 @@ blocks of the rendered preview (mnote/preview/anchoring.py) and the
 import pytest
 
 from mnote.library.models import IndexedRoot, Source
-from mnote.preview.anchoring import TextMap, build_text_map, find_passage, skeleton
+from mnote.preview.anchoring import find_passage
+from mnote.preview.text_map import TextMap, build_text_map, skeleton
 from mnote.preview.docx_render import render_docx
 from tests.locate_documents import PASSAGES, TARGET_SENTENCE, write_locate_document
 

@@ -8,7 +8,7 @@ from urllib.parse import quote
 import pytest
 
 from mnote.library.models import IndexedRoot, Source
-from mnote.preview.anchoring import skeleton
+from mnote.preview.text_map import skeleton
 from tests.locate_documents import PASSAGES, TARGET_SENTENCE, write_locate_document
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]

@@ -10,7 +10,6 @@ import pytest
 from mnote.preview import sandbox
 from mnote.preview.pdf import pages as pdf_pages
 from mnote.preview.pdf.pages import (
-    PageText,
     PdfBusy,
     PdfRejected,
     find_text,
@@ -18,6 +17,8 @@ from mnote.preview.pdf.pages import (
     pdf_info,
     render_page_png,
 )
+from mnote.preview.pdf.child import MAX_HEIGHT_PX, MAX_PAGE_PIXELS
+from mnote.preview.pdf.matching import PageText
 from tests.pdf_factory import line_baseline, make_pdf, pdf_bytes
 
 REPORT = [
@@ -95,8 +96,8 @@ def test_it_caps_the_width_at_2000_px(report):
 
 def test_it_draws_a_very_tall_page_within_the_pixel_limits(tmp_path):
     width, height = png_size(render_page_png(make_pdf(tmp_path / "strip.pdf", [["x"]], page_size=(20, 14400)), 1))
-    assert height <= pdf_pages.MAX_HEIGHT_PX
-    assert width * height <= pdf_pages.MAX_PAGE_PIXELS
+    assert height <= MAX_HEIGHT_PX
+    assert width * height <= MAX_PAGE_PIXELS
 
 
 @pytest.mark.parametrize("page", [0, 4, 99])

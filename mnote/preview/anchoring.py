@@ -32,6 +32,9 @@ passage is also matched against a second, *bare* skeleton without it: the
 file's own text (and so the bench's ground truth) has no list labels, and
 LightRAG numbers lists its own way (it continues a list Word restarts), so
 "7. Close the valve" must find the preview's "1. Close the valve".
+
+The text map, its skeletons and the classes above are made in ``text_map.py``;
+this module finds passages in it.
 """
 
 from __future__ import annotations
@@ -40,23 +43,7 @@ import bisect
 import difflib
 import re
 
-from mnote.preview.text_map import (  # noqa: F401 (the anchoring's public names)
-    FOUND,
-    QUOTE_CONTEXT,
-    SEED_HITS,
-    SKIPPED_CLASSES,
-    SOFT_CLASSES,
-    Anchor,
-    TextMap,
-    _SPACE,
-    _fold,
-    _is_cjk,
-    _Space,
-    build_text_map,
-    skeleton,
-)
-
-__all__ = ["Anchor", "TextMap", "build_text_map", "find_passage", "skeleton", "SKIPPED_CLASSES", "SOFT_CLASSES"]
+from mnote.preview.text_map import FOUND, SEED_HITS, Anchor, TextMap, _SPACE, _is_cjk, _Space, skeleton
 
 
 # --- finding a passage -------------------------------------------------------------

@@ -16,7 +16,8 @@ from django.conf import settings
 from django.utils.translation import get_language
 
 from mnote.kinds import kind_of
-from mnote.preview.anchoring import TextMap, find_passage, shared_with
+from mnote.preview.anchoring import find_passage, shared_with
+from mnote.preview.text_map import TextMap
 from mnote.preview.render_cache import cache_file, peek_at
 from mnote.preview.renderers import PreviewContext, render_cache_key, renderer_for
 from mnote.preview.rendering import render_version

@@ -4,13 +4,13 @@ from mnote.preview.pdf.pages import (
     PdfBusy,
     PdfInfo,
     PdfRejected,
-    TextMatch,
     find_text,
     locate_text,
     pdf_info,
     preview_pdf,
     render_page_png,
 )
+from mnote.preview.pdf.matching import TextMatch
 
 # PDFium runs only in the PDF reader's own limited child (child.py): the
 # preview calls this package's functions directly, not through render_child.

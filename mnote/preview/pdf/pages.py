@@ -23,14 +23,7 @@ from typing import BinaryIO
 
 from mnote.preview import sandbox
 from mnote.preview.pdf import child
-from mnote.preview.pdf.child import (  # noqa: F401 (the limits are part of this module's face)
-    _PNG_SIGNATURE,
-    MAX_HEIGHT_PX,
-    MAX_PAGE_PIXELS,
-    MAX_PAGES,
-    MAX_TEXT_CHARS,
-    TEXT_TIME_BUDGET_S,
-)
+from mnote.preview.pdf.child import _PNG_SIGNATURE, TEXT_TIME_BUDGET_S
 from mnote.preview.pdf.matching import MIN_SCORE, PageText, TextMatch, _TextIndex
 
 log = logging.getLogger(__name__)
