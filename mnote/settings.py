@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "mnote.library",
     "mnote.citations",
     "mnote.preview",
+    "mnote.workspace",
     "mnote.search",
     "mnote.api",
     "mnote.stack",

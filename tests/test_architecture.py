@@ -26,7 +26,7 @@ def test_it_breaks_the_contract_when_library_imports_a_higher_stage(tmp_path):
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(path.read_bytes())
     sync = tmp_path / "mnote" / "library" / "sync.py"
-    sync.write_text(sync.read_text() + "\nfrom mnote.search.workspace import refresh_workspace_index  # noqa\n")
+    sync.write_text(sync.read_text() + "\nfrom mnote.workspace.index import refresh_workspace_index  # noqa\n")
     (tmp_path / ".importlinter").write_text((ROOT / ".importlinter").read_text())
     linted = subprocess.run(
         [sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()", "--no-cache"],
@@ -37,7 +37,7 @@ def test_it_breaks_the_contract_when_library_imports_a_higher_stage(tmp_path):
         timeout=120,
     )
     assert linted.returncode == 1, linted.stdout + linted.stderr
-    assert "mnote.library.sync -> mnote.search.workspace" in linted.stdout
+    assert "mnote.library.sync -> mnote.workspace.index" in linted.stdout
 
 
 def _import_circles(graph) -> list[list[str]]:

@@ -15,7 +15,7 @@ from mnote.library import source_files
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.source_files import SourceUnavailable, open_source_file
 from mnote.library.sync import sync_root
-from mnote.search.models import WorkspaceText
+from mnote.workspace.models import WorkspaceText
 
 pytestmark = pytest.mark.django_db
 
@@ -162,7 +162,7 @@ def test_the_workspace_index_never_reads_a_swapped_file(two_roots, library_dir):
     swap_for_symlink(library_dir / "open" / "b.md", passwd)
     # The registry still believes in an older version: the index re-reads it through the checked open.
     Source.objects.filter(pk=source.pk).update(sha256="0" * 64)
-    from mnote.search.workspace import refresh_workspace_index
+    from mnote.workspace.index import refresh_workspace_index
 
     refresh_workspace_index(open_root)
     assert not WorkspaceText.objects.filter(body__contains="root:x").exists()

@@ -186,7 +186,7 @@ def reads(monkeypatch):
     from django.db import connection
 
     from mnote.library import sync, sync_rows
-    from mnote.search import workspace
+    from mnote.workspace import index as workspace
 
     seen = []
 
@@ -324,7 +324,7 @@ def test_a_resync_of_unchanged_files_writes_nothing(papers, library_dir):
 
 
 def test_workspace_search_finds_the_words_of_new_and_changed_files(papers, library_dir, member):
-    from mnote.search.workspace import workspace_search
+    from mnote.workspace.index import workspace_search
 
     sync_root(papers)
     assert [h.source.relative_path for h in workspace_search(member, "quarterly")] == ["2024/report.txt"]
@@ -343,7 +343,7 @@ def test_workspace_search_finds_the_words_of_new_and_changed_files(papers, libra
 def test_workspace_search_finds_a_text_file_too_big_for_the_sync_to_keep(papers, library_dir, member, monkeypatch):
     """A bigger file is hashed in blocks by the sync and read by the index itself afterwards."""
     from mnote.library import sync_rows
-    from mnote.search.workspace import workspace_search
+    from mnote.workspace.index import workspace_search
 
     monkeypatch.setattr(sync_rows, "ONE_READ_BYTES", 64)
     (library_dir / "papers" / "long.txt").write_text("Filler line.\n" * 40 + "The spectrograph needs a new grating.\n")
@@ -354,7 +354,7 @@ def test_workspace_search_finds_a_text_file_too_big_for_the_sync_to_keep(papers,
 
 
 def test_a_text_file_that_is_not_text_is_registered_but_not_indexed_for_workspace_search(papers, library_dir, member):
-    from mnote.search.workspace import workspace_search
+    from mnote.workspace.index import workspace_search
 
     (library_dir / "papers" / "blob.txt").write_bytes(b"\x00\x01binary quasar\x00" * 10)
     summary = sync_root(papers)
@@ -364,7 +364,7 @@ def test_a_text_file_that_is_not_text_is_registered_but_not_indexed_for_workspac
 
 
 def test_files_with_nothing_for_the_workspace_index_are_not_opened_again_by_each_sync(papers, library_dir, monkeypatch):
-    from mnote.search import workspace
+    from mnote.workspace import index as workspace
 
     (library_dir / "papers" / "blob.txt").write_bytes(b"\x00\x01binary\x00" * 10)
     (library_dir / "papers" / "scan.pdf").write_bytes(b"%PDF-1.4 not really")
@@ -377,7 +377,7 @@ def test_files_with_nothing_for_the_workspace_index_are_not_opened_again_by_each
 
 def test_a_file_swapped_for_a_link_out_of_the_root_after_the_walk_is_not_read(papers, library_dir, tmp_path, member, monkeypatch):
     from mnote.library import sync
-    from mnote.search.workspace import workspace_search
+    from mnote.workspace.index import workspace_search
 
     secret = tmp_path / "secret.md"
     secret.write_text("The vault combination is plutonium.")
@@ -417,8 +417,8 @@ def test_a_file_swapped_for_a_fifo_after_the_walk_neither_hangs_the_sync_nor_is_
 
 def test_the_workspace_index_decodes_what_the_sync_read_as_the_preview_does(papers, library_dir, member):
     from mnote.preview.text_render import read_text
-    from mnote.search.models import WorkspaceText
-    from mnote.search.workspace import workspace_search
+    from mnote.workspace.models import WorkspaceText
+    from mnote.workspace.index import workspace_search
 
     (library_dir / "papers" / "bom.md").write_bytes("\ufeff# Zebra crossing\nStripes.".encode("utf-8"))
     (library_dir / "papers" / "gbk.txt").write_bytes("截止日期是周五。".encode("gb18030"))

@@ -3,7 +3,7 @@ from django.contrib.auth.models import Group
 
 from mnote.library.models import IndexedRoot
 from mnote.library.sync import sync_root
-from mnote.search.workspace import workspace_search
+from mnote.workspace.index import workspace_search
 
 pytestmark = pytest.mark.django_db
 

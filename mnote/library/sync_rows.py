@@ -25,7 +25,7 @@ from mnote.library.models import Source
 # own pass.
 ONE_READ_BYTES = 1024 * 1024
 # Bodies a look keeps for the workspace index at most, all files together;
-# the rest is read by the index after the sync (mnote.search.workspace).
+# the rest is read by the index after the sync (mnote.workspace.index).
 KEPT_TEXT_BYTES = 64 * 1024 * 1024
 _HASH_BLOCK = 1024 * 1024
 

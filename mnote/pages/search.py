@@ -32,7 +32,7 @@ from mnote.lightrag import LightRAGBusy, LightRAGError, LightRAGRejected, LightR
 from mnote.pages.search_forms import AskForm, SearchForm
 from mnote.search.models import Conversation, Turn
 from mnote.search.recent import remember
-from mnote.search.workspace import workspace_search
+from mnote.workspace.index import workspace_search
 
 
 def _lightrag_problem(error: LightRAGError) -> str:

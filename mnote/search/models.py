@@ -6,15 +6,6 @@ from django.utils.translation import gettext_lazy as _
 from mnote.library.models import Source
 
 
-class WorkspaceText(models.Model):
-    """MNote's own light index for Workspace search: the body of a Markdown or
-    text file in the roots, as of ``sha256``. Independent of LightRAG."""
-
-    source = models.OneToOneField(Source, on_delete=models.CASCADE, related_name="workspace_text")
-    sha256 = models.CharField(max_length=64)
-    body = models.TextField()
-
-
 class ConversationQuerySet(models.QuerySet):
     def of(self, user):
         """A user's own conversations: nobody else's are ever listed or opened."""

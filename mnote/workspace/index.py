@@ -15,7 +15,7 @@ from mnote.library.models import IndexedRoot, Source
 from mnote.library.source_files import SourceUnavailable, open_source_file
 from mnote.library.sync_rows import insert_rows
 from mnote.preview.text_render import TextRejected, decode_text, read_text
-from mnote.search.models import WorkspaceText
+from mnote.workspace.models import WorkspaceText
 
 # The light index keeps the first part of a file; enough for a quick lookup.
 MAX_INDEXED_CHARS = 200_000
