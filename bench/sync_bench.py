@@ -374,8 +374,8 @@ def main(argv=None) -> int:
             measured["expand_root"].add(t)
 
         # (c) then (a), repeat times: a fresh registry for every first sync.
-        from mnote.search import workspace
-        from mnote.search.models import WorkspaceText
+        from mnote.workspace import index as workspace
+        from mnote.workspace.models import WorkspaceText
 
         index_times = []
         real_receiver = workspace.refresh_after_sync
