@@ -3,7 +3,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from mnote.pages import citations, groups, library, people, preview, search, tokens, uploads
+from mnote.pages import citations, groups, library, people, preview, roots, search, tokens, uploads
 from mnote.pages.people_forms import LoginForm
 
 library_patterns = [
@@ -14,12 +14,12 @@ library_patterns = [
     path("progress/", library.progress, name="progress"),
     path("sources/retry-failed/", library.retry_failed_view, name="retry_failed"),
     path("roots/<int:root_id>/retry-failed/", library.root_retry_failed, name="root_retry_failed"),
-    path("roots/", library.roots, name="roots"),
-    path("roots/add/", library.root_add, name="root_add"),
-    path("roots/<int:root_id>/edit/", library.root_edit, name="root_edit"),
-    path("roots/<int:root_id>/disable/", library.root_disable, name="root_disable"),
-    path("roots/<int:root_id>/enable/", library.root_enable, name="root_enable"),
-    path("roots/<int:root_id>/remove/", library.root_remove, name="root_remove"),
+    path("roots/", roots.roots, name="roots"),
+    path("roots/add/", roots.root_add, name="root_add"),
+    path("roots/<int:root_id>/edit/", roots.root_edit, name="root_edit"),
+    path("roots/<int:root_id>/disable/", roots.root_disable, name="root_disable"),
+    path("roots/<int:root_id>/enable/", roots.root_enable, name="root_enable"),
+    path("roots/<int:root_id>/remove/", roots.root_remove, name="root_remove"),
     path("roots/<int:root_id>/upload/", uploads.upload, name="upload"),
 ]
 
