@@ -24,8 +24,8 @@ from mnote.library.source_files import SourceUnavailable, open_source_file
 from mnote.library.text_size import is_held_back
 from mnote.preview import render_child
 from mnote.preview.docx.limits import PreviewRejected
-from mnote.pages.preview_forms import MAX_LOCATOR_CHARS, AnchorForm, PdfFindForm, PdfPageForm, PreviewForm
-from mnote.preview.locator_anchor import anchor_locator, text_map_of
+from mnote.pages.preview_forms import AnchorForm, PdfFindForm, PdfPageForm, PreviewForm
+from mnote.preview.locator_anchor import MAX_LOCATOR_CHARS, anchor_locator, text_map_of
 from mnote.preview.pdf import PdfRejected, find_text, render_page_png
 from mnote.preview.render_cache import RenderRefused, cached, cached_picture
 from mnote.preview.render_rate import RenderRateLimited
