@@ -3,7 +3,6 @@ from django.db import models
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
-from mnote.library.models import Source
 
 
 class ConversationQuerySet(models.QuerySet):
