@@ -4,7 +4,6 @@ from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
 
-
 class ConversationQuerySet(models.QuerySet):
     def of(self, user):
         """A user's own conversations: nobody else's are ever listed or opened."""
