@@ -200,7 +200,7 @@ def test_it_waits_until_lightrag_has_indexed_the_synced_files(library_dir, input
 
 
 def test_it_says_what_is_still_in_progress_when_lightrag_is_down(library_dir, input_dir, fake_lightrag, monkeypatch):
-    monkeypatch.setattr("mnote.library.ingest.time.sleep", lambda seconds: None)
+    monkeypatch.setattr("mnote.library.worker.time.sleep", lambda seconds: None)
     (library_dir / "notes").mkdir()
     (library_dir / "notes" / "a.md").write_text("A")
     run("add_root", "notes", "--no-sync")

@@ -14,7 +14,8 @@ import pytest
 
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.text_size import HELD_BACK
-from mnote.preview import render_child, sandbox, views
+from mnote.preview import render_child, sandbox
+from mnote.preview.locator_anchor import text_map_of
 from mnote.preview.text_map import build_text_map
 
 pytestmark = pytest.mark.django_db
@@ -182,7 +183,7 @@ def test_the_preview_text_map_memo_holds_under_twenty_threads():
         try:
             for i in range(300):
                 version = versions[(i + offset) % len(versions)]
-                assert views._text_map(version, {"textMap": compact}).version == version
+                assert text_map_of(version, {"textMap": compact}).version == version
         except Exception as e:  # noqa: BLE001 (any failure of any thread is the finding)
             errors.append(repr(e))
 
