@@ -246,10 +246,6 @@ class DocIndex:
         """The mapper's text matching of chunks to blocks (chunk text → its
         blocks), kept with this version: a new version is a new index."""
 
-    @property
-    def chunk_ids(self) -> list[str]:
-        return list(self._refs)
-
     def chunk(self, chunk_id: str, *, with_text: bool = False) -> StoredChunk | None:
         """The chunk's order and block links; its text too when asked (read then)."""
         ref = self._refs.get(chunk_id)

@@ -16,7 +16,6 @@ import ssl
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
-from urllib.parse import quote
 
 import httpx
 import orjson
@@ -361,11 +360,6 @@ class LightRAGClient:
                 yield AnswerStream(response, server.base_url)
             except httpx.TransportError as e:
                 raise _unavailable(server, request_name, e) from e
-
-    def track_status(self, track_id: str) -> dict[str, Any]:
-        if not track_id.strip():
-            raise ValueError("track_status needs a track id.")
-        return self._json_object("GET", f"/documents/track_status/{quote(track_id, safe='')}")
 
     def _json_object(self, method: str, path: str, *, json: dict[str, Any] | None = None,
                      timeout: httpx.Timeout | None = None, server: _Server | None = None) -> dict[str, Any]:  # fmt: skip
