@@ -120,16 +120,6 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
-# Django's model backend and database sessions, each row read by one plain
-# query instead of the ORM's (issue 17: CPU per request); both still read the
-# database on every request, so a logout in one web process holds in all.
-AUTHENTICATION_BACKENDS = [
-    "mnote.accounts.backends.ModelBackend",
-    # Only for sessions made before the one above, which name Django's backend:
-    # they stay logged in (the one above stops a failed login before this one).
-    "django.contrib.auth.backends.ModelBackend",
-]
-SESSION_ENGINE = "mnote.accounts.sessions"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"

@@ -34,7 +34,7 @@ def refuse(*args, **kwargs):
 
 def test_another_process_reads_the_index_without_parsing_lightrags_files(gamma, monkeypatch):
     first = doc_index(gamma)
-    assert first.sidecar is not None and first.chunk_ids and first.store_seen
+    assert first.sidecar is not None and first.chunks_in_order() and first.store_seen
     forget_doc_indexes()  # a fresh web process: nothing in memory
     monkeypatch.setattr(sidecar_module, "_read_sidecar", refuse)
     monkeypatch.setattr(sidecar_module, "_read_chunk_store", refuse)
@@ -62,14 +62,14 @@ def test_without_a_json_chunk_store_it_maps_by_text_and_the_panel_uses_blocks(ga
     _, storage = lightrag_dirs
     (storage / "kv_store_text_chunks.json").unlink()  # LightRAG on another storage back-end
     index = doc_index(gamma)
-    assert index.chunk_ids == [] and not index.store_seen and index.sidecar is not None
+    assert index.chunks_in_order() == [] and not index.store_seen and index.sidecar is not None
     _, body = recorded("query_data_naive.json")
     [citation] = map_query_data(body, query=QUERY, sources=Source.objects.all()).citations
     assert citation.block_id and citation.diagnostics["blockMatch"].startswith("text_")
     assert chunk_context(gamma, 0).unit == "sidecar_blocks"
     # The store appears later (storage moved to JSON): the index is built again with it.
     shutil.copy(MAPPER_FIXTURES / "sdk_kv_store_text_chunks.json", storage / "kv_store_text_chunks.json")
-    assert doc_index(gamma).chunk_ids and chunk_context(gamma, 0).unit == "lightrag_chunks"
+    assert doc_index(gamma).chunks_in_order() and chunk_context(gamma, 0).unit == "lightrag_chunks"
 
 
 

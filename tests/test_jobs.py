@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from mnote.library.ingest import owe_scan, run_due_jobs
-from mnote.library.jobs import claim_due_jobs, claim_next, give_up_lease, hold_lease, lease_holder, release
+from mnote.library.jobs import claim_due_jobs, claim_next, give_up_lease, hold_lease, release
 from mnote.library.models import Job
 from mnote.lightrag.provider import lightrag_client
 
@@ -72,11 +72,9 @@ def test_one_leader_at_a_time_and_another_takes_over_when_its_lease_runs_out():
     assert hold_lease("leader", "host:1", lease=timedelta(seconds=30))
     assert not hold_lease("leader", "host:2")
     assert hold_lease("leader", "host:1")  # renewed
-    assert lease_holder("leader") == "host:1"
     from mnote.library.models import WorkerLease
 
     WorkerLease.objects.filter(name="leader").update(expires_at=timezone.now() - timedelta(seconds=1))
-    assert lease_holder("leader") == ""
     assert hold_lease("leader", "host:2")
     assert not hold_lease("leader", "host:1")
 
@@ -111,12 +109,12 @@ def test_a_leader_keeps_its_lease_between_rounds_and_hands_over_when_it_stops():
     try:
         assert first.beat() and not second.beat()
         time.sleep(3 * lease.total_seconds())  # no round of the loop for longer than the lease: renewed all the same
-        assert first.beat() and not second.beat() and lease_holder() == "host:1"
+        assert first.beat() and not second.beat()
         first.stop()
         deadline = time.monotonic() + 10
         while not second.beat() and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert second.beat() and lease_holder() == "host:2"
+        assert second.beat()
     finally:
         first.stop()
         second.stop()

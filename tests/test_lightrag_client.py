@@ -363,17 +363,6 @@ def test_it_asks_for_an_answer_with_its_references(lightrag):
     assert answer["references"][0]["file_path"] == "gamma.docx"
 
 
-def test_it_reads_the_status_of_a_track(lightrag):
-    _, client = lightrag(
-        {("GET", "/documents/track_status/scan_20261129_113334_1562fa05"): "track_status_scan.json"}
-    )
-
-    status = client.track_status("scan_20261129_113334_1562fa05")
-
-    assert status["total_count"] == 3
-    assert {document["status"] for document in status["documents"]} == {"processed"}
-
-
 def test_it_raises_unavailable_when_the_connection_is_refused():
     refused = httpx.ConnectError("[Errno 111] Connection refused")
     client = make_client(config(), transport=failing_transport(refused))

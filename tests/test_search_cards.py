@@ -1,5 +1,5 @@
-"""Cards are made in Python (``mnote.search.cards``), not by the template
-engine (issue 17: CPU per search). What a reader gets must not change: the
+"""Cards are made in Python (``mnote.search.cards``, through ``format_html``),
+not by a template render per card. What a reader gets must not change: the
 search results, an answer's cards and a saved conversation's cards are
 compared, byte for byte, with what the card template made before (kept here
 as the reference, as it was in templates/search/cards.html at 5ef2c4e)."""

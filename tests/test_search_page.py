@@ -325,13 +325,11 @@ def test_a_quote_is_escaped_around_and_inside_its_marks(member_client, settings,
     )
 
 
-def test_files_matching_by_name_are_found_as_the_registry_query_found_them(member, library):
-    """The name matches run as plain SQL: the same rows, order and limit as
-    the ORM's ``relative_path__icontains`` query over the registry's ordering,
-    ``%`` and ``_`` in a term taken literally."""
-    from django.db.models import Q
-
-    from mnote.search.answers import _name_matches
+def test_files_matching_by_name_are_listed_in_the_registrys_order_up_to_the_limit(member, library):
+    """Files whose path holds a word of the query, in any case, that LightRAG
+    cannot cite (not indexed, or indexed but changed since), by root name and
+    path; a citable file is not listed."""
+    from mnote.search.answers import not_in_lightrag
 
     other = IndexedRoot.objects.create(name="Archive", path="archive")  # sorts before "Office"
     rows = [
@@ -347,20 +345,16 @@ def test_files_matching_by_name_are_found_as_the_registry_query_found_them(membe
         Source.objects.filter(pk=source.pk).update(status=status, stale=stale)
     roots = [other.pk, library["handbook"].root.pk]
 
-    def orm(terms, limit):
-        matches = Q()
-        for term in terms:
-            matches |= Q(relative_path__icontains=term)
-        rows = Source.objects.filter(root_id__in=roots).filter(matches).exclude(status=Source.Status.INDEXED, stale=False)
-        return [tuple(r) for r in rows.values_list("pk", "root__path", "relative_path", "status")[:limit]]
+    def listed(query, limit=10, root_ids=roots):
+        return [found["sourcePath"] for found in not_in_lightrag(member, query, limit=limit, root_ids=root_ids)]
 
-    for terms, limit in [(["budget"], 10), (["budget"], 2), (["50%"], 10), (["t_50"], 10), (["_"], 10), (["TRAVEL", "plan"], 10)]:
-        assert [tuple(r) for r in _name_matches(roots, terms, limit)] == orm(terms, limit), terms
-    assert [r[2] for r in _name_matches(roots, ["budget"], 10)] == [
-        "Budget-2025.xlsx", "old/budget-500.md", "old/budget_50%.md", "a/BUDGET plan.docx"
+    handbook_root = library["handbook"].root.path
+    assert listed("budget") == [
+        "archive/Budget-2025.xlsx", "archive/old/budget-500.md", "archive/old/budget_50%.md", f"{handbook_root}/a/BUDGET plan.docx"
     ]
-    assert [r[2] for r in _name_matches(roots, ["50%"], 10)] == ["old/budget_50%.md"]
-    assert _name_matches([library["handbook"].root.pk], ["budget"], 10)[0][2] == "a/BUDGET plan.docx"
+    assert listed("budget", limit=2) == ["archive/Budget-2025.xlsx", "archive/old/budget-500.md"]
+    assert listed("TRAVEL plan") == [f"{handbook_root}/a/BUDGET plan.docx", f"{handbook_root}/z/travel.md"]
+    assert listed("budget", root_ids=[library["handbook"].root.pk]) == [f"{handbook_root}/a/BUDGET plan.docx"]
 
 
 @pytest.mark.parametrize(("llm", "sent"), [(True, "mix"), (False, "naive")])

@@ -1,11 +1,13 @@
-"""Sessions and the logged-in user are read with plain queries
-(mnote.accounts.sessions, mnote.accounts.backends; issue 17), still from the
-database on every request: whatever ends a session in one web process — a
-logout, an expiry, a deactivated account, a new password — holds at once in
-every other. Another process's logout is a deleted session row here; a
-process-local cache of sessions would keep serving it and fail these tests."""
+"""Sessions live in the database and the logged-in user is read from it on
+every request (Django's own session store and model backend): whatever ends a
+session in one web process — a logout, an expiry, a deactivated account, a
+new password — holds at once in every other, and sessions outlive a restart.
+Another process's logout is a deleted session row here; a process-local cache
+of sessions would keep serving it and fail these tests."""
 
+import importlib
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.conf import settings
@@ -75,10 +77,31 @@ def test_logging_in_through_the_form_gives_a_session_the_next_request_knows(memb
     assert page.wsgi_request.user.last_login is not None and page.wsgi_request.user.is_active
 
 
-def test_a_session_from_before_naming_djangos_backend_stays_logged_in(member):
+def test_a_session_from_before_the_upgrade_stays_logged_in(member):
+    """Sessions made while the app had its own copy of Django's model backend
+    name that copy; the upgrade's migration makes them name Django's."""
+    from django.apps import apps
+    from django.db import connection
+
+    migration = importlib.import_module("mnote.accounts.migrations.0002_sessions_name_djangos_backend")
     client = Client()
-    client.force_login(member, backend="django.contrib.auth.backends.ModelBackend")
+    client.force_login(member, backend=migration.FORMER_BACKEND)
+    assert _logged_out(client)
+    migration.name_djangos_backend(apps, SimpleNamespace(connection=connection))  # as `migrate` calls it
     page = client.get("/")
+    assert page.status_code == 200 and page.wsgi_request.user == member
+
+
+def test_a_session_survives_a_restart(two_processes, member):
+    """Nothing of a session is kept in a process: a new process (a client with
+    only the cookie, after the app's caches are cleared) is still logged in."""
+    from django.core.cache import cache
+
+    first, _ = two_processes
+    cache.clear()
+    after_restart = Client()
+    after_restart.cookies[settings.SESSION_COOKIE_NAME] = first.cookies[settings.SESSION_COOKIE_NAME].value
+    page = after_restart.get("/")
     assert page.status_code == 200 and page.wsgi_request.user == member
 
 

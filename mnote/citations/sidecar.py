@@ -246,10 +246,6 @@ class DocIndex:
         """The mapper's text matching of chunks to blocks (chunk text → its
         blocks), kept with this version: a new version is a new index."""
 
-    @property
-    def chunk_ids(self) -> list[str]:
-        return list(self._refs)
-
     def chunk(self, chunk_id: str, *, with_text: bool = False) -> StoredChunk | None:
         """The chunk's order and block links; its text too when asked (read then)."""
         ref = self._refs.get(chunk_id)
@@ -370,8 +366,8 @@ def _sidecar_exists(input_dir: Path, lightrag_name: str) -> bool:
 # each block marshalled on its own, with its display text (cleaned when the
 # file is written: cleaning markup-heavy blocks was much of a new process's
 # first searches). A search uses a few dozen of a document's thousands of
-# blocks, so a new process decodes only those (issue 17: reading every
-# block's text took most of a cold search's mapping).
+# blocks, so a new process decodes only those (reading every block's text
+# was most of the mapping of a web process's first searches).
 _MAGIC = b"MNIX"
 
 

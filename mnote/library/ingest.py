@@ -254,7 +254,15 @@ def link_for_scan(limit: int | None = None) -> tuple[dict[int, str], bool]:
     A link left by a worker that died before its scan is found again by the
     next attempt (the same sources are still the oldest queued): the same name
     is the same link."""
-    limit = limit or settings.MNOTE_SCAN_BATCH
+    batch, more = _scan_batch(limit or settings.MNOTE_SCAN_BATCH)
+    if not batch:
+        return {}, False
+    linked, later = _link_into_inputs(batch)
+    return linked, more or later
+
+
+def _scan_batch(limit: int) -> tuple[list[Source], bool]:
+    """The queued sources the next scan takes, and whether more wait."""
     queued = Source.objects.filter(status=Source.Status.QUEUED).select_related("root")
     # The columns the checks and the name read: a batch's other columns
     # (a dozen dates among them) cost more to convert than the link to make.
@@ -279,14 +287,19 @@ def link_for_scan(limit: int | None = None) -> tuple[dict[int, str], bool]:
     else:
         batch = list(queued.exclude(small).order_by("updated_at", "pk")[: limit + 1])
         large_wait = len(batch) > limit
-    more, batch = large_wait, batch[:limit]
-    if not batch:
-        return {}, False
+    return batch[:limit], large_wait
+
+
+def _link_into_inputs(batch: list[Source]) -> tuple[dict[int, str], bool]:
+    """Link each source of ``batch`` whose real path checks out into
+    LightRAG's inputs. Returns the link name of each source linked, and
+    whether one stays queued for a later scan (its text is not made yet)."""
+
     input_dir = settings.MNOTE_LIGHTRAG.input_dir
     input_dir.mkdir(parents=True, exist_ok=True)
     # A descriptor of the folder: each link one symlink(2) relative to it.
     folder = os.open(input_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    linked, roots = {}, {}
+    linked, roots, later = {}, {}, False
     try:
         for source in batch:
             if source.lightrag_name != source.unique_lightrag_name():
@@ -309,7 +322,7 @@ def link_for_scan(limit: int | None = None) -> tuple[dict[int, str], bool]:
                 fail_without_text(source, str(e))
                 continue
             except DerivedTextLater:
-                more = True  # still queued: the next scan takes it
+                later = True  # still queued: the next scan takes it
                 continue
             name = source.link_name  # ours: one path component, never a "/"
             try:
@@ -322,7 +335,7 @@ def link_for_scan(limit: int | None = None) -> tuple[dict[int, str], bool]:
             linked[source.pk] = name
     finally:
         os.close(folder)
-    return linked, more
+    return linked, later
 
 
 def _large_package(source: Source, limit: int) -> bool:

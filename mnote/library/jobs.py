@@ -120,12 +120,6 @@ def give_up_lease(name: str, holder: str) -> None:
     WorkerLease.objects.filter(name=name, holder=holder).update(holder="", expires_at=timezone.now())
 
 
-def lease_holder(name: str = LEADER) -> str:
-    """The live holder of the named lease, or ""."""
-    row = WorkerLease.objects.filter(name=name, expires_at__gt=timezone.now()).first()
-    return row.holder if row else ""
-
-
 # A main loop that has not finished a round for this long is stuck (a hung
 # file system, say): its leadership is let go so another worker can lead.
 STUCK_AFTER = timedelta(minutes=10)

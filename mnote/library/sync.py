@@ -321,14 +321,7 @@ def _apply(root: IndexedRoot, look: _Look, limit: int, summary: SyncSummary, *, 
     pending = [(c, rows.get(c.relative_path)) for c in look.candidates if c.relative_path not in settled]
     seen = {c.relative_path for c in look.candidates}
     gone = [row for path, row in rows.items() if path not in seen and row.status not in _GONE]
-
-    # Rows as they are now, for every file that needs a write; a file new at
-    # the look may have been registered by another sync since.
-    sources = root.sources.order_by()
-    current = _load(sources, "pk", [row.id for _, row in pending if row is not None] + [row.id for row in gone])
-    if any(row is None for _, row in pending):
-        known = set(sources.values_list("relative_path", flat=True))
-        current |= _load(sources, "relative_path", [c.relative_path for c, row in pending if row is None and c.relative_path in known])
+    current = _rows_now(root, pending, gone)
 
     work, wanted = [], []
     for candidate, _row in pending:
@@ -351,10 +344,42 @@ def _apply(root: IndexedRoot, look: _Look, limit: int, summary: SyncSummary, *, 
     summary.excluded += excluded
     summary.unchanged += len(settled) - excluded
 
-    new: list[NewFile] = []
-    to_queue: list[Source] = []
-    dirty: list[Source] = []
-    read: dict = {}  # relative path -> (sha256, bytes) of the rows written with a body read
+    writes = _decide(root, look, work, summary)
+    # Not taken out (or pruned) since the look.
+    missing = [source for row in gone if (source := current.get(row.relative_path)) is not None and source.status not in _GONE]
+    _write(root, writes, missing, limit, summary, texts)
+    return []
+
+
+def _rows_now(root: IndexedRoot, pending: list, gone: list) -> dict:
+    """The rows as they are now (by relative path) of every file that needs a
+    write; a file new at the look may have been registered by another sync
+    since."""
+    sources = root.sources.order_by()
+    current = _load(sources, "pk", [row.id for _, row in pending if row is not None] + [row.id for row in gone])
+    if any(row is None for _, row in pending):
+        known = set(sources.values_list("relative_path", flat=True))
+        current |= _load(sources, "relative_path", [c.relative_path for c, row in pending if row is None and c.relative_path in known])
+    return current
+
+
+@dataclass
+class _Writes:
+    """What a sync writes for the files it found: rows to insert, rows changed,
+    rows to queue for LightRAG, and the bodies read (relative path → (sha256,
+    bytes)) of rows written."""
+
+    new: list[NewFile] = field(default_factory=list)
+    dirty: list[Source] = field(default_factory=list)
+    to_queue: list[Source] = field(default_factory=list)
+    read: dict = field(default_factory=dict)
+
+
+def _decide(root: IndexedRoot, look: _Look, work: list, summary: SyncSummary) -> _Writes:
+    """Each present file's fate, counted in ``summary``: excluded, new, held
+    back for its size, changed, or unchanged (and sent again when due)."""
+    writes = _Writes()
+    new, dirty, to_queue = writes.new, writes.dirty, writes.to_queue
     for candidate, source, key in work:
         if candidate.excluded_by:
             summary.excluded += 1
@@ -367,7 +392,7 @@ def _apply(root: IndexedRoot, look: _Look, limit: int, summary: SyncSummary, *, 
         if look.hashes.get(key, "") is None:
             continue  # vanished while we walked; the next sync sees it gone
         if key in look.texts:
-            read[candidate.relative_path] = (look.hashes[key], look.texts[key])
+            writes.read[candidate.relative_path] = (look.hashes[key], look.texts[key])
         if source is None:
             held = look.held[key]
             if held:
@@ -400,32 +425,34 @@ def _apply(root: IndexedRoot, look: _Look, limit: int, summary: SyncSummary, *, 
         summary.unchanged += 1
         if source.status in _TO_SEND:
             to_queue.append(source)
+    return writes
 
+
+def _write(root: IndexedRoot, writes: _Writes, missing: list, limit: int, summary: SyncSummary, texts: list) -> None:
+    """Insert the new rows, save the changed ones, take the ``missing`` files'
+    rows out of LightRAG and queue up to ``limit`` files for it; the bodies
+    read of rows written go to ``texts``."""
     # New rows are created already queued: one INSERT for all, no UPDATE after.
-    fresh = [s for s in new if s.status == Source.Status.NOT_INDEXED]
-    queue_known = to_queue[:limit]
+    fresh = [s for s in writes.new if s.status == Source.Status.NOT_INDEXED]
+    queue_known = writes.to_queue[:limit]
     queue_fresh = fresh[: max(limit - len(queue_known), 0)]
     mark_queued_many(queue_fresh)
-    insert_new(new)
-    ids = ids_by_path(root, [f.relative_path for f in new if f.relative_path in read])
-    for source in [*new, *dirty]:
+    insert_new(writes.new)
+    read = writes.read
+    ids = ids_by_path(root, [f.relative_path for f in writes.new if f.relative_path in read])
+    for source in [*writes.new, *writes.dirty]:
         sha256, data = read.get(source.relative_path, ("", None))
         if data is not None and source.sha256 == sha256:
             texts.append((ids[source.relative_path] if isinstance(source, NewFile) else source.pk, sha256, data))
-    for row in gone:
-        source = current.get(row.relative_path)
-        if source is None or source.status in _GONE:
-            continue  # taken out (or pruned) since the look
+    for source in missing:
         summary.missing += 1
         submit_delete(source, missing=True, save=False)
-        dirty.append(source)
-    _save(dirty)
+    _save([*writes.dirty, *missing])
     queue_many(queue_known)
     if queue_fresh:
         owe_scan()  # the worker links the queued files right before LightRAG's scan
     summary.queued = len(queue_known) + len(queue_fresh)
-    summary.capped = len(to_queue) + len(fresh) - summary.queued
-    return []
+    summary.capped = len(writes.to_queue) + len(fresh) - summary.queued
 
 
 def _save(sources: list[Source]) -> None:

@@ -14,7 +14,6 @@ the file for LightRAG like any file an admin put there.
 """
 
 import os
-import stat as stat_module
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -193,10 +192,3 @@ def store_upload(root: IndexedRoot, name: str, upload) -> Stored:
         os.close(folder_fd)
     sync_root(root)
     return Stored(relative, renamed, root.sources.filter(relative_path=relative).first())
-
-
-def is_folder_root(root: IndexedRoot) -> bool:
-    try:
-        return stat_module.S_ISDIR(os.stat(root.absolute_path).st_mode)
-    except OSError:
-        return False

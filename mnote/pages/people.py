@@ -25,7 +25,6 @@ from mnote.accounts.roles import admin_only
 
 # No database key is larger; SQLite cannot even compare a larger number.
 MAX_ID = 2**63 - 1
-BACKEND = "mnote.accounts.backends.ModelBackend"
 
 
 def _user_or_404(user_id: int):
@@ -94,7 +93,7 @@ def join(request, token):
             user = accept(invitation, form)
         except InvitationUsed:
             return render(request, "accounts/join_invalid.html", status=404)
-        login(request, user, backend=BACKEND)
+        login(request, user)
         name = user.get_short_name() or user.get_username()
         messages.success(request, _("Welcome, %(name)s. Your account is ready.") % {"name": name})
         return redirect("home")
@@ -157,7 +156,6 @@ class ResetView(auth_views.PasswordResetConfirmView):
 
     template_name = "accounts/reset.html"
     post_reset_login = True
-    post_reset_login_backend = BACKEND
     success_url = reverse_lazy("home")
 
     def form_valid(self, form):

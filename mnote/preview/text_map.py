@@ -209,9 +209,6 @@ class TextMap:
         start, end = self._heading_starts[i]
         return skeleton(self.ink[start:end])
 
-    def skel_to_ink(self, skel_start: int, skel_end: int) -> tuple[int, int]:
-        return self.full.to_ink(skel_start, skel_end)
-
     def soft_between(self, start: int, end: int) -> int:
         """How many pieces of the renderer's own text start in ``[start, end)``."""
         starts = [s for s, _ in self.soft]

@@ -283,10 +283,6 @@ class BadgePlacer:
         self.pending = ""
         self.sentences: list[AnsweredSentence] = []
 
-    @property
-    def raw_text(self) -> str:
-        return self._raw
-
     def feed(self, piece: str) -> list[AnsweredSentence]:
         self._raw += piece
         return self._emit(final=False)

@@ -3,7 +3,7 @@ them again. Nothing else about a search is stored.
 
 They live in a signed cookie bound to the login's session, not in the
 session row: remembering a new question then costs the browser a cookie,
-not the database a write per search (issue 17: a search GET writes nothing).
+not the database a write per search (a search is a GET, and writes nothing).
 The signature's salt holds the session key, so after a logout or a new login
 the old list is not read; a logged-out browser is told to drop the cookie.
 """

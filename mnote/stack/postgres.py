@@ -128,10 +128,6 @@ class TemporaryPostgres:
                     raise
                 time.sleep(0.3)
 
-    def has_pgvector(self) -> bool:
-        """Whether this server can ``CREATE EXTENSION vector`` (LightRAG's vectors need it)."""
-        return pgvector_available(self.url)
-
     def _log_tail(self, lines: int = 15) -> str:
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])

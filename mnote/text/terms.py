@@ -156,10 +156,6 @@ def _occurs(folded: str, term: str) -> bool:
     return _first_match(folded, term) != -1
 
 
-def _contains(text: str, term: str) -> bool:
-    return _occurs(_fold(text)[0], term)
-
-
 def _matching_terms(folded: str, query: str) -> list[str]:
     """Terms to look for in one text: a CJK run where the text has it whole,
     else its bigrams, so a partial CJK match still counts for something."""

@@ -4,7 +4,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from django.conf import settings
@@ -47,90 +47,13 @@ class Command(BaseCommand):
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, on_signal)
 
-        child_env = {}
-        stack = None
-        postgres = None
-        job_workers = 1
-        web, workers = None, []
+        running = _Running()
         try:
-            config = config_from_environ(os.environ, settings.DATA_DIR)
-            if scaled:
-                postgres, database_url = self._postgres()
-                job_workers = env_int("MNOTE_JOB_WORKERS", 2, minimum=1)
-                # Every process reads the same database and the same cache.
-                child_env.update(DATABASE_URL=database_url, MNOTE_CACHE="database")
-                for argv in (["migrate", "--noinput"], ["createcachetable"], ["ensure_admin"]):
-                    self._manage(argv, child_env, required=True)
-                config = replace(
-                    config, lightrag_postgres=self._lightrag_database(database_url), lightrag_workers=2
-                )
-            if env_str("MNOTE_LIGHTRAG_URL"):
-                self.stdout.write(f"Using the external LightRAG at {settings.MNOTE_LIGHTRAG.base_url}.")
-            else:
-                stack = EmbeddedStack(config)
-                # LightRAG's .env first (key, folders): the web app and the
-                # workers read it, and they start before LightRAG so the web
-                # answers within seconds while LightRAG and the demo start.
-                stack.write_env()
-                child_env["MNOTE_LIGHTRAG_ENV_FILE"] = str(stack.config.env_file)
-                child_env["MNOTE_LIGHTRAG_URL"] = stack.config.lightrag_url
-            # Any number of workers share the ledger: each claims its jobs, one
-            # at a time leads (watcher, full sync, reconcile; see library/jobs.py).
-            workers = [
-                ManagedProcess(
-                    name="worker" if job_workers == 1 else f"worker {n + 1}",
-                    argv=[sys.executable, str(REPO_DIR / "manage.py"), "run_worker"],
-                    health_url="",
-                    log_path=settings.DATA_DIR / "logs" / ("worker.log" if job_workers == 1 else f"worker-{n + 1}.log"),
-                    cwd=REPO_DIR,
-                    env=child_env,
-                )
-                for n in range(job_workers)
-            ]
-            web = web_process(stack.config if stack else config, host, port, child_env)
-            self.stdout.write("Starting the web app…")
-            web.start()
-            # The workers' start-up after the web's: on a busy machine every
-            # process starting at once delays the first page.
-            web.wait_healthy(60, say=self.stdout.write)
-            for worker in workers:
-                worker.start()
-            shown_host = "127.0.0.1" if host in ("0.0.0.0", "") else host
-            self.stdout.write(self.style.SUCCESS(f"\nMNote Library is running: http://{shown_host}:{port}/"))
-            if not no_demo:
-                # Queued now, so the home page shows the demo on its way in
-                # while LightRAG starts; the worker sends it once LightRAG is up.
-                self._manage(["load_demo", "--queue-only"], child_env)
-            if stack:
-                self.stdout.write(
-                    "LightRAG is starting; until it is ready the pages say it is unavailable "
-                    "and searches wait for it."
-                )
-                stack.start(say=self.stdout.write)
-                logs = settings.DATA_DIR / "logs"
-                self.stdout.write(f"LightRAG healthy at {stack.config.lightrag_url} (logs in {logs}).")
-            demo = None
-            if not no_demo:
-                # In the background: the worker indexes it, the dashboard
-                # shows each file's stage, and load_demo logs its progress.
-                self.stdout.write(
-                    "The worker sends LightRAG the demo library; its progress follows here and on the home page."
-                )
-                demo = subprocess.Popen(
-                    [sys.executable, str(REPO_DIR / "manage.py"), "load_demo", "--follow"],
-                    env={**os.environ, **child_env},
-                    cwd=REPO_DIR,
-                    stdin=subprocess.DEVNULL,
-                )
+            self._start(running, host=host, port=port, no_demo=no_demo, scaled=scaled)
         except (StackError, KeyboardInterrupt) as e:
             # The web app and workers start first: they go too.
             self.stdout.write("Stopping…")
-            for process in ([web] if web else []) + workers:
-                process.stop()
-            if stack:
-                stack.stop()
-            if postgres:
-                postgres.stop()
+            running.stop()
             if isinstance(e, KeyboardInterrupt):
                 self.stdout.write("Stopped.")
                 return
@@ -138,14 +61,80 @@ class Command(BaseCommand):
         started.set()
 
         self.stdout.write("Press Ctrl-C to stop everything.")
-        # A crashed LightRAG, model endpoint or worker is restarted; pages keep
-        # rendering (with "LightRAG unavailable") meanwhile. Only the web app
-        # itself ending stops everything.
-        restartable = workers + (stack.processes if stack else [])
+        self._supervise(running, stop)
+        self.stdout.write("Stopping…")
+        running.stop()
+        self.stdout.write("Stopped.")
+
+    def _start(self, running: "_Running", *, host, port, no_demo, scaled):
+        """Start everything, recording each process in ``running`` as it
+        starts (so a failure or Ctrl-C part way stops what did)."""
+        child_env = {}
+        job_workers = 1
+        config = config_from_environ(os.environ, settings.DATA_DIR)
+        if scaled:
+            running.postgres, database_url = self._postgres()
+            job_workers = env_int("MNOTE_JOB_WORKERS", 2, minimum=1)
+            # Every process reads the same database and the same cache.
+            child_env.update(DATABASE_URL=database_url, MNOTE_CACHE="database")
+            for argv in (["migrate", "--noinput"], ["createcachetable"], ["ensure_admin"]):
+                self._manage(argv, child_env, required=True)
+            config = replace(config, lightrag_postgres=self._lightrag_database(database_url), lightrag_workers=2)
+        stack = None
+        if env_str("MNOTE_LIGHTRAG_URL"):
+            self.stdout.write(f"Using the external LightRAG at {settings.MNOTE_LIGHTRAG.base_url}.")
+        else:
+            stack = running.stack = EmbeddedStack(config)
+            # LightRAG's .env first (key, folders): the web app and the
+            # workers read it, and they start before LightRAG so the web
+            # answers within seconds while LightRAG and the demo start.
+            stack.write_env()
+            child_env["MNOTE_LIGHTRAG_ENV_FILE"] = str(stack.config.env_file)
+            child_env["MNOTE_LIGHTRAG_URL"] = stack.config.lightrag_url
+        running.workers = _workers(job_workers, child_env)
+        web = running.web = web_process(stack.config if stack else config, host, port, child_env)
+        self.stdout.write("Starting the web app…")
+        web.start()
+        # The workers' start-up after the web's: on a busy machine every
+        # process starting at once delays the first page.
+        web.wait_healthy(60, say=self.stdout.write)
+        for worker in running.workers:
+            worker.start()
+        shown_host = "127.0.0.1" if host in ("0.0.0.0", "") else host
+        self.stdout.write(self.style.SUCCESS(f"\nMNote Library is running: http://{shown_host}:{port}/"))
+        if not no_demo:
+            # Queued now, so the home page shows the demo on its way in
+            # while LightRAG starts; the worker sends it once LightRAG is up.
+            self._manage(["load_demo", "--queue-only"], child_env)
+        if stack:
+            self.stdout.write(
+                "LightRAG is starting; until it is ready the pages say it is unavailable and searches wait for it."
+            )
+            stack.start(say=self.stdout.write)
+            logs = settings.DATA_DIR / "logs"
+            self.stdout.write(f"LightRAG healthy at {stack.config.lightrag_url} (logs in {logs}).")
+        if not no_demo:
+            # In the background: the worker indexes it, the dashboard
+            # shows each file's stage, and load_demo logs its progress.
+            self.stdout.write(
+                "The worker sends LightRAG the demo library; its progress follows here and on the home page."
+            )
+            running.demo = subprocess.Popen(
+                [sys.executable, str(REPO_DIR / "manage.py"), "load_demo", "--follow"],
+                env={**os.environ, **child_env},
+                cwd=REPO_DIR,
+                stdin=subprocess.DEVNULL,
+            )
+
+    def _supervise(self, running: "_Running", stop: threading.Event):
+        """Until ``stop``: a crashed LightRAG, model endpoint or worker is
+        restarted; pages keep rendering (with "LightRAG unavailable")
+        meanwhile. Only the web app itself ending stops everything."""
+        restartable = running.workers + (running.stack.processes if running.stack else [])
         next_try = {p.name: 0.0 for p in restartable}
         while not stop.wait(1):
-            if not web.alive():
-                self.stderr.write(f"The web app stopped unexpectedly; shutting down (see {web.log_path}).")
+            if not running.web.alive():
+                self.stderr.write(f"The web app stopped unexpectedly; shutting down (see {running.web.log_path}).")
                 break
             for process in restartable:
                 if process.alive() or time.monotonic() < next_try[process.name]:
@@ -159,18 +148,6 @@ class Command(BaseCommand):
                 except StackError as e:
                     self.stderr.write(f"{e}\nTrying again in 30 s.")
                     next_try[process.name] = time.monotonic() + 30
-        self.stdout.write("Stopping…")
-        if demo is not None and demo.poll() is None:
-            demo.terminate()
-            demo.wait(15)
-        web.stop()
-        for worker in workers:
-            worker.stop()
-        if stack:
-            stack.stop()
-        if postgres:
-            postgres.stop()
-        self.stdout.write("Stopped.")
 
     def _manage(self, argv, env, *, required=False):
         result = subprocess.run([sys.executable, str(REPO_DIR / "manage.py"), *argv], env={**os.environ, **env}, cwd=REPO_DIR)
@@ -214,3 +191,43 @@ class Command(BaseCommand):
         except psycopg.Error as e:
             raise StackError(f"could not create LightRAG's database {name}_lightrag: {e}") from e
         return lightrag_url
+
+
+def _workers(count: int, child_env: dict) -> list[ManagedProcess]:
+    """Any number of workers share the ledger: each claims its jobs, one at a
+    time leads (watcher, full sync, reconcile; see library/jobs.py)."""
+    return [
+        ManagedProcess(
+            name="worker" if count == 1 else f"worker {n + 1}",
+            argv=[sys.executable, str(REPO_DIR / "manage.py"), "run_worker"],
+            health_url="",
+            log_path=settings.DATA_DIR / "logs" / ("worker.log" if count == 1 else f"worker-{n + 1}.log"),
+            cwd=REPO_DIR,
+            env=child_env,
+        )
+        for n in range(count)
+    ]
+
+
+@dataclass
+class _Running:
+    """What the command started, each set once it is started."""
+
+    web: ManagedProcess | None = None
+    workers: list[ManagedProcess] = field(default_factory=list)
+    stack: EmbeddedStack | None = None
+    postgres: TemporaryPostgres | None = None
+    demo: subprocess.Popen | None = None
+
+    def stop(self) -> None:
+        """The demo's follower, the web app and the workers first, then
+        LightRAG and the model endpoint, then the database they all use."""
+        if self.demo is not None and self.demo.poll() is None:
+            self.demo.terminate()
+            self.demo.wait(15)
+        for process in ([self.web] if self.web else []) + self.workers:
+            process.stop()
+        if self.stack:
+            self.stack.stop()
+        if self.postgres:
+            self.postgres.stop()
