@@ -164,12 +164,12 @@ def test_axe_finds_no_violation_on_any_page_in_either_language_at_either_width(
         "signed out": None,
     }
     ask = f"/ask/?q={quote(QUESTION)}"
+    search = f"/search/?q={quote('primary mirror')}&mode=library"
     previews = [f"/preview/{source.pk}/" for source in sources.values()]
     member_pages = [
         "/",
         f"/library/tree/?root={root.pk}",
-        f"/library/tree/?root={root.pk}&path=notes",
-        f"/search/?q={quote('primary mirror')}&mode=library",
+        search,
         f"/search/?q={quote('mirror')}&mode=workspace",
         "/search/",
         ask,
@@ -226,6 +226,10 @@ def test_axe_finds_no_violation_on_any_page_in_either_language_at_either_width(
                 page.goto(base + path)
                 if path == ask:
                     page.locator("section.answer").wait_for(timeout=15_000)
+                if path == search:
+                    # With a result open: the preview pane beside the cards (a sheet over them on a phone).
+                    page.locator("article.source-card[data-locator]").first.click()
+                    page.locator("article.source-card.active[data-located-status]").wait_for(timeout=15_000)
                 assert page.locator("html").get_attribute("lang") == language, path
                 check(page, f"{path} ({who}, {language})")
             if who == "admin":
