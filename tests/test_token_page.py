@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 
 def configurations(response) -> dict:
-    found = re.findall(r'<pre class="mcp-config" id="mcp-(\w+)-config">(.*?)</pre>', response.content.decode(), re.S)
+    found = re.findall(r'<pre class="mcp-config" id="mcp-(\w+)-config"[^>]*>(.*?)</pre>', response.content.decode(), re.S)
     return {name: json.loads(unescape(text))["mcpServers"]["mnote"] for name, text in found}
 
 

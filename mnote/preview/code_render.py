@@ -55,7 +55,8 @@ def render_code(text: str, file_name: str) -> tuple[str, int]:
     lines = _lines(text.replace("\r\n", "\n").replace("\r", "\n"), file_name)
     while lines and not lines[-1]:
         lines.pop()
-    container = lxml_html.Element("div", {"class": "code highlight"})
+    # Focusable: a long line scrolls the block sideways, which a keyboard must reach.
+    container = lxml_html.Element("div", {"class": "code highlight", "tabindex": "0"})
     block = None
     count = 0
     lines_in_block = 0

@@ -21,7 +21,8 @@ log = logging.getLogger(__name__)
 # 4: text maps know the renderer's own text (list labels, placeholders) as soft.
 # 5: HTML through nh3; sheets wide, formatted and merged; ODT numbered lists; PPTX footers and charts; RTF hidden text.
 # 6: every kind rendered in a child; a sheet's pages all from one render; blank renders refused.
-RENDERER_VERSION = "6"
+# 7: sheets' row numbers and corner are presentation; a code block is focusable (it scrolls).
+RENDERER_VERSION = "7"
 
 
 class RenderRefused(Exception):

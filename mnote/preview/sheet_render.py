@@ -99,7 +99,9 @@ class _Table:
         )  # fmt: skip
         self.block += 1
         # The number is drawn by CSS (data-n): not text the locator would match.
-        etree.SubElement(row, "th", {"class": "row-number", "scope": "row", "data-n": str(number)})
+        # A header with no text of its own is an empty header to assistive
+        # technology's checkers: it is presentation, as the corner is.
+        etree.SubElement(row, "th", {"class": "row-number", "role": "presentation", "data-n": str(number)})
         for column, value in enumerate(cells):
             span = merges.span(number, column) if merges else (1, 1)
             if span is None:
@@ -124,7 +126,7 @@ class _Table:
 
     def finish(self) -> None:
         head_row = etree.SubElement(self.head, "tr")
-        etree.SubElement(head_row, "th", {"class": "corner"})
+        etree.SubElement(head_row, "th", {"class": "corner", "role": "presentation"})
         for i in range(self.width):
             th = etree.SubElement(head_row, "th", {"class": "column-name"})
             th.text = column_name(i)
