@@ -28,7 +28,7 @@ import anyio
 import httpx
 import pytest
 
-from mnote.stack.processes import free_port
+from mnote.stack.managed import free_port
 from tests.conftest import REPO_DIR
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
