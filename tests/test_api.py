@@ -16,7 +16,7 @@ from django.contrib.auth.models import Group
 from mnote.citations.models import Citation
 from mnote.library.models import IndexedRoot, Job, Source
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 MAPPER_FIXTURES = Path(__file__).parent / "fixtures" / "mapper"
 GAMMA_DOC = "doc-b7cf006581394ea318c700a870cecd9f"

@@ -15,7 +15,7 @@ from django.test import Client
 
 from mnote.api.models import ApiToken
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 ENDPOINTS = [
     ("get", "/api/status"),

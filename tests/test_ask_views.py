@@ -11,7 +11,7 @@ from mnote.search.models import Conversation
 from tests.conftest import recorded
 from tests.test_api import QUERY, add_gamma, query_stream_lines
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ from tests.pdf_factory import make_pdf
 from tests.test_api import query_stream_lines
 from tests.test_docx_render import PNG, drawing, make_docx, p
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 ROLES = ("anonymous", "member", "group_member", "admin")
 LOGIN = "login"  # a redirect to the login page

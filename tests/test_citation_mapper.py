@@ -10,7 +10,7 @@ from mnote.citations.mapper import map_query_data
 from mnote.citations.models import Citation
 from mnote.library.models import IndexedRoot, Source
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mapper"
 ZETA_DOC = "doc-3aa1ef546a56349469a2f766153e485b"

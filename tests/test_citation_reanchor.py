@@ -14,7 +14,7 @@ import pytest
 from mnote.citations.models import Citation
 from mnote.library.models import IndexedRoot, Source
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 QUOTE = "Valve stems are lapped every spring by the night shift."
 TEXT = (

@@ -14,7 +14,7 @@ from django.contrib.auth.models import Group
 
 from mnote.library.models import IndexedRoot, Job, Source
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 DOCUMENTS = "documents_paginated_after_delete.json"
 

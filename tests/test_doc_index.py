@@ -14,7 +14,7 @@ from mnote.library.models import IndexedRoot, Source
 from tests.conftest import recorded
 from tests.test_api import GAMMA_DOC, MAPPER_FIXTURES, QUERY, install_sidecar
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import stat
 import pytest
 from django.core.management import call_command
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 PASSWORD = re.compile(r"with password “([^”]+)”")
 

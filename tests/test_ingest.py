@@ -10,7 +10,7 @@ from mnote.library.status_bridge import bridge_statuses
 from mnote.library.models import IndexedRoot, Job, Source
 from mnote.lightrag.provider import lightrag_client
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from mnote.library.models import IndexedRoot, Job, Source
 from mnote.lightrag.provider import lightrag_client
 from mnote.library.reconcile import reconcile
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 EMBEDDING_TIMEOUT = (
     "Cancelled by internal error: NanoVectorDBStorage[chunks]: Embedding func: "

@@ -12,7 +12,7 @@ from mnote.library.jobs import claim_due_jobs, claim_next, give_up_lease, hold_l
 from mnote.library.models import Job
 from mnote.lightrag.provider import lightrag_client
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 def delete_job(doc_id: str, **fields) -> Job:

@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 
 from mnote.library.models import IndexedRoot, Job, Source
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from django.contrib.auth.models import Group
 from mnote.library import tree
 from mnote.library.models import IndexedRoot, Source
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from mnote.search.answers import answer_question, full_library_search
 from mnote.stack.processes import EmbeddedStack, StackConfig, free_port
 from tests.conftest import REPO_DIR, _use_lightrag_of, copy_tiktoken_cache, empty_lightrag
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration, pytest.mark.postgres_only]
 
 MANUAL = REPO_DIR / "mnote" / "demo" / "library" / "en" / "gamma-telescope-manual.docx"
 # A ceiling, not a wait: four chunks take seconds on a quiet machine, a minute or more on a loaded one.

@@ -14,7 +14,7 @@ from mnote.api.models import ApiToken
 from mnote.api.openapi import DESCRIPTION
 from mnote.library.models import IndexedRoot, Source
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 DEEP_JSON = "[" * 5000 + "]" * 5000
 

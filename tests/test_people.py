@@ -15,7 +15,7 @@ from django.utils import timezone
 from mnote.accounts.models import Invitation
 from mnote.library.models import IndexedRoot
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from mnote.citations.models import Citation
 from mnote.search.cards import cards_html
 from tests.test_api import QUERY, add_gamma, post
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.progress import file_stage, root_progress
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 S = Source.Status
 
 

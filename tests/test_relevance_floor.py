@@ -14,7 +14,7 @@ from tests.conftest import recorded
 from tests.test_api import post
 from tests.test_search_page import _chunk, _source
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 RERANK_URL = "http://model.test/v1/rerank"
 NEAR = "Purchase approval needs two signatures from the budget holder before any order is placed."

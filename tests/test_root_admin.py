@@ -11,7 +11,7 @@ from django.contrib.messages import get_messages
 
 from mnote.library.models import IndexedRoot, Job, Source
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture

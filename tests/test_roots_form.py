@@ -9,7 +9,7 @@ import pytest
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.sync import sync_root
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from mnote.library.models import IndexedRoot, Source
 from tests.conftest import recorded
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 HANDBOOK = "Purchase approval needs two signatures from the budget holder before any order is placed."
 

@@ -22,7 +22,7 @@ from mnote.lightrag.provider import lightrag_client
 from tests.docx_factory import make_docx, para, text_box
 from tests.test_ingest_recovery import HEALTH_IDLE, document, listing
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EPUB = FIXTURES / "previews" / "futurepress__alice_without_cover.epub"

@@ -13,7 +13,7 @@ from django.contrib.sessions.models import Session
 from django.test import Client
 from django.utils import timezone
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from mnote.library.source_files import SourceUnavailable, open_source_file
 from mnote.library.sync import sync_root
 from mnote.search.models import WorkspaceText
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 SECRET = "Restricted yield: 82 percent"
 PASSWD = "root:x:0:0:root:/root:/bin/bash"

@@ -8,7 +8,7 @@ from mnote.library.models import IndexedRoot, Job, Source
 from mnote.library.actions import delete_index, prune_registry, reindex_source
 from mnote.library.sync import sync_root
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture

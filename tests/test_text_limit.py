@@ -16,7 +16,7 @@ from mnote.library.models import IndexedRoot, Source
 from mnote.library.sync import sync_root
 from mnote.library.text_size import estimated_text_bytes
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 MB = 1024 * 1024
 
 

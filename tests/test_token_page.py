@@ -11,7 +11,7 @@ import pytest
 from mnote.api.openapi import DESCRIPTION
 from mnote.data_dir import BASE_DIR
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 def configurations(response) -> dict:

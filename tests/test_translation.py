@@ -16,7 +16,7 @@ import pytest
 
 from mnote.library.models import IndexedRoot, Source
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale" / "zh_Hans" / "LC_MESSAGES"
 PO_FILE = LOCALE_DIR / "django.po"

@@ -15,7 +15,7 @@ from django.test import Client
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.progress import file_stage, root_progress
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture

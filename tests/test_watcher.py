@@ -14,7 +14,7 @@ from mnote.library.watcher import RootWatcher, SettlingRoots, WatchedRoot, follo
 
 # Only the watcher's file-system half runs in a thread; the database half runs
 # here, as it runs in the worker's main loop.
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 QUIET = 0.3
 

@@ -20,6 +20,8 @@ REPO = Path(__file__).resolve().parent.parent
 # Generous for a busy 2-core machine: several Django processes start at once.
 SETTLE_TIMEOUT = 240
 
+pytestmark = pytest.mark.postgres_only
+
 
 @pytest.fixture
 def lightrag():

@@ -5,7 +5,7 @@ from mnote.library.models import IndexedRoot
 from mnote.library.sync import sync_root
 from mnote.search.workspace import workspace_search
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture
