@@ -10,13 +10,12 @@ import pytest
 
 from mnote.lightrag import load_config
 from mnote.stack.processes import EmbeddedStack, StackConfig, free_port
+from tests.paths import FIXTURES, REPO_DIR
 
 # Playwright's sync API keeps an event loop in the test thread; Django's ORM
 # refuses to run beside one unless told the (test-only) setup is deliberate.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
-FIXTURES = Path(__file__).parent / "fixtures"
-REPO_DIR = Path(__file__).resolve().parent.parent
 
 
 def recorded(name: str) -> tuple[int, dict]:

@@ -8,6 +8,7 @@ from mnote.library.models import IndexedRoot, Source
 from mnote.preview.anchoring import TextMap, build_text_map, find_passage, skeleton
 from mnote.preview.docx_render import render_docx
 from tests.locate_documents import PASSAGES, TARGET_SENTENCE, write_locate_document
+from tests.paths import DEMO_LIBRARY, REPO_DIR
 
 
 @pytest.fixture(scope="module")
@@ -316,9 +317,7 @@ def test_the_mappers_locator_carries_the_anchor_once_the_preview_is_rendered(mem
 
 
 def test_a_chunk_that_starts_inside_a_table_with_a_merged_cell_starts_at_its_own_row():
-    from pathlib import Path
-
-    handbook = Path(__file__).resolve().parent.parent / "mnote" / "demo" / "library" / "zh" / "实验室安全手册.docx"
+    handbook = DEMO_LIBRARY / "zh" / "实验室安全手册.docx"
     text_map = build_text_map(render_docx(handbook).html)
     # LightRAG's table text repeats a merged cell ("易燃液体 类别2") in every row it
     # covers; the row before (乙醇) holds it once, and must not be marked.
@@ -370,11 +369,9 @@ def test_the_pages_own_refusal_uses_the_servers_threshold_and_seeds():
     alignment could not find it: the same threshold and seed lengths."""
     import json
     import re
-    from pathlib import Path
-
     from mnote.preview import anchoring
 
-    js = (Path(__file__).resolve().parent.parent / "static" / "js" / "locate.js").read_text()
+    js = (REPO_DIR / "static" / "js" / "locate.js").read_text()
     assert float(re.search(r"const FOUND = ([0-9.]+);", js).group(1)) == anchoring.FOUND
     seeds = json.loads(re.sub(r"(\w+):", r'"\1":', re.search(r"const SEEDS = (\{.*?\});", js).group(1)))
     assert {k: tuple(v) for k, v in seeds.items()} == anchoring.SEEDS

@@ -15,10 +15,11 @@ from django.contrib.auth.models import Group
 
 from mnote.citations.models import Citation
 from mnote.library.models import IndexedRoot, Job, Source
+from tests.paths import FIXTURES
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
-MAPPER_FIXTURES = Path(__file__).parent / "fixtures" / "mapper"
+MAPPER_FIXTURES = FIXTURES / "mapper"
 GAMMA_DOC = "doc-b7cf006581394ea318c700a870cecd9f"
 ORBIT_DOC = "doc-f7cc584058d4dd48ec0d1bbaac8e1ca0"
 QUERY = "mirror re-aluminised coating chamber"

@@ -2,16 +2,16 @@
 LightRAG: search, open, ask, share — and what still works when LightRAG is
 down. Screenshots of each page, in English and Chinese, go to artifacts/."""
 
-from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
 from tests.conftest import ARTIFACTS, log_in
+from tests.paths import DEMO_LIBRARY
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.integration]
 
-DEMO = Path(__file__).resolve().parent.parent / "mnote" / "demo" / "library"
+DEMO = DEMO_LIBRARY
 
 
 def shoot(page, name: str) -> None:

@@ -12,7 +12,6 @@ them and "group member" must.
 import json
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group
@@ -28,13 +27,14 @@ from mnote.search.models import Conversation
 from tests.pdf_factory import make_pdf
 from tests.test_api import query_stream_lines
 from tests.test_docx_render import PNG, drawing, make_docx, p
+from tests.paths import DEMO_LIBRARY
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 ROLES = ("anonymous", "member", "group_member", "admin")
 LOGIN = "login"  # a redirect to the login page
 SECRET = b"notes.md"  # the restricted file's name: never in a refused answer
-DEMO_DOCX = Path(__file__).resolve().parent.parent / "mnote" / "demo" / "library" / "en" / "gamma-telescope-manual.docx"
+DEMO_DOCX = DEMO_LIBRARY / "en" / "gamma-telescope-manual.docx"
 
 
 def expect(anonymous, member, group_member, admin) -> dict:

@@ -9,10 +9,11 @@ from django.contrib.auth.models import Group
 from mnote.citations.mapper import map_query_data
 from mnote.citations.models import Citation
 from mnote.library.models import IndexedRoot, Source
+from tests import paths
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
-FIXTURES = Path(__file__).parent / "fixtures" / "mapper"
+FIXTURES = paths.FIXTURES / "mapper"
 ZETA_DOC = "doc-3aa1ef546a56349469a2f766153e485b"
 ORBIT_DOC = "doc-f7cc584058d4dd48ec0d1bbaac8e1ca0"
 

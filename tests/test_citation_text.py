@@ -1,7 +1,6 @@
 import json
 import random
 import re
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +14,8 @@ from mnote.text import (
     mark_terms,
     query_terms,
 )
+from tests.paths import FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def recorded_blocks(name: str) -> list[dict]:

@@ -12,10 +12,11 @@ from django.test import Client
 from mnote.search.answers import answer_question, full_library_search
 from mnote.library.sync import sync_root
 from tests.conftest import make_shelf, use_shelf
+from tests.paths import DEMO_LIBRARY
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
 
-DEMO = Path(__file__).resolve().parent.parent / "mnote" / "demo" / "library"
+DEMO = DEMO_LIBRARY
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ import lxml.html
 from mnote.demo.docx_writer import Document, Heading, Table, write_docx
 from mnote.preview.docx_render import render_docx
 from tests.test_docx_render import NAMESPACES, XMLNS, blocks, make_docx, p, r, render, texts
+from tests.paths import REPO_DIR
 
-REPO_DIR = Path(__file__).resolve().parent.parent
 
 
 def test_a_direct_outline_level_does_not_make_a_signature_line_a_heading(tmp_path):

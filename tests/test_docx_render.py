@@ -16,12 +16,12 @@ import pytest
 from mnote.demo.docx_writer import Document, Heading, Paragraph, write_docx
 from mnote.preview.docx_render import DocxRejected, Limits, load_docx_image, render_docx
 from tests.measured_render import measured
+from tests.paths import FIXTURES, REPO_DIR
 
-REPO_DIR = Path(__file__).resolve().parent.parent
 DEMO = REPO_DIR / "mnote" / "demo" / "library"
 # The whole real-world corpus when MNOTE_DOCX_CORPUS names it (.ci/run does),
 # else the licensed subset that every clone carries.
-CORPUS = Path(os.environ.get("MNOTE_DOCX_CORPUS") or Path(__file__).parent / "fixtures" / "corpus-docx")
+CORPUS = Path(os.environ.get("MNOTE_DOCX_CORPUS") or FIXTURES / "corpus-docx")
 
 NAMESPACES = {
     "w": "http://schemas.openxmlformats.org/wordprocessingml/2006/main",

@@ -14,10 +14,11 @@ from mnote.library.sync import sync_root
 from mnote.library.models import IndexedRoot, Source
 from mnote.lightrag.provider import lightrag_client
 from mnote.lightrag import NO_LLM_MODEL
+from tests.paths import DEMO_LIBRARY
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
 
-DEMO = Path(__file__).resolve().parent.parent / "mnote" / "demo" / "library"
+DEMO = DEMO_LIBRARY
 
 
 def sha256(path: Path) -> str:

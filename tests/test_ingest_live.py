@@ -16,10 +16,11 @@ from mnote.library.models import IndexedRoot, Job, Source
 from mnote.lightrag.provider import lightrag_client
 from mnote.library.sync import sync_root
 from mnote.lightrag import make_client
+from tests.paths import DEMO_LIBRARY
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
 
-DEMO = Path(__file__).resolve().parent.parent / "mnote" / "demo" / "library"
+DEMO = DEMO_LIBRARY
 
 
 def distinct_copies(folder: Path, count: int, prefix: str) -> None:

@@ -25,8 +25,9 @@ from mnote.lightrag import (
     LightRAGUnavailable,
     make_client,
 )
+from tests import paths
 
-FIXTURES = Path(__file__).parent / "fixtures" / "lightrag"
+FIXTURES = paths.FIXTURES / "lightrag"
 API_KEY = "test-key"
 
 

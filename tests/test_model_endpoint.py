@@ -22,11 +22,10 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
+from tests.paths import REPO_DIR as REPO
 
-REPO = Path(__file__).resolve().parent.parent
 LIGHTRAG_PYTHON = os.environ.get("MNOTE_LIGHTRAG_PYTHON", str(REPO / ".venv-lightrag" / "bin" / "python"))
 
 sys.path.insert(0, str(REPO))

@@ -3,7 +3,6 @@ second citation of the same file moves the highlight without reloading it,
 and the answer is honest when a passage cannot be found."""
 
 import json
-from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -11,10 +10,11 @@ import pytest
 from mnote.search.answers import full_library_search
 from mnote.library.models import IndexedRoot, Source
 from tests.pdf_factory import make_pdf
+from tests.paths import DEMO_LIBRARY
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
-DEMO = Path(__file__).resolve().parent.parent / "mnote" / "demo" / "library"
+DEMO = DEMO_LIBRARY
 
 
 def frame_of(page):

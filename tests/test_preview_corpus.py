@@ -15,8 +15,8 @@ import pytest
 from mnote.kinds import kind_of
 from mnote.preview.docx.limits import PreviewRejected
 from mnote.preview.renderers import PreviewContext, renderer_for
+from tests.paths import REPO_DIR
 
-REPO_DIR = Path(__file__).resolve().parent.parent
 SAMPLES = REPO_DIR / "tests" / "fixtures" / "previews"
 CORPUS = Path(os.environ["MNOTE_CORPUS"]) if os.environ.get("MNOTE_CORPUS") else None
 

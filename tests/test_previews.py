@@ -15,8 +15,8 @@ from mnote.preview.docx.limits import PreviewRejected
 from mnote.preview.renderers import PreviewContext, asset_loader_for, renderer_for
 from tests import preview_files as files
 from tests.measured_render import measured
+from tests.paths import REPO_DIR
 
-REPO_DIR = Path(__file__).resolve().parent.parent
 ASSET = "/asset/"
 
 

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from mnote.stack.processes import StackConfig, lightrag_server_env
+from tests.paths import REPO_DIR as REPO
 
-REPO = Path(__file__).resolve().parent.parent
 
 
 def test_lightrag_keeps_every_store_in_postgresql(tmp_path):

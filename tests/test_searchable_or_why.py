@@ -21,10 +21,10 @@ from mnote.library.sync import sync_root
 from mnote.lightrag.provider import lightrag_client
 from tests.docx_factory import make_docx, para, text_box
 from tests.test_ingest_recovery import HEALTH_IDLE, document, listing
+from tests.paths import FIXTURES
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
-FIXTURES = Path(__file__).parent / "fixtures"
 EPUB = FIXTURES / "previews" / "futurepress__alice_without_cover.epub"
 PAGE = """<!doctype html><html><head><title>Mirror care</title>
 <style>.x { color: red }</style><script>var tracking = "analytics";</script></head>

@@ -6,11 +6,10 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from tests.paths import REPO_DIR as REPO
 
-REPO = Path(__file__).resolve().parent.parent
 
 SYNC_AND_REPORT = """
 import django, json

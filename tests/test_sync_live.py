@@ -12,10 +12,11 @@ from mnote.library.ingest import run_due_jobs, wait_until_settled
 from mnote.library.models import IndexedRoot, Job, Source
 from mnote.lightrag.provider import lightrag_client
 from mnote.library.sync import sync_root
+from tests.paths import DEMO_LIBRARY
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
 
-DEMO = Path(__file__).resolve().parent.parent / "mnote" / "demo" / "library"
+DEMO = DEMO_LIBRARY
 
 
 def fingerprint(folder: Path) -> dict[str, str]:

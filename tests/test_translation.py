@@ -15,10 +15,11 @@ import httpx
 import pytest
 
 from mnote.library.models import IndexedRoot, Source
+from tests.paths import REPO_DIR
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
-LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale" / "zh_Hans" / "LC_MESSAGES"
+LOCALE_DIR = REPO_DIR / "locale" / "zh_Hans" / "LC_MESSAGES"
 PO_FILE = LOCALE_DIR / "django.po"
 MO_FILE = LOCALE_DIR / "django.mo"
 CHINESE = {"HTTP_ACCEPT_LANGUAGE": "zh-CN,zh;q=0.9"}

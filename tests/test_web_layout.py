@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from mnote.stack.processes import free_port, gunicorn_layout
+from tests.paths import REPO_DIR as REPO
 
-REPO = Path(__file__).resolve().parent.parent
 APP_DIR = REPO / "tests" / "fixtures" / "wsgi"
 
 

@@ -15,8 +15,8 @@ import psycopg
 import pytest
 
 from tests.lightrag_server import LightRAGServer
+from tests.paths import REPO_DIR as REPO
 
-REPO = Path(__file__).resolve().parent.parent
 # Generous for a busy 2-core machine: several Django processes start at once.
 SETTLE_TIMEOUT = 240
 

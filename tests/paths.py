@@ -1,0 +1,8 @@
+"""Where the tests find the checkout and their recorded files, whichever
+folder under tests/ a test module sits in."""
+
+from pathlib import Path
+
+REPO_DIR = Path(__file__).resolve().parent.parent
+FIXTURES = REPO_DIR / "tests" / "fixtures"
+DEMO_LIBRARY = REPO_DIR / "mnote" / "demo" / "library"
