@@ -1,6 +1,6 @@
 """Where mnote.lightrag.load_config takes each LightRAG setting from.
 
-    nice .venv/bin/python -m pytest tests/test_lightrag_config.py
+    nice .venv/bin/python -m pytest tests/lightrag/test_lightrag_config.py
 """
 
 from __future__ import annotations

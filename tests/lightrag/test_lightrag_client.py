@@ -3,7 +3,7 @@
 HTTP is faked at the transport; the fake fails the test on any request it was not
 told to expect.
 
-    nice .venv/bin/python -m pytest tests/test_lightrag_client.py
+    nice .venv/bin/python -m pytest tests/lightrag/test_lightrag_client.py
 """
 
 from __future__ import annotations
