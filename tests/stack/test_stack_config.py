@@ -1,7 +1,7 @@
 """How the embedded stack is configured from MNOTE_* variables, what
 lightrag-server is told, and how its child processes are started and stopped.
 
-    nice .venv/bin/python -m pytest tests/test_stack_config.py
+    nice .venv/bin/python -m pytest tests/stack/test_stack_config.py
 """
 
 from __future__ import annotations

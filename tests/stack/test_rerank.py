@@ -6,7 +6,7 @@ import json
 import pytest
 
 from mnote.stack.rerank import tokens
-from tests.test_model_endpoint import _request, _start, _stop
+from tests.stack.test_model_endpoint import _request, _start, _stop
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ to the chat endpoint are rendered by LightRAG's own templates
 (lightrag.prompt.PROMPTS in that venv), so a template change upstream shows
 up here.
 
-    nice .venv/bin/python -m pytest tests/test_model_endpoint.py -p no:django
+    nice .venv/bin/python -m pytest tests/stack/test_model_endpoint.py -p no:django
 """
 from __future__ import annotations
 

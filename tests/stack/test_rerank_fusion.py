@@ -15,7 +15,7 @@ from mnote.stack import rerank
 from mnote.stack.rerank import (
     Fusion, StoredVectors, fused_scores, match_confidence, similarity_source, substance, word_coverage,
 )
-from tests.test_model_endpoint import _request, _start, _stop
+from tests.stack.test_model_endpoint import _request, _start, _stop
 
 
 def _packed(vector) -> str:
