@@ -1,7 +1,7 @@
 """People in the app, for admins: accounts, groups and the roots they see,
 invitations and password resets by one-time link, deactivation.
 
-    .venv/bin/python -m pytest -q tests/test_people.py
+    .venv/bin/python -m pytest -q tests/accounts/test_people.py
 """
 
 import re

@@ -1,6 +1,6 @@
 """The ensure_admin command: the first admin of a fresh site, and how to log in.
 
-    nice .venv/bin/python -m pytest tests/test_ensure_admin.py
+    nice .venv/bin/python -m pytest tests/accounts/test_ensure_admin.py
 """
 
 from __future__ import annotations
