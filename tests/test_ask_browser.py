@@ -11,7 +11,7 @@ import pytest
 from mnote.api.models import ApiToken
 from mnote.library.models import IndexedRoot
 from tests.conftest import log_in
-from tests.test_answers_live import GAMMA, index, model_endpoint
+from tests.search.test_answers_live import GAMMA, index, model_endpoint
 
 pytestmark = pytest.mark.integration
 
