@@ -3,7 +3,7 @@ process, a hostile file answers with a render or a clear refusal while the
 web process keeps serving others, a sheet's pages come from one render, and
 the pages that show nothing say why.
 
-    .venv/bin/python -m pytest tests/test_preview_sandbox.py -q
+    .venv/bin/python -m pytest tests/preview/test_preview_sandbox.py -q
 """
 
 import threading

@@ -4,7 +4,7 @@ remembered per file version, DOCX renders run in a memory-limited child so
 eight at once leave the web process small, and a member who asks for many
 renders in a row gets a clear 429.
 
-    nice .venv/bin/python -m pytest tests/test_preview_limits.py -q
+    nice .venv/bin/python -m pytest tests/preview/test_preview_limits.py -q
 """
 
 import os
@@ -17,7 +17,7 @@ import pytest
 
 from mnote.library.models import IndexedRoot, Source
 from mnote.preview import render_child, sandbox
-from tests.test_docx_render import XMLNS, package_rels
+from tests.preview.test_docx_render import XMLNS, package_rels
 
 pytestmark = pytest.mark.django_db
 
