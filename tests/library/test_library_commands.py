@@ -1,7 +1,7 @@
 """The library's management commands: add, list, remove and sync roots,
 reindex one source, clear stale records, and the library status.
 
-    nice .venv/bin/python -m pytest tests/test_library_commands.py
+    nice .venv/bin/python -m pytest tests/library/test_library_commands.py
 """
 
 import io

@@ -2,7 +2,7 @@
 that root's real path, and every open of a user's file re-checks that at open
 time (issue 9, findings 1 and 2), on the real app.
 
-    nice .venv/bin/python -m pytest tests/test_source_files.py -q
+    nice .venv/bin/python -m pytest tests/library/test_source_files.py -q
 """
 
 import os

@@ -1,6 +1,6 @@
 """Claims, leases and the leader, in one process (on SQLite, and on
 PostgreSQL in `make test`'s PostgreSQL run). Several processes at once:
-tests/test_workers_postgres.py."""
+tests/library/test_workers_postgres.py."""
 
 from datetime import timedelta
 

@@ -2,7 +2,7 @@
 67,352 chunks) are held back at sync with the reason shown to admins, and
 go when an admin reindexes them.
 
-    nice .venv/bin/python -m pytest tests/test_text_limit.py -q
+    nice .venv/bin/python -m pytest tests/library/test_text_limit.py -q
 """
 
 import json

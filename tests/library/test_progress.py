@@ -1,7 +1,7 @@
 """Indexing progress: per root done/total, each file's stage, an estimate of
 the time left from the recent pace, live on the home page.
 
-    .venv/bin/python -m pytest -q tests/test_progress.py
+    .venv/bin/python -m pytest -q tests/library/test_progress.py
 """
 
 from datetime import timedelta

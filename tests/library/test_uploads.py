@@ -2,7 +2,7 @@
 rules (kinds, patterns, text-size limit), never an overwrite, never through
 a symlink, then queued for indexing by the sync.
 
-    .venv/bin/python -m pytest -q tests/test_uploads.py
+    .venv/bin/python -m pytest -q tests/library/test_uploads.py
 """
 
 import os
