@@ -9,7 +9,7 @@ from django.test import Client
 
 from mnote.search.models import Conversation
 from tests.conftest import recorded
-from tests.test_api import QUERY, add_gamma, query_stream_lines
+from tests.api.test_api import QUERY, add_gamma, query_stream_lines
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 

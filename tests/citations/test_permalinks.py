@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 import mnote.search.views as search_views
 from mnote.citations.models import Citation
 from mnote.search.cards import cards_html
-from tests.test_api import QUERY, add_gamma, post
+from tests.api.test_api import QUERY, add_gamma, post
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 

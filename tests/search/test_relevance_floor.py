@@ -11,7 +11,7 @@ import pytest
 from mnote.search import confidence
 from mnote.stack.rerank import RERANK_MODEL
 from tests.conftest import recorded
-from tests.test_api import post
+from tests.api.test_api import post
 from tests.test_search_page import _chunk, _source
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]

@@ -21,7 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mnote.api.models import ApiToken
 from mnote.library.models import IndexedRoot
-from tests.test_api import QUERY, add_gamma, query_stream_lines
+from tests.api.test_api import QUERY, add_gamma, query_stream_lines
 from tests.paths import REPO_DIR
 
 TOOLS = {"status", "search", "query", "open_reference"}

@@ -2,7 +2,7 @@
 admin actions and the OpenAPI description. Authentication, tokens and CSRF
 are in test_api_auth.py.
 
-    nice .venv/bin/python -m pytest tests/test_api.py
+    nice .venv/bin/python -m pytest tests/api/test_api.py
 """
 
 import json

@@ -1,7 +1,7 @@
 """Who may call the JSON API: sessions (with CSRF) and API tokens (without),
 JSON 401s instead of login redirects, the token command and its admin page.
 
-    nice .venv/bin/python -m pytest tests/test_api_auth.py
+    nice .venv/bin/python -m pytest tests/api/test_api_auth.py
 """
 
 import hashlib

@@ -4,7 +4,7 @@ library, with LightRAG faked at the transport by recorded real responses.
 Each response must be no server error and match the description (status,
 content type, body schema) — 0 server errors, 0 schema violations.
 
-    nice .venv/bin/python -m pytest tests/test_api_fuzz.py -q
+    nice .venv/bin/python -m pytest tests/api/test_api_fuzz.py -q
 """
 
 import json
@@ -22,7 +22,7 @@ from mnote.citations.models import Citation
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.sync import sync_root
 from tests.conftest import recorded
-from tests.test_api import query_stream_lines
+from tests.api.test_api import query_stream_lines
 
 pytestmark = pytest.mark.django_db
 

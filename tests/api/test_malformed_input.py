@@ -2,7 +2,7 @@
 5 and the OpenAPI disagreements of finding 6), and what the OpenAPI
 description calls invalid is what the API refuses.
 
-    nice .venv/bin/python -m pytest tests/test_malformed_input.py -q
+    nice .venv/bin/python -m pytest tests/api/test_malformed_input.py -q
 """
 
 import json
