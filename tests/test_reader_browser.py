@@ -10,7 +10,7 @@ from django.contrib.auth.models import Group
 
 from mnote.library.models import IndexedRoot, Source
 from tests.conftest import ARTIFACTS, log_in
-from tests.test_search_page import ScriptedLightRAG, _chunk
+from tests.pages.test_search_page import ScriptedLightRAG, _chunk
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 

@@ -7,7 +7,7 @@ than everything else on the search page but the citation mapper (issue 17:
 on 2 shared cores each millisecond per search is throughput). Here every
 value is escaped exactly as the template's auto-escaping did
 (``html.escape``, quotes included) and the markup is the template's, byte
-for byte (tests/test_search_cards.py compares against the template).
+for byte (tests/pages/test_search_cards.py compares against the template).
 """
 
 from html import escape

@@ -12,7 +12,7 @@ from mnote.search import confidence
 from mnote.stack.rerank import RERANK_MODEL
 from tests.conftest import recorded
 from tests.api.test_api import post
-from tests.test_search_page import _chunk, _source
+from tests.pages.test_search_page import _chunk, _source
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 

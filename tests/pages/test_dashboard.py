@@ -2,7 +2,7 @@
 first), row actions for admins, live updates while something is in progress,
 LightRAG's unmapped documents, and the roots pages.
 
-    nice .venv/bin/python -m pytest -q tests/test_dashboard.py
+    nice .venv/bin/python -m pytest -q tests/pages/test_dashboard.py
 """
 
 import dataclasses

@@ -6,7 +6,7 @@ The patterns are read from the URLconf, so a new view fails
 Objects in the URLs are the restricted root's, so "member" must never see
 them and "group member" must.
 
-    nice .venv/bin/python -m pytest tests/test_authorization_matrix.py -q
+    nice .venv/bin/python -m pytest tests/pages/test_authorization_matrix.py -q
 """
 
 import json
@@ -190,7 +190,7 @@ def world(library_dir, lightrag_dirs, fake_lightrag, django_user_model, tmp_path
 
 def test_every_url_pattern_has_an_entry():
     missing = [pattern for pattern, _ in url_patterns() if pattern not in MATRIX and not pattern.startswith(ADMIN_SITE)]
-    assert missing == [], "Add these URL patterns to MATRIX in tests/test_authorization_matrix.py"
+    assert missing == [], "Add these URL patterns to MATRIX in tests/pages/test_authorization_matrix.py"
     stale = sorted(set(MATRIX) - {pattern for pattern, _ in url_patterns()})
     assert stale == []
 

@@ -19,9 +19,9 @@ from django.utils.translation import gettext as _
 import mnote.search.views as views
 from mnote.search.cards import cards_html
 from mnote.text import mark_terms
-from tests.test_ask_views import events_of, gamma, with_llm, without_llm  # noqa: F401 (fixtures)
+from tests.pages.test_ask_views import events_of, gamma, with_llm, without_llm  # noqa: F401 (fixtures)
 from tests.api.test_api import QUERY
-from tests.test_search_page import HANDBOOK, _chunk, _serve, _source, library  # noqa: F401 (fixture)
+from tests.pages.test_search_page import HANDBOOK, _chunk, _serve, _source, library  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db
 

@@ -1,7 +1,7 @@
 """Roots and sources in the admin: adding a root syncs it, bad paths are
 refused with a reason, registry rows change only through actions.
 
-    nice .venv/bin/python -m pytest tests/test_root_admin.py
+    nice .venv/bin/python -m pytest tests/pages/test_root_admin.py
 """
 
 import os

@@ -2,7 +2,7 @@
 placeholders match, pages that follow the browser's language, and the
 language switcher. The JSON API stays English (it is for agents).
 
-    nice .venv/bin/python -m pytest -q tests/test_translation.py
+    nice .venv/bin/python -m pytest -q tests/pages/test_translation.py
 """
 
 import ast
