@@ -241,6 +241,12 @@ def member_client(client, member):
     return client
 
 
+@pytest.fixture
+def admin_client(client, admin_user):
+    client.force_login(admin_user)
+    return client
+
+
 # --- the real embedded stack, for integration tests -----------------------
 
 

@@ -18,12 +18,6 @@ from mnote.library.models import IndexedRoot
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
-@pytest.fixture
-def admin_client(client, admin_user):
-    client.force_login(admin_user)
-    return client
-
-
 def _link(response, element_id: str) -> str:
     match = re.search(rf'id="{element_id}">https?://[^/]+(/[^<]+)<', response.content.decode())
     assert match, response.content.decode()[:3000]

@@ -525,12 +525,6 @@ def test_it_answers_409_for_a_source_that_is_not_citable(member_client, orbit):
 # --- admin actions ----------------------------------------------------------
 
 
-@pytest.fixture
-def admin_client(client, admin_user):
-    client.force_login(admin_user)
-    return client
-
-
 @pytest.mark.parametrize(
     ("url", "body"),
     [

@@ -31,12 +31,6 @@ def lightrag_down(fake_lightrag):
 
 
 @pytest.fixture
-def admin_client(client, admin_user):
-    client.force_login(admin_user)
-    return client
-
-
-@pytest.fixture
 def papers(library_dir):
     (library_dir / "papers").mkdir()
     return IndexedRoot.objects.create(name="Papers", path="papers")

@@ -6,11 +6,6 @@ import pytest
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
-@pytest.fixture
-def admin_client(client, admin_user):
-    client.force_login(admin_user)
-    return client
-
 # A healthy LightRAG is also asked for its document list (registry vs LightRAG counts).
 DOCUMENTS = "documents_paginated_after_delete.json"
 

@@ -25,12 +25,6 @@ def papers_dir(library_dir, input_dir):
 
 
 @pytest.fixture
-def admin_client(client, admin_user):
-    client.force_login(admin_user)
-    return client
-
-
-@pytest.fixture
 def papers(admin_client, papers_dir):
     # Followed, so its messages are shown here and not in the next response.
     admin_client.post("/admin/library/indexedroot/add/", root_form(path="papers"), follow=True)

@@ -13,12 +13,6 @@ pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture
-def admin_client(client, admin_user):
-    client.force_login(admin_user)
-    return client
-
-
-@pytest.fixture
 def papers_dir(library_dir):
     folder = library_dir / "papers"
     (folder / "drafts").mkdir(parents=True)
