@@ -6,3 +6,5 @@ from pathlib import Path
 REPO_DIR = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_DIR / "tests" / "fixtures"
 DEMO_LIBRARY = REPO_DIR / "mnote" / "demo" / "library"
+# Screenshots and traces the browser tests leave for a person to look at.
+ARTIFACTS = REPO_DIR / "artifacts"

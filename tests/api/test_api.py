@@ -286,7 +286,7 @@ def test_it_tells_why_a_matching_file_is_not_in_lightrag(member_client, lightrag
 def query_stream_lines() -> list[dict]:
     """/query/stream's NDJSON in bypass mode (the LLM's words for MNote's own
     prompt, no references line): the recorded answer to the gamma query, in pieces."""
-    from tests.conftest import recorded
+    from tests.lightrag_fakes import recorded
 
     _, answer = recorded("query.json")
     text = answer["response"]
@@ -335,7 +335,7 @@ def test_a_hidden_source_never_reaches_the_llm(member_client, lightrag_answers, 
 def test_the_llms_context_holds_only_chunks_the_asker_may_open(member_client, lightrag_answers, gamma, restricted):
     """One retrieval brings a visible file, a hidden one, and graph entities
     naming the hidden one's secret: the LLM's prompt holds the visible chunk only."""
-    from tests.conftest import recorded
+    from tests.lightrag_fakes import recorded
 
     indexed_source(restricted, "pay/salaries.md", "doc-salaries", "salaries.md")
     _, data = recorded("query_data_mix.json")
@@ -359,7 +359,7 @@ def test_the_llms_context_holds_only_chunks_the_asker_may_open(member_client, li
 
 
 def test_it_answers_extractively_without_an_llm(member_client, fake_lightrag, gamma):
-    from tests.conftest import recorded
+    from tests.lightrag_fakes import recorded
 
     _, health = recorded("health.json")
     health = {**health, "configuration": {**health["configuration"], "llm_binding": None, "llm_model": None}}
@@ -700,7 +700,7 @@ def test_links_start_with_the_public_url_when_it_is_set(member_client, lightrag_
 
 
 def test_without_an_llm_a_search_uses_and_reports_vectors_only(member_client, fake_lightrag, gamma):
-    from tests.conftest import recorded
+    from tests.lightrag_fakes import recorded
 
     _, health = recorded("health.json")
     health = {**health, "configuration": {**health["configuration"], "llm_binding": None, "llm_model": None}}

@@ -6,7 +6,8 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import ARTIFACTS, log_in
+from tests.browser.login import log_in
+from tests.paths import ARTIFACTS
 from tests.paths import DEMO_LIBRARY
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.integration]

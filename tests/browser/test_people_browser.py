@@ -6,7 +6,8 @@ uploads, and the file is queued for indexing. Screenshots at 1366 and
 
 import pytest
 
-from tests.conftest import ARTIFACTS, log_in
+from tests.browser.login import log_in
+from tests.paths import ARTIFACTS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 

@@ -9,7 +9,8 @@ import pytest
 from django.contrib.auth.models import Group
 
 from mnote.library.models import IndexedRoot, Source
-from tests.conftest import ARTIFACTS, log_in
+from tests.browser.login import log_in
+from tests.paths import ARTIFACTS
 from tests.pages.test_search_page import ScriptedLightRAG, _chunk
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]

@@ -125,7 +125,7 @@ def test_it_uses_the_chunk_stores_exact_block_links(root, lightrag_dirs):
     indexed_source(root, "gamma.docx", "doc-b7cf006581394ea318c700a870cecd9f", lightrag_name="gamma.docx")
     install_sidecar(inputs, "gamma.docx", "server_gamma.blocks.jsonl")
     shutil.copy(FIXTURES / "sdk_kv_store_text_chunks.json", storage / "kv_store_text_chunks.json")
-    from tests.conftest import recorded
+    from tests.lightrag_fakes import recorded
 
     _, body = recorded("query_data_naive.json")
     [citation] = map_query_data(body, query="mirror re-aluminised coating chamber", sources=Source.objects.all()).citations

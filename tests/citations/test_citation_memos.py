@@ -151,7 +151,7 @@ def test_text_matching_is_kept_per_document_version_and_redone_for_a_new_one(gam
     from mnote.citations import sidecar as sidecar_module
     from mnote.citations.mapper import map_query_data
     from mnote.library.models import Source
-    from tests.conftest import recorded
+    from tests.lightrag_fakes import recorded
     from tests.citations.test_doc_index import QUERY
 
     inputs, storage = lightrag_dirs

@@ -11,7 +11,7 @@ from django.test import Client
 
 from mnote.search.answers import answer_question, full_library_search
 from mnote.library.sync import sync_root
-from tests.conftest import make_shelf, use_shelf
+from tests.live_stack import make_shelf, use_shelf
 from tests.paths import DEMO_LIBRARY
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]

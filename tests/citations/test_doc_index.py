@@ -11,7 +11,7 @@ from mnote.citations.context import chunk_context
 from mnote.citations.mapper import map_query_data
 from mnote.citations.sidecar import doc_index, forget_doc_indexes
 from mnote.library.models import IndexedRoot, Source
-from tests.conftest import recorded
+from tests.lightrag_fakes import recorded
 from tests.api.test_api import GAMMA_DOC, MAPPER_FIXTURES, QUERY, install_sidecar
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]

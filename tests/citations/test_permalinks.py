@@ -158,7 +158,7 @@ def test_the_api_opens_a_search_link_as_a_permalink(member_client, lightrag_answ
 
 
 def test_saving_an_answer_makes_its_permalinks(member_client, fake_lightrag, gamma):
-    from tests.conftest import recorded
+    from tests.lightrag_fakes import recorded
 
     _, health = recorded("health.json")
     health = {**health, "configuration": {**health["configuration"], "llm_binding": None, "llm_model": None}}

@@ -300,7 +300,7 @@ def test_small_files_are_scanned_before_a_large_one_queued_first(shelf, library_
 def kinds_shelf(embedded_stack, tmp_path_factory):
     """An EPUB, a web page and an RTF letter: kinds LightRAG 1.5.7 cannot read itself."""
     from tests import preview_files
-    from tests.conftest import make_shelf
+    from tests.live_stack import make_shelf
 
     def fill(folder):
         shutil.copy(EPUB, folder / "alice.epub")
@@ -313,7 +313,7 @@ def kinds_shelf(embedded_stack, tmp_path_factory):
 @pytest.mark.integration
 def test_kinds_lightrag_cannot_read_are_searchable_and_cited_at_their_words(kinds_shelf, settings, member, client):
     from mnote.search.answers import full_library_search
-    from tests.conftest import use_shelf
+    from tests.live_stack import use_shelf
 
     root = use_shelf(kinds_shelf, settings)
     assert set(root.sources.values_list("status", flat=True)) == {"indexed"}

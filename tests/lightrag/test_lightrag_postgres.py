@@ -23,7 +23,8 @@ from mnote.library.sync import sync_root
 from mnote.lightrag.provider import lightrag_client
 from mnote.search.answers import answer_question, full_library_search
 from mnote.stack.processes import EmbeddedStack, StackConfig, free_port
-from tests.conftest import REPO_DIR, _use_lightrag_of, copy_tiktoken_cache, empty_lightrag
+from tests.live_stack import copy_tiktoken_cache, empty_lightrag, use_lightrag_of
+from tests.paths import REPO_DIR
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration, pytest.mark.postgres_only]
 
@@ -72,7 +73,7 @@ def second_lightrag(postgres_lightrag, tmp_path_factory):
 
 @pytest.fixture
 def manual(postgres_lightrag, settings, library_dir):
-    _use_lightrag_of(postgres_lightrag, settings)
+    use_lightrag_of(postgres_lightrag, settings)
     empty_lightrag(postgres_lightrag, settings.MNOTE_LIGHTRAG)  # an earlier test's documents would be duplicates
     (library_dir / "manuals").mkdir()
     shutil.copy(MANUAL, library_dir / "manuals" / MANUAL.name)
@@ -170,7 +171,7 @@ def test_two_lightrag_servers_on_one_postgresql_serve_one_library(
     first = settings.MNOTE_LIGHTRAG
     # Indexed through the first server (the fixture): the second lists it as
     # processed with the same id and chunks, so reconciling against it changes nothing.
-    _use_lightrag_of(second_lightrag, settings)
+    use_lightrag_of(second_lightrag, settings)
     second = settings.MNOTE_LIGHTRAG
     assert second.input_dir == first.input_dir and second.working_dir != first.working_dir
     with lightrag_client() as client:

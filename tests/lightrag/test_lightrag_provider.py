@@ -9,7 +9,7 @@ import pytest
 
 from mnote.lightrag import client as client_module
 from mnote.lightrag import provider
-from tests.conftest import recorded
+from tests.lightrag_fakes import recorded
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from mnote.search.models import Conversation
-from tests.conftest import recorded
+from tests.lightrag_fakes import recorded
 from tests.api.test_api import QUERY, add_gamma, query_stream_lines
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]

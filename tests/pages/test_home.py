@@ -162,7 +162,7 @@ def test_it_sets_a_content_security_policy_with_a_nonce(member_client, fake_ligh
 
 
 def _health_with(**configuration):
-    from tests.conftest import recorded
+    from tests.lightrag_fakes import recorded
 
     status, body = recorded("health.json")
     body = {**body, "configuration": {**body["configuration"], **configuration}}

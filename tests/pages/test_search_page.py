@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from mnote.library.models import IndexedRoot, Source
-from tests.conftest import recorded
+from tests.lightrag_fakes import recorded
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 

@@ -20,7 +20,7 @@ from mnote.library.models import IndexedRoot
 from mnote.lightrag.provider import lightrag_client
 from mnote.library.sync import sync_root
 from mnote.search.models import Conversation
-from tests.conftest import make_shelf, use_shelf
+from tests.live_stack import make_shelf, use_shelf
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
 

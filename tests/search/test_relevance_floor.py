@@ -10,7 +10,7 @@ import pytest
 
 from mnote.search import confidence
 from mnote.stack.rerank import RERANK_MODEL
-from tests.conftest import recorded
+from tests.lightrag_fakes import recorded
 from tests.api.test_api import post
 from tests.pages.test_search_page import _chunk, _source
 
