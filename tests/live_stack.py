@@ -6,6 +6,8 @@ import dataclasses
 import shutil
 from pathlib import Path
 
+import httpx
+
 from mnote.lightrag import load_config
 from mnote.stack.processes import EmbeddedStack
 from tests.paths import REPO_DIR
@@ -73,7 +75,6 @@ def _unlink_inputs(input_dir: Path) -> None:
     for entry in input_dir.iterdir():
         if entry.is_symlink():
             entry.unlink()  # our own links, never a user's file
-
 
 
 # --- shelves: files indexed once, kept in LightRAG between tests -------------
@@ -190,3 +191,31 @@ def _load_rows(rows) -> None:
         for _label, data in rows:
             for row in serializers.deserialize("json", data):
                 row.save()
+
+
+# --- a small manual indexed by a live LightRAG, and the model endpoint's test knobs
+
+GAMMA = """# Gamma Telescope
+
+The Gamma telescope has a 4.2 metre primary mirror made of Zerodur glass. The mirror is re-aluminised every three years in the on-site coating chamber.
+
+## Dome
+
+The dome opens thirty minutes after sunset when the humidity is below 85 percent.
+"""
+
+
+def index(root):
+    from mnote.library.ingest import wait_until_settled
+    from mnote.library.sync import sync_root
+    from mnote.lightrag.provider import lightrag_client
+
+    sync_root(root)
+    with lightrag_client() as client:
+        assert wait_until_settled(client, timeout=240, interval=0.5)
+    assert set(root.sources.values_list("status", flat=True)) == {"indexed"}
+
+
+def model_endpoint(stack, method="GET", body=None) -> dict:
+    base = stack.config.model_url.removesuffix("/v1")
+    return httpx.request(method, f"{base}/test/answers", json=body, timeout=10).json()

@@ -11,7 +11,7 @@ import pytest
 from mnote.api.models import ApiToken
 from mnote.library.models import IndexedRoot
 from tests.browser.login import log_in
-from tests.search.test_answers_live import GAMMA, index, model_endpoint
+from tests.live_stack import GAMMA, index, model_endpoint
 
 pytestmark = pytest.mark.integration
 

@@ -108,7 +108,7 @@ def test_it_lands_on_the_line_range_of_a_code_file(shelf, logged_in_page, live_s
 
 
 def test_a_centred_docx_paragraph_and_a_text_box_look_as_in_word(shelf, logged_in_page, live_server):
-    from tests.preview.test_docx_render import make_docx, p, r
+    from tests.docx_xml import make_docx, p, r
 
     source = shelf("letter.docx", lambda path: make_docx(path, p(r("Centred title line"), ppr='<w:jc w:val="center"/>')
                                                           + p(r("Signed, the director"), ppr='<w:jc w:val="right"/>')))  # fmt: skip

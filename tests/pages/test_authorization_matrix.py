@@ -26,7 +26,7 @@ from mnote.library.models import IndexedRoot, Source
 from mnote.search.models import Conversation
 from tests.pdf_factory import make_pdf
 from tests.api.test_api import query_stream_lines
-from tests.preview.test_docx_render import PNG, drawing, make_docx, p
+from tests.docx_xml import PNG, drawing, make_docx, p
 from tests.paths import DEMO_LIBRARY
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]

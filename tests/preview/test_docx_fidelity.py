@@ -10,7 +10,7 @@ import lxml.html
 
 from mnote.demo.docx_writer import Document, Heading, Table, write_docx
 from mnote.preview.docx_render import render_docx
-from tests.preview.test_docx_render import NAMESPACES, XMLNS, blocks, make_docx, p, r, render, texts
+from tests.docx_xml import NAMESPACES, XMLNS, blocks, make_docx, p, r, render, texts
 from tests.paths import REPO_DIR
 
 

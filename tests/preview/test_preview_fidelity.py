@@ -8,7 +8,7 @@ import zipfile
 import lxml.html
 
 from tests import preview_files as files
-from tests.preview.test_previews import assert_safe, block_texts, blocks, render, rewrite, tree
+from tests.preview_checks import assert_safe, block_texts, blocks, render, rewrite, tree
 
 # --- HTML and EPUB ---------------------------------------------------------------
 

@@ -17,7 +17,7 @@ import pytest
 
 from mnote.library.models import IndexedRoot, Source
 from mnote.preview import render_child, sandbox
-from tests.preview.test_docx_render import XMLNS, package_rels
+from tests.docx_xml import XMLNS, package_rels
 
 pytestmark = pytest.mark.django_db
 

@@ -12,41 +12,11 @@ import pytest
 
 from mnote.kinds import KINDS, SUPPORTED_EXTENSIONS, kind_of
 from mnote.preview.docx.limits import PreviewRejected
-from mnote.preview.renderers import PreviewContext, asset_loader_for, renderer_for
+from mnote.preview.renderers import asset_loader_for, renderer_for
 from tests import preview_files as files
 from tests.measured_render import measured
 from tests.paths import REPO_DIR
-
-ASSET = "/asset/"
-
-
-def render(path: Path, page: int = 1) -> dict:
-    renderer = renderer_for(kind_of(path.name))
-    with open(path, "rb") as fp:
-        return renderer(fp, PreviewContext(asset_url=lambda part: ASSET + part, path=path, page=page))
-
-
-def tree(result: dict):
-    return lxml.html.fragment_fromstring(result["html"], create_parent="div")
-
-
-def blocks(result: dict) -> list:
-    found = tree(result).xpath("//*[@data-block-index]")
-    assert [int(el.get("data-block-index")) for el in found] == list(range(len(found)))
-    assert len(found) == result["blocks"]
-    return found
-
-
-def block_texts(result: dict) -> list[str]:
-    return [" ".join(el.text_content().split()) for el in blocks(result)]
-
-
-def assert_safe(result: dict) -> None:
-    root = tree(result)
-    assert not root.xpath("//script|//style|//iframe|//object|//embed|//form|//input|//link|//meta|//svg")
-    assert not [a for el in root.iter() for a in el.attrib if a.startswith("on") or a in ("style", "srcset")]
-    assert all(h.startswith(("http:", "https:", "mailto:", "#")) for h in root.xpath("//a/@href"))
-    assert all(s.startswith(ASSET) for s in root.xpath("//img/@src"))
+from tests.preview_checks import ASSET, assert_safe, block_texts, blocks, render, rewrite, tree
 
 
 # --- the one table of kinds ----------------------------------------------------
@@ -292,18 +262,6 @@ def test_a_broken_package_gets_a_clear_message(tmp_path, name):
     path.write_bytes(b"PK\x03\x04 this is not really a zip")
     with pytest.raises(PreviewRejected, match=r"^This file is not a valid .*: the archive is damaged"):
         render(path)
-
-
-def rewrite(path: Path, replace: dict[str, bytes] | None = None, add: dict[str, bytes] | None = None) -> Path:
-    """A copy of the package with members replaced or added."""
-    out = path.with_name("hostile-" + path.name)
-    with zipfile.ZipFile(path) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
-        for info in source.infolist():
-            data = (replace or {}).get(info.filename, source.read(info))
-            target.writestr(info.filename, data)
-        for name, data in (add or {}).items():
-            target.writestr(name, data)
-    return out
 
 
 def _laughs(root: str) -> bytes:

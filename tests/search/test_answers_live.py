@@ -15,23 +15,13 @@ from django.contrib.auth.models import Group
 from django.test import Client
 
 from mnote.search.answers import answer_stream
-from mnote.library.ingest import wait_until_settled
 from mnote.library.models import IndexedRoot
 from mnote.lightrag.provider import lightrag_client
-from mnote.library.sync import sync_root
 from mnote.search.models import Conversation
-from tests.live_stack import make_shelf, use_shelf
+from tests.live_stack import GAMMA, index, make_shelf, model_endpoint, use_shelf
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
 
-GAMMA = """# Gamma Telescope
-
-The Gamma telescope has a 4.2 metre primary mirror made of Zerodur glass. The mirror is re-aluminised every three years in the on-site coating chamber.
-
-## Dome
-
-The dome opens thirty minutes after sunset when the humidity is below 85 percent.
-"""
 SECRET = """# Gamma vault
 
 The Gamma vault combination is 4471-ZETA and the facilities team changes it every spring.
@@ -48,13 +38,6 @@ class RecordingTransport(httpx.HTTPTransport):
     def handle_request(self, request):
         self.paths.append(request.url.path)
         return super().handle_request(request)
-
-
-def index(root):
-    sync_root(root)
-    with lightrag_client() as client:
-        assert wait_until_settled(client, timeout=240, interval=0.5)
-    assert set(root.sources.values_list("status", flat=True)) == {"indexed"}
 
 
 @pytest.fixture(scope="module")
@@ -77,11 +60,6 @@ def vault(manuals, settings):
     root.visible_to_groups.add(Group.objects.create(name="facilities"))
     index(root)
     return root
-
-
-def model_endpoint(stack, method="GET", body=None) -> dict:
-    base = stack.config.model_url.removesuffix("/v1")
-    return httpx.request(method, f"{base}/test/answers", json=body, timeout=10).json()
 
 
 @pytest.fixture

