@@ -198,9 +198,30 @@ def member_client(client, member):
 
 
 @pytest.fixture
-def admin_client(client, admin_user):
+def admin_client(admin_user):
+    """A client of its own (as pytest-django's), so a test may hold it beside
+    ``client`` or ``member_client``."""
+    from django.test import Client
+
+    client = Client()
     client.force_login(admin_user)
     return client
+
+
+@pytest.fixture
+def manuals(db):
+    from mnote.library.models import IndexedRoot
+
+    return IndexedRoot.objects.create(name="Manuals", path="manuals")
+
+
+@pytest.fixture
+def gamma(manuals, lightrag_dirs):
+    """The Gamma manual in the Manuals root, with its sidecar and LightRAG's
+    chunk store: the source LightRAG's recorded answers are about."""
+    from tests.factories import add_gamma
+
+    return add_gamma(manuals, lightrag_dirs)
 
 
 # --- the real embedded stack, for integration tests -----------------------

@@ -6,67 +6,27 @@ are in test_api_auth.py.
 """
 
 import json
-import shutil
-from pathlib import Path
 
 import httpx
 import pytest
-from django.contrib.auth.models import Group
 
 from mnote.citations.models import Citation
 from mnote.library.models import IndexedRoot, Job, Source
+from tests.app_requests import post
+from tests.factories import add_gamma, indexed_source, install_sidecar, restricted_root
+from tests.lightrag_fakes import GAMMA_DOC, QUERY, query_stream_lines
 from tests.paths import FIXTURES
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 MAPPER_FIXTURES = FIXTURES / "mapper"
-GAMMA_DOC = "doc-b7cf006581394ea318c700a870cecd9f"
 ORBIT_DOC = "doc-f7cc584058d4dd48ec0d1bbaac8e1ca0"
-QUERY = "mirror re-aluminised coating chamber"
-
-
-def install_sidecar(inputs: Path, lightrag_name: str, fixture: str) -> None:
-    folder = inputs / "__parsed__" / f"{lightrag_name}.parsed"
-    folder.mkdir(parents=True)
-    shutil.copy(MAPPER_FIXTURES / fixture, folder / f"{Path(lightrag_name).stem}.blocks.jsonl")
-
-
-def indexed_source(root, relative_path, doc_id, lightrag_name, **fields) -> Source:
-    return Source.objects.create(
-        root=root,
-        relative_path=relative_path,
-        absolute_path=f"/library/{root.path}/{relative_path}",
-        sha256="a" * 64,
-        lightrag_name=lightrag_name,
-        lightrag_doc_id=doc_id,
-        status=Source.Status.INDEXED,
-        **fields,
-    )
-
-
-def add_gamma(root, lightrag_dirs) -> Source:
-    """The source LightRAG's recorded /query/data answer is about."""
-    inputs, storage = lightrag_dirs
-    install_sidecar(inputs, "gamma.docx", "server_gamma.blocks.jsonl")
-    shutil.copy(MAPPER_FIXTURES / "sdk_kv_store_text_chunks.json", storage / "kv_store_text_chunks.json")
-    return indexed_source(root, "gamma.docx", GAMMA_DOC, "gamma.docx")
-
-
-@pytest.fixture
-def manuals(db):
-    return IndexedRoot.objects.create(name="Manuals", path="manuals")
 
 
 @pytest.fixture
 def restricted(db):
-    root = IndexedRoot.objects.create(name="HR", path="hr", visible_to_all=False)
-    root.visible_to_groups.add(Group.objects.create(name="hr"))
+    root = restricted_root("HR", "hr", group="hr")
     return root
-
-
-@pytest.fixture
-def gamma(manuals, lightrag_dirs):
-    return add_gamma(manuals, lightrag_dirs)
 
 
 @pytest.fixture
@@ -79,10 +39,6 @@ def lightrag_answers(fake_lightrag):
     fake_lightrag.on("GET", "/health", "health.json")
     fake_lightrag.on("POST", "/query/data", "query_data_naive.json")
     return fake_lightrag
-
-
-def post(client, url, body):
-    return client.post(url, json.dumps(body), content_type="application/json")
 
 
 def sent_to_lightrag(fake, path) -> list[dict]:
@@ -281,16 +237,6 @@ def test_it_tells_why_a_matching_file_is_not_in_lightrag(member_client, lightrag
 
 
 # --- query ------------------------------------------------------------------
-
-
-def query_stream_lines() -> list[dict]:
-    """/query/stream's NDJSON in bypass mode (the LLM's words for MNote's own
-    prompt, no references line): the recorded answer to the gamma query, in pieces."""
-    from tests.lightrag_fakes import recorded
-
-    _, answer = recorded("query.json")
-    text = answer["response"]
-    return [{"response": text[i : i + 9]} for i in range(0, len(text), 9)]
 
 
 def test_it_answers_with_badges_from_this_querys_citations(member_client, lightrag_answers, gamma):

@@ -21,8 +21,7 @@ from mnote.api.models import ApiToken
 from mnote.citations.models import Citation
 from mnote.library.models import IndexedRoot, Source
 from mnote.library.sync import sync_root
-from tests.lightrag_fakes import recorded
-from tests.api.test_api import query_stream_lines
+from tests.lightrag_fakes import query_stream_lines, recorded
 
 pytestmark = pytest.mark.django_db
 

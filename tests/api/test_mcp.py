@@ -14,14 +14,13 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
-from django.contrib.auth.models import Group
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from mnote.api.models import ApiToken
-from mnote.library.models import IndexedRoot
-from tests.api.test_api import QUERY, add_gamma, query_stream_lines
+from tests.factories import add_gamma, restricted_root
+from tests.lightrag_fakes import QUERY, query_stream_lines
 from tests.paths import REPO_DIR
 
 TOOLS = {"status", "search", "query", "open_reference"}
@@ -73,8 +72,7 @@ def payload(result) -> dict:
 
 @pytest.fixture
 def vault(transactional_db, lightrag_dirs):
-    root = IndexedRoot.objects.create(name="Vault", path="vault", visible_to_all=False)
-    root.visible_to_groups.add(Group.objects.create(name="facilities"))
+    root = restricted_root("Vault", "vault", group="facilities")
     return add_gamma(root, lightrag_dirs)
 
 

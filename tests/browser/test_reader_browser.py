@@ -6,12 +6,12 @@ to artifacts/."""
 
 import httpx
 import pytest
-from django.contrib.auth.models import Group
 
 from mnote.library.models import IndexedRoot, Source
 from tests.browser.login import log_in
+from tests.factories import restricted_root
+from tests.lightrag_fakes import named_chunk, ScriptedLightRAG
 from tests.paths import ARTIFACTS
-from tests.pages.test_search_page import ScriptedLightRAG, _chunk
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
@@ -42,8 +42,7 @@ def reader_library(library_dir, lightrag_dirs, settings):
     office.mkdir(parents=True)
     (office / "handbook.md").write_text(HANDBOOK, encoding="utf-8")
     root = IndexedRoot.objects.create(name="Office", path="office")
-    hr = IndexedRoot.objects.create(name="HR", path="hr", visible_to_all=False)
-    hr.visible_to_groups.add(Group.objects.create(name="hr"))
+    hr = restricted_root("HR", "hr", group="hr")
 
     def source(root, rel, name):
         return Source.objects.create(
@@ -61,8 +60,8 @@ def reader_library(library_dir, lightrag_dirs, settings):
     salaries = source(hr, "salaries.md", "salaries.md")
 
     def answer(body):
-        chunks = [_chunk("minutes.md", i, f"Minutes item {i}: approval of the agenda.") for i in range(20)]
-        chunks += [_chunk("handbook.md", 0, HANDBOOK), _chunk("salaries.md", 0, "Salary approval table.")]
+        chunks = [named_chunk("minutes.md", i, f"Minutes item {i}: approval of the agenda.") for i in range(20)]
+        chunks += [named_chunk("handbook.md", 0, HANDBOOK), named_chunk("salaries.md", 0, "Salary approval table.")]
         return chunks[: body.get("chunk_top_k") or 20]
 
     fake = ScriptedLightRAG(answer)

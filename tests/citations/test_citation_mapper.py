@@ -1,15 +1,15 @@
 import json
 import re
 import shutil
-from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import Group
 
 from mnote.citations.mapper import map_query_data
 from mnote.citations.models import Citation
 from mnote.library.models import IndexedRoot, Source
 from tests import paths
+from tests.factories import indexed_source, install_sidecar, restricted_root
+from tests.lightrag_fakes import chunk, result
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
@@ -23,42 +23,9 @@ def root(db):
     return IndexedRoot.objects.create(name="Specs", path="specs")
 
 
-def indexed_source(root, relative_path, doc_id, lightrag_name=None, **fields):
-    return Source.objects.create(
-        root=root,
-        relative_path=relative_path,
-        absolute_path=f"/library/specs/{relative_path}",
-        sha256="a" * 64,
-        lightrag_name=lightrag_name or f"mnote-0123456789abcdef-{relative_path}",
-        lightrag_doc_id=doc_id,
-        status=Source.Status.INDEXED,
-        **fields,
-    )
-
-
-def install_sidecar(inputs: Path, lightrag_name: str, fixture: str) -> None:
-    stem = Path(lightrag_name).stem
-    folder = inputs / "__parsed__" / f"{lightrag_name}.parsed"
-    folder.mkdir(parents=True)
-    shutil.copy(FIXTURES / fixture, folder / f"{stem}.blocks.jsonl")
-
-
 def blocks(fixture: str) -> list[dict]:
     rows = [json.loads(line) for line in (FIXTURES / fixture).read_text().splitlines() if line.strip()]
     return [r for r in rows if r["type"] == "content"]
-
-
-def result(*chunks, references=True):
-    data = {"entities": [], "relationships": [], "chunks": list(chunks)}
-    if references:
-        names = list(dict.fromkeys(c["file_path"] for c in chunks))
-        data["references"] = [{"reference_id": str(i + 1), "file_path": n} for i, n in enumerate(names)]
-    return {"status": "success", "data": data}
-
-
-def chunk(source, index, content):
-    return {"reference_id": "1", "content": content, "file_path": source.lightrag_name,
-            "chunk_id": f"{source.lightrag_doc_id}-chunk-{index:03d}"}
 
 
 def test_it_maps_a_docx_paraid_block_to_a_paragraph_locator(root, lightrag_dirs):
@@ -161,8 +128,7 @@ def test_a_reference_without_doc_id_does_not_match_a_deleted_row(root, lightrag_
 
 
 def test_it_drops_unmapped_files_and_says_nothing_about_hidden_ones(root, lightrag_dirs, member):
-    secret_root = IndexedRoot.objects.create(name="HR", path="hr", visible_to_all=False)
-    secret_root.visible_to_groups.add(Group.objects.create(name="hr"))
+    secret_root = restricted_root("HR", "hr", group="hr")
     salaries = indexed_source(secret_root, "salaries.md", "doc-33333333333333333333333333333333")
     visible = indexed_source(root, "notes.md", "doc-44444444444444444444444444444444")
     unknown = {"reference_id": "9", "content": "x", "file_path": "someone-elses.txt", "chunk_id": "doc-5-chunk-000"}

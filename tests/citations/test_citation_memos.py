@@ -7,7 +7,8 @@ from collections import Counter, namedtuple
 from rapidfuzz import fuzz
 
 from mnote.citations.matching import _best_fuzzy, _fuzzy_ceiling, _fuzzy_floor, _shared_edge_at
-from tests.citations.test_doc_index import gamma  # noqa: F401 (a fixture: the Gamma manual with its sidecar)
+from tests.factories import indexed_source
+from tests.lightrag_fakes import chunk, QUERY, result
 
 _Block = namedtuple("_Block", "index")
 _LETTERS = "abcde fgh主镜铝膜 ,."
@@ -92,7 +93,6 @@ def test_a_moved_file_is_cited_under_its_new_path_and_the_path_memo_stays_bounde
     fields: a file moved (or its root renamed) is never cited at its old path."""
     from mnote.citations import mapper
     from mnote.library.models import IndexedRoot, Source
-    from tests.citations.test_citation_mapper import chunk, indexed_source, result
 
     root = IndexedRoot.objects.create(name="Specs", path="specs")
     notes = indexed_source(root, "notes.md", "doc-66666666666666666666666666666666")
@@ -152,7 +152,6 @@ def test_text_matching_is_kept_per_document_version_and_redone_for_a_new_one(gam
     from mnote.citations.mapper import map_query_data
     from mnote.library.models import Source
     from tests.lightrag_fakes import recorded
-    from tests.citations.test_doc_index import QUERY
 
     inputs, storage = lightrag_dirs
     (storage / "kv_store_text_chunks.json").unlink()  # LightRAG on another storage back-end

@@ -10,22 +10,11 @@ from mnote.citations import sidecar as sidecar_module
 from mnote.citations.context import chunk_context
 from mnote.citations.mapper import map_query_data
 from mnote.citations.sidecar import doc_index, forget_doc_indexes
-from mnote.library.models import IndexedRoot, Source
-from tests.lightrag_fakes import recorded
-from tests.api.test_api import GAMMA_DOC, MAPPER_FIXTURES, QUERY, install_sidecar
+from mnote.library.models import Source
+from tests.lightrag_fakes import QUERY, recorded
+from tests.paths import MAPPER_FIXTURES
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
-
-
-@pytest.fixture
-def gamma(db, lightrag_dirs):
-    inputs, storage = lightrag_dirs
-    install_sidecar(inputs, "gamma.docx", "server_gamma.blocks.jsonl")
-    shutil.copy(MAPPER_FIXTURES / "sdk_kv_store_text_chunks.json", storage / "kv_store_text_chunks.json")
-    root = IndexedRoot.objects.create(name="Manuals", path="manuals")
-    return Source.objects.create(root=root, relative_path="gamma.docx", absolute_path="/l/manuals/gamma.docx",
-                                 sha256="a" * 64, lightrag_name="gamma.docx", lightrag_doc_id=GAMMA_DOC,
-                                 status=Source.Status.INDEXED)
 
 
 def refuse(*args, **kwargs):

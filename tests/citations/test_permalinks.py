@@ -14,7 +14,8 @@ from django.test.utils import CaptureQueriesContext
 import mnote.search.views as search_views
 from mnote.citations.models import Citation
 from mnote.search.cards import cards_html
-from tests.api.test_api import QUERY, add_gamma, post
+from tests.app_requests import post
+from tests.lightrag_fakes import QUERY
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
@@ -23,13 +24,6 @@ WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
 def writes(queries) -> list[str]:
     return [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith(WRITES)]
-
-
-@pytest.fixture
-def gamma(db, lightrag_dirs):
-    from mnote.library.models import IndexedRoot
-
-    return add_gamma(IndexedRoot.objects.create(name="Manuals", path="manuals"), lightrag_dirs)
 
 
 @pytest.fixture

@@ -15,6 +15,8 @@ from mnote.library.status_bridge import MAX_UNLISTED_SCANS, bridge_statuses, res
 from mnote.library.models import IndexedRoot, Job, Source
 from mnote.lightrag.provider import lightrag_client
 from mnote.library.reconcile import reconcile
+from tests.factories import indexing_source
+from tests.lightrag_fakes import document, HEALTH_BUSY, HEALTH_IDLE, listing
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
@@ -24,34 +26,6 @@ EMBEDDING_TIMEOUT = (
 )
 
 
-def document(name, status="processed", *, doc_id=None, chunks=3, error=None, updated="2026-01-01T00:00:00+00:00"):
-    return {
-        "id": doc_id or f"doc-{name}",
-        "file_path": name,
-        "status": status,
-        "chunks_count": chunks,
-        "error_msg": error,
-        "metadata": {"parse_engine": "native"},
-        "track_id": "t",
-        "created_at": updated,
-        "updated_at": updated,
-        "content_summary": "",
-    }
-
-
-def listing(*documents):
-    return 200, {
-        "documents": list(documents),
-        "pagination": {"page": 1, "page_size": 200, "total_count": len(documents), "total_pages": 1,
-                       "has_next": False, "has_prev": False},
-        "status_counts": {},
-    }
-
-
-HEALTH_IDLE = (200, {"status": "healthy", "pipeline_busy": False, "configuration": {}})
-HEALTH_BUSY = (200, {"status": "healthy", "pipeline_busy": True, "configuration": {}})
-
-
 @pytest.fixture
 def root(library_dir, input_dir):
     folder = library_dir / "books"
@@ -59,16 +33,6 @@ def root(library_dir, input_dir):
     for name in ("a.docx", "b.docx", "c.md", "d.md", "e.md"):
         (folder / name).write_text(f"content of {name}")
     return IndexedRoot.objects.create(name="Books", path="books")
-
-
-def indexing(root, name, **fields):
-    source = Source(root=root, relative_path=name, absolute_path=str(root.absolute_path / name), sha256="0" * 64)
-    source.lightrag_name = source.unique_lightrag_name()
-    source.status = fields.pop("status", Source.Status.INDEXING)
-    for key, value in fields.items():
-        setattr(source, key, value)
-    source.save()
-    return source
 
 
 @pytest.mark.parametrize(
@@ -93,7 +57,7 @@ def test_it_tells_transient_failures_from_permanent_ones(message, kind):
 
 
 def test_it_schedules_a_retry_for_a_transient_failure_and_drops_lightrags_failed_record(root, input_dir, fake_lightrag):
-    source = indexing(root, "a.docx")
+    source = indexing_source(root, "a.docx")
     (input_dir / source.lightrag_name).symlink_to(source.absolute_path)
     fake_lightrag.on("POST", "/documents/paginated", listing(document(source.lightrag_name, "failed", error=EMBEDDING_TIMEOUT)))
 
@@ -110,7 +74,7 @@ def test_it_schedules_a_retry_for_a_transient_failure_and_drops_lightrags_failed
 
 
 def test_it_gives_up_after_the_last_automatic_retry_and_says_so(root, fake_lightrag):
-    source = indexing(root, "a.docx", attempts=MAX_AUTO_RETRIES)
+    source = indexing_source(root, "a.docx", attempts=MAX_AUTO_RETRIES)
     fake_lightrag.on("POST", "/documents/paginated", listing(document(source.lightrag_name, "failed", error=EMBEDDING_TIMEOUT)))
     with lightrag_client() as client:
         bridge_statuses(client)
@@ -120,7 +84,7 @@ def test_it_gives_up_after_the_last_automatic_retry_and_says_so(root, fake_light
 
 
 def test_it_keeps_a_permanent_failure_failed_with_its_whole_message(root, fake_lightrag):
-    source = indexing(root, "c.md")
+    source = indexing_source(root, "c.md")
     message = "File is encrypted or password protected; " + "detail " * 40
     fake_lightrag.on("POST", "/documents/paginated", listing(document(source.lightrag_name, "failed", error=message)))
     with lightrag_client() as client:
@@ -132,7 +96,7 @@ def test_it_keeps_a_permanent_failure_failed_with_its_whole_message(root, fake_l
 
 
 def test_it_sends_a_docx_the_native_parser_found_empty_through_the_legacy_parser(root, input_dir, fake_lightrag):
-    source = indexing(root, "a.docx")
+    source = indexing_source(root, "a.docx")
     old_name = source.lightrag_name
     error = f"DOCX parser returned empty content for {old_name}"
     fake_lightrag.on("POST", "/documents/paginated", listing(document(old_name, "failed", error=error)))
@@ -167,7 +131,7 @@ def test_one_worker_round_takes_a_legacy_resend_from_its_delete_to_the_scan(root
 
     from mnote.library.ingest import work_once
 
-    source = indexing(root, "a.docx")
+    source = indexing_source(root, "a.docx")
     old_name = source.lightrag_name
     failed = document(old_name, "failed", error=f"DOCX parser returned empty content for {old_name}")
     fake_lightrag.on("POST", "/documents/paginated", listing(failed))
@@ -228,7 +192,7 @@ def test_a_docx_with_no_text_anywhere_fails_at_once_instead_of_a_second_parse(ro
     failed for good with both reasons, no delete owed, nothing sent again."""
     write_docx(root.absolute_path / "a.docx", '<w:p><w:r><w:tab/><w:t xml:space="preserve">  </w:t></w:r></w:p>'
                "<w:tbl><w:tr><w:tc><w:p/></w:tc></w:tr></w:tbl>", header1=f"<w:hdr {W_NS}><w:p/></w:hdr>")
-    source = indexing(root, "a.docx")
+    source = indexing_source(root, "a.docx")
     error = native_found_nothing(fake_lightrag, source)
     assert (source.status, source.failure_kind) == (Source.Status.FAILED, Source.Failure.PERMANENT)
     assert source.last_error == f"{error} {NO_TEXT_AT_ALL}"
@@ -243,7 +207,7 @@ def test_a_docx_with_no_text_anywhere_fails_at_once_instead_of_a_second_parse(ro
 ])
 def test_a_docx_holding_text_the_native_parser_missed_goes_to_the_legacy_parser(root, fake_lightrag, body, parts, reader):
     write_docx(root.absolute_path / "a.docx", body, **parts)
-    source = indexing(root, "a.docx")
+    source = indexing_source(root, "a.docx")
     native_found_nothing(fake_lightrag, source)
     assert (source.status, source.parser_hint) == (Source.Status.RETRYING, reader)
 
@@ -251,13 +215,13 @@ def test_a_docx_holding_text_the_native_parser_missed_goes_to_the_legacy_parser(
 def test_a_docx_that_cannot_be_read_as_a_package_goes_to_the_legacy_parser(root, fake_lightrag):
     """Whether it holds text cannot be told: LightRAG's legacy parser decides."""
     (root.absolute_path / "a.docx").write_bytes(b"PK\x03\x04 not really a zip")
-    source = indexing(root, "a.docx")
+    source = indexing_source(root, "a.docx")
     native_found_nothing(fake_lightrag, source)
     assert (source.status, source.parser_hint) == (Source.Status.RETRYING, "legacy")
 
 
 def test_it_marks_a_legacy_parsed_docx_as_citable_at_file_level(root, fake_lightrag, admin_client):
-    source = indexing(root, "a.docx", parser_hint="legacy")
+    source = indexing_source(root, "a.docx", parser_hint="legacy")
     processed = document(source.lightrag_name)
     processed["metadata"]["parse_engine"] = "legacy"
     fake_lightrag.on("POST", "/documents/paginated", listing(processed))
@@ -274,7 +238,7 @@ def test_it_resends_due_retries_in_small_waves_and_only_while_lightrag_is_idle(r
     (root.absolute_path / "f.md").write_text("f")
     names = ["a.docx", "b.docx", "c.md", "d.md", "e.md", "f.md"]
     for name in names:
-        indexing(root, name, status=Source.Status.RETRYING, retry_at=timezone.now() - timedelta(seconds=1))
+        indexing_source(root, name, status=Source.Status.RETRYING, retry_at=timezone.now() - timedelta(seconds=1))
     fake_lightrag.on("GET", "/health", HEALTH_BUSY)
     fake_lightrag.on("POST", "/documents/paginated", listing())
     with lightrag_client() as client:
@@ -294,9 +258,9 @@ def test_files_going_to_the_legacy_parser_go_together_beside_a_wave_of_retries(r
     due = timezone.now() - timedelta(seconds=1)
     empty = "DOCX parser returned empty content for x.docx"
     for name in ("a.docx", "b.docx", "f.docx", "g.docx"):
-        indexing(root, name, status=Source.Status.RETRYING, retry_at=due, parser_hint="legacy", last_error=empty)
+        indexing_source(root, name, status=Source.Status.RETRYING, retry_at=due, parser_hint="legacy", last_error=empty)
     for name in ("c.md", "d.md", "e.md", "h.md"):
-        indexing(root, name, status=Source.Status.RETRYING, retry_at=due, attempts=1, last_error=EMBEDDING_TIMEOUT)
+        indexing_source(root, name, status=Source.Status.RETRYING, retry_at=due, attempts=1, last_error=EMBEDDING_TIMEOUT)
     fake_lightrag.on("GET", "/health", HEALTH_IDLE)
     fake_lightrag.on("POST", "/documents/paginated", listing())
     with lightrag_client() as client:
@@ -310,7 +274,7 @@ def test_a_retry_waits_until_lightrag_has_let_go_of_the_failed_record(root, inpu
     under a new name while its old record is analysed would be filed as a
     duplicate of it. So the retry waits for the delete, and for LightRAG to
     stop listing the old record."""
-    source = indexing(root, "a.docx")
+    source = indexing_source(root, "a.docx")
     failed = document(source.lightrag_name, "failed", error=EMBEDDING_TIMEOUT)
     fake_lightrag.on("GET", "/health", HEALTH_IDLE)
     fake_lightrag.on("POST", "/documents/paginated", listing(failed))
@@ -345,7 +309,7 @@ def test_a_retry_waits_until_lightrag_has_let_go_of_the_failed_record(root, inpu
 def test_a_failed_record_lightrag_itself_processed_meanwhile_makes_the_file_indexed(root, fake_lightrag):
     """LightRAG processes its failed records again with each later scan: the
     one a retry waits to see deleted may end processed instead."""
-    source = indexing(root, "a.docx", status=Source.Status.RETRYING, retry_at=timezone.now() - timedelta(seconds=1))
+    source = indexing_source(root, "a.docx", status=Source.Status.RETRYING, retry_at=timezone.now() - timedelta(seconds=1))
     Job.objects.create(kind=Job.Kind.DELETE, source=source, payload={"doc_ids": ["doc-old"]})
     fake_lightrag.on("GET", "/health", HEALTH_IDLE)
     fake_lightrag.on("POST", "/documents/paginated", listing(document(source.lightrag_name, doc_id="doc-old", chunks=4)))
@@ -357,7 +321,7 @@ def test_a_failed_record_lightrag_itself_processed_meanwhile_makes_the_file_inde
 
 
 def test_a_delete_that_went_through_but_left_the_record_is_asked_again(root, fake_lightrag):
-    source = indexing(root, "a.docx", status=Source.Status.RETRYING, retry_at=timezone.now() - timedelta(seconds=1))
+    source = indexing_source(root, "a.docx", status=Source.Status.RETRYING, retry_at=timezone.now() - timedelta(seconds=1))
     job = Job.objects.create(kind=Job.Kind.DELETE, source=source, payload={"doc_ids": ["doc-old"]})
     job.finish()
     fake_lightrag.on("GET", "/health", HEALTH_IDLE)
@@ -376,9 +340,9 @@ def test_retry_failed_sends_back_failed_files_of_one_root_only(root, library_dir
     other_folder.mkdir()
     (other_folder / "x.md").write_text("x")
     other = IndexedRoot.objects.create(name="Other", path="other")
-    mine = indexing(root, "a.docx", status=Source.Status.FAILED, lightrag_doc_id="doc-a", attempts=5)
-    theirs = indexing(other, "x.md", status=Source.Status.FAILED, lightrag_doc_id="doc-x")
-    indexing(root, "c.md", status=Source.Status.DUPLICATE, lightrag_doc_id="doc-c")
+    mine = indexing_source(root, "a.docx", status=Source.Status.FAILED, lightrag_doc_id="doc-a", attempts=5)
+    theirs = indexing_source(other, "x.md", status=Source.Status.FAILED, lightrag_doc_id="doc-x")
+    indexing_source(root, "c.md", status=Source.Status.DUPLICATE, lightrag_doc_id="doc-c")
 
     assert retry_failed(root.sources.all()) == 1
 
@@ -390,8 +354,8 @@ def test_retry_failed_sends_back_failed_files_of_one_root_only(root, library_dir
 
 
 def test_the_retry_failed_buttons_are_for_admins(root, admin_client, member_client, fake_lightrag):
-    indexing(root, "a.docx", status=Source.Status.FAILED, lightrag_doc_id="doc-a")
-    indexing(root, "c.md", status=Source.Status.FAILED, lightrag_doc_id="doc-c")
+    indexing_source(root, "a.docx", status=Source.Status.FAILED, lightrag_doc_id="doc-a")
+    indexing_source(root, "c.md", status=Source.Status.FAILED, lightrag_doc_id="doc-c")
     assert member_client.post("/library/sources/retry-failed/").status_code == 403
     assert member_client.post(f"/library/roots/{root.pk}/retry-failed/").status_code == 403
     assert Source.objects.filter(status=Source.Status.FAILED).count() == 2
@@ -415,8 +379,8 @@ def test_admins_retry_failed_files_through_the_json_api(root, library_dir, admin
     other_folder.mkdir()
     (other_folder / "x.md").write_text("x")
     other = IndexedRoot.objects.create(name="Other", path="other")
-    indexing(root, "a.docx", status=Source.Status.FAILED, lightrag_doc_id="doc-a", attempts=5)
-    indexing(other, "x.md", status=Source.Status.FAILED, lightrag_doc_id="doc-x")
+    indexing_source(root, "a.docx", status=Source.Status.FAILED, lightrag_doc_id="doc-a", attempts=5)
+    indexing_source(other, "x.md", status=Source.Status.FAILED, lightrag_doc_id="doc-x")
 
     def post(client, body):
         return client.post("/api/admin/retry-failed", body, content_type="application/json")
@@ -451,7 +415,7 @@ def test_it_names_a_file_with_a_newline_so_lightrag_accepts_it(root):
 
 
 def test_a_file_lightrag_never_lists_ends_failed_instead_of_indexing_forever(root, fake_lightrag):
-    source = indexing(root, "c.md")
+    source = indexing_source(root, "c.md")
     fake_lightrag.on("GET", "/health", HEALTH_IDLE)
     fake_lightrag.on("POST", "/documents/paginated", listing())
     with lightrag_client() as client:
@@ -468,7 +432,7 @@ def test_a_file_lightrag_never_lists_ends_failed_instead_of_indexing_forever(roo
 
 
 def test_reconcile_indexes_what_lightrag_processed_after_mnote_gave_up(root, fake_lightrag):
-    failed = indexing(root, "a.docx", status=Source.Status.FAILED, lightrag_doc_id="doc-old")
+    failed = indexing_source(root, "a.docx", status=Source.Status.FAILED, lightrag_doc_id="doc-old")
     fake_lightrag.on("POST", "/documents/paginated", listing(document(failed.lightrag_name, chunks=7)))
     with lightrag_client() as client:
         report = reconcile(client)
@@ -507,7 +471,7 @@ def test_reconcile_leaves_a_young_or_working_orphan_alone(root, fake_lightrag):
 
 
 def test_reconcile_adopts_a_document_a_row_owns_under_a_name_it_lost(root, fake_lightrag):
-    source = indexing(root, "c.md", status=Source.Status.NOT_INDEXED)
+    source = indexing_source(root, "c.md", status=Source.Status.NOT_INDEXED)
     name = source.unique_lightrag_name()
     Source.objects.filter(pk=source.pk).update(lightrag_name="")
     fake_lightrag.on("POST", "/documents/paginated", listing(document(name)))
@@ -518,7 +482,7 @@ def test_reconcile_adopts_a_document_a_row_owns_under_a_name_it_lost(root, fake_
 
 
 def test_reconcile_sends_again_an_indexed_file_lightrag_lost(root, input_dir, fake_lightrag):
-    source = indexing(root, "c.md", status=Source.Status.INDEXED, lightrag_doc_id="doc-gone")
+    source = indexing_source(root, "c.md", status=Source.Status.INDEXED, lightrag_doc_id="doc-gone")
     fake_lightrag.on("POST", "/documents/paginated", listing())
     with lightrag_client() as client:
         assert reconcile(client).resent == ["books/c.md"]
@@ -533,7 +497,7 @@ def test_reconcile_sends_again_an_indexed_file_lightrag_lost(root, input_dir, fa
 
 
 def test_reconcile_asks_again_for_a_delete_that_never_went_through(root, fake_lightrag):
-    source = indexing(root, "c.md", status=Source.Status.DELETE_SUBMITTED)
+    source = indexing_source(root, "c.md", status=Source.Status.DELETE_SUBMITTED)
     Job.objects.create(kind=Job.Kind.DELETE, source=source, payload={"doc_ids": ["doc-x"]}, state=Job.State.FAILED)
     fake_lightrag.on("POST", "/documents/paginated", listing(document(source.lightrag_name)))
     with lightrag_client() as client:
@@ -550,7 +514,7 @@ def test_a_delete_answered_busy_is_owed_until_lightrag_is_free(db):
 def test_the_worker_rescans_sources_a_killed_lightrag_left_indexing(root, fake_lightrag):
     from mnote.library.management.commands.run_worker import Command
 
-    source = indexing(root, "c.md", progress="processing · 3 chunks")
+    source = indexing_source(root, "c.md", progress="processing · 3 chunks")
     Source.objects.filter(pk=source.pk).update(updated_at=timezone.now() - timedelta(minutes=5))
     fake_lightrag.on("GET", "/health", HEALTH_IDLE)
     fake_lightrag.on("POST", "/documents/paginated", listing(document(source.lightrag_name, "processing")))
@@ -565,7 +529,7 @@ def test_the_worker_rescans_sources_a_killed_lightrag_left_indexing(root, fake_l
 def test_the_worker_reconciles_even_when_nothing_is_in_progress(root, fake_lightrag):
     from mnote.library.management.commands.run_worker import Command
 
-    failed = indexing(root, "a.docx", status=Source.Status.FAILED, lightrag_doc_id="doc-old")
+    failed = indexing_source(root, "a.docx", status=Source.Status.FAILED, lightrag_doc_id="doc-old")
     fake_lightrag.on("POST", "/documents/paginated", listing(document(failed.lightrag_name)))
     Command().reconcile()
     failed.refresh_from_db()

@@ -20,7 +20,7 @@ from mnote.library.status_bridge import bridge_statuses
 from mnote.library.sync import sync_root
 from mnote.lightrag.provider import lightrag_client
 from tests.docx_factory import make_docx, para, text_box
-from tests.library.test_ingest_recovery import HEALTH_IDLE, document, listing
+from tests.lightrag_fakes import document, HEALTH_IDLE, listing
 from tests.paths import FIXTURES
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]

@@ -8,46 +8,11 @@ import pytest
 from django.test import Client
 
 from mnote.search.models import Conversation
-from tests.lightrag_fakes import recorded
-from tests.api.test_api import QUERY, add_gamma, query_stream_lines
+from tests.app_requests import events_of
+from tests.factories import add_gamma, restricted_root
+from tests.lightrag_fakes import no_llm_health, QUERY
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
-
-
-@pytest.fixture
-def gamma(db, lightrag_dirs):
-    from mnote.library.models import IndexedRoot
-
-    return add_gamma(IndexedRoot.objects.create(name="Manuals", path="manuals"), lightrag_dirs)
-
-
-def no_llm_health():
-    _, health = recorded("health.json")
-    return 200, {**health, "configuration": {**health["configuration"], "llm_binding": None, "llm_model": None}}
-
-
-@pytest.fixture
-def with_llm(fake_lightrag):
-    fake_lightrag.on("GET", "/health", "health.json")
-    fake_lightrag.on("POST", "/query/data", "query_data_naive.json")
-    fake_lightrag.on("POST", "/query/stream", (200, query_stream_lines()))
-    return fake_lightrag
-
-
-@pytest.fixture
-def without_llm(fake_lightrag):
-    fake_lightrag.on("GET", "/health", no_llm_health())
-    fake_lightrag.on("POST", "/query/data", "query_data_naive.json")
-    return fake_lightrag
-
-
-def events_of(response) -> list[tuple[str, dict]]:
-    events = []
-    for block in b"".join(response.streaming_content).decode().split("\n\n"):
-        if block.strip():
-            name, data = block.split("\n", 1)
-            events.append((name.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
-    return events
 
 
 def test_it_defaults_to_naive_and_says_why_without_an_llm(member_client, without_llm):
@@ -147,12 +112,7 @@ def test_htmx_gets_only_the_answer_and_a_link_the_whole_page(member_client, with
 
 @pytest.fixture
 def hidden_gamma(db, lightrag_dirs):
-    from django.contrib.auth.models import Group
-
-    from mnote.library.models import IndexedRoot
-
-    root = IndexedRoot.objects.create(name="HR", path="hr", visible_to_all=False)
-    root.visible_to_groups.add(Group.objects.create(name="hr"))
+    root = restricted_root("HR", "hr", group="hr")
     return add_gamma(root, lightrag_dirs)
 
 

@@ -24,8 +24,8 @@ from mnote.citations.models import Citation
 from mnote.citations.permalinks import encode_reference
 from mnote.library.models import IndexedRoot, Source
 from mnote.search.models import Conversation
+from tests.lightrag_fakes import query_stream_lines
 from tests.pdf_factory import make_pdf
-from tests.api.test_api import query_stream_lines
 from tests.docx_xml import PNG, drawing, make_docx, p
 from tests.paths import DEMO_LIBRARY
 

@@ -13,6 +13,7 @@ import pytest
 from django.contrib.auth.models import Group
 
 from mnote.library.models import IndexedRoot, Job, Source
+from tests.factories import restricted_root
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
@@ -39,8 +40,7 @@ def papers(library_dir):
 @pytest.fixture
 def board(library_dir):
     (library_dir / "board").mkdir()
-    root = IndexedRoot.objects.create(name="Board", path="board", visible_to_all=False)
-    root.visible_to_groups.add(Group.objects.create(name="board"))
+    root = restricted_root("Board", "board", group="board")
     return root
 
 

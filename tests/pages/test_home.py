@@ -2,6 +2,7 @@ import dataclasses
 
 import httpx
 import pytest
+from tests.factories import restricted_root
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
@@ -38,14 +39,11 @@ def test_it_logs_a_member_in_and_shows_a_home_that_starts_with_search(client, me
 def test_it_counts_for_a_member_only_the_files_they_may_see_and_asks_lightrag_for_no_document_list(
     member_client, fake_lightrag, library_dir
 ):
-    from django.contrib.auth.models import Group
-
     from mnote.library.models import IndexedRoot, Source
 
     fake_lightrag.on("GET", "/health", "health.json")  # /documents/paginated would fail the test
     open_root = IndexedRoot.objects.create(name="Papers", path="papers")
-    hidden = IndexedRoot.objects.create(name="HR", path="hr", visible_to_all=False)
-    hidden.visible_to_groups.add(Group.objects.create(name="hr"))
+    hidden = restricted_root("HR", "hr", group="hr")
     Source.objects.create(root=open_root, relative_path="a.md", absolute_path="/x/a.md", status="indexed")
     for name in ("p1.md", "p2.md", "p3.md"):
         Source.objects.create(root=hidden, relative_path=name, absolute_path=f"/x/{name}", status="indexed")

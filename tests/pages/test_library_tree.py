@@ -2,10 +2,10 @@
 status light per file and the worst light and counts per folder."""
 
 import pytest
-from django.contrib.auth.models import Group
 
 from mnote.library import tree
 from mnote.library.models import IndexedRoot, Source
+from tests.factories import restricted_root
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
@@ -13,8 +13,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 @pytest.fixture
 def library(db):
     papers = IndexedRoot.objects.create(name="Papers", path="papers")
-    hr = IndexedRoot.objects.create(name="HR", path="hr", visible_to_all=False)
-    hr.visible_to_groups.add(Group.objects.create(name="hr"))
+    hr = restricted_root("HR", "hr", group="hr")
     rows = [
         (papers, "a.md", "indexed", False),
         (papers, "2026/q1/report.docx", "indexed", False),

@@ -19,9 +19,9 @@ from django.utils.translation import gettext as _
 import mnote.search.views as views
 from mnote.search.cards import cards_html
 from mnote.text import mark_terms
-from tests.pages.test_ask_views import events_of, gamma, with_llm, without_llm  # noqa: F401 (fixtures)
-from tests.api.test_api import QUERY
-from tests.pages.test_search_page import HANDBOOK, _chunk, _serve, _source, library  # noqa: F401 (fixture)
+from tests.app_requests import events_of
+from tests.factories import indexed_source
+from tests.lightrag_fakes import HANDBOOK, named_chunk, QUERY, serve_scripted
 
 pytestmark = pytest.mark.django_db
 
@@ -78,19 +78,19 @@ def _both(get_page, monkeypatch) -> tuple[str, str]:
 @pytest.fixture
 def odd_names(library):
     """A file whose path and words need escaping everywhere a card shows them."""
-    return _source(library["handbook"].root, "R&D <drafts>/\"budget\" & 'plans'.md", "odd.md")
+    return indexed_source(library["handbook"].root, "R&D <drafts>/\"budget\" & 'plans'.md", lightrag_name="odd.md")
 
 
 @pytest.mark.parametrize("language", ["en", "zh-hans"])
 def test_search_results_are_byte_identical_to_the_template_cards(member_client, settings, library, odd_names, monkeypatch, language):
     odd = 'Budget <script>alert("x")</script> & the budget’s holder, < 5 <i> \'quoted\' budget'
     chunks = [
-        _chunk("handbook.docx", 0, HANDBOOK),
-        _chunk("odd.md", 0, odd),
-        _chunk("minutes.md", 1, "Minutes: the budget holder signs purchase approvals; two signatures are needed."),
-        _chunk("crossrefs.docx", 2, "Budget tables and cross references for every purchase over the limit."),
+        named_chunk("handbook.docx", 0, HANDBOOK),
+        named_chunk("odd.md", 0, odd),
+        named_chunk("minutes.md", 1, "Minutes: the budget holder signs purchase approvals; two signatures are needed."),
+        named_chunk("crossrefs.docx", 2, "Budget tables and cross references for every purchase over the limit."),
     ]
-    _serve(settings, lambda body: chunks)
+    serve_scripted(settings, lambda body: chunks)
     member_client.cookies["django_language"] = language
 
     def page():

@@ -2,85 +2,25 @@
 (LightRAG asked again for more when its top chunks lie outside the scope; a
 misspelt scope refused). LightRAG is faked at the transport."""
 
-import json
 
 import httpx
 import pytest
 
 from mnote.library.models import IndexedRoot, Source
-from tests.lightrag_fakes import recorded
+from tests.factories import indexed_source
+from tests.lightrag_fakes import HANDBOOK, named_chunk, recorded, serve_scripted
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
-
-HANDBOOK = "Purchase approval needs two signatures from the budget holder before any order is placed."
-
-
-def _source(root, relative_path, name) -> Source:
-    return Source.objects.create(
-        root=root,
-        relative_path=relative_path,
-        absolute_path=f"/library/{root.path}/{relative_path}",
-        sha256="b" * 64,
-        lightrag_name=name,
-        lightrag_doc_id=f"doc-{name}",
-        status=Source.Status.INDEXED,
-    )
-
-
-def _chunk(name: str, n: int, content: str) -> dict:
-    return {"reference_id": name, "content": content, "file_path": name, "chunk_id": f"doc-{name}-chunk-{n:03d}"}
-
-
-class ScriptedLightRAG:
-    """Answers /query/data from a function of the request body; records each ask."""
-
-    def __init__(self, answer, *, rerank: bool = False):
-        self.answer = answer
-        self.rerank = rerank
-        self.asks: list[dict] = []
-
-    def handler(self, request: httpx.Request) -> httpx.Response:
-        if request.url.path == "/health":
-            status, body = recorded("health.json")
-            if self.rerank:
-                config = {**body["configuration"], "enable_rerank": True, "rerank_binding": "cohere", "rerank_model": "m"}
-                body = {**body, "configuration": config}
-            return httpx.Response(status, json=body)
-        if request.url.path == "/query/data":
-            body = json.loads(request.content)
-            self.asks.append(body)
-            chunks = self.answer(body)
-            refs = [{"reference_id": c["reference_id"], "file_path": c["file_path"]} for c in chunks]
-            unique = list({r["file_path"]: r for r in refs}.values())
-            return httpx.Response(200, json={"status": "success", "data": {"chunks": chunks, "references": unique}})
-        raise AssertionError(f"unexpected request {request.url.path}")
-
-
-@pytest.fixture
-def library(db, lightrag_dirs):
-    root = IndexedRoot.objects.create(name="Office", path="office")
-    return {
-        "handbook": _source(root, "policies/handbook.docx", "handbook.docx"),
-        "tables": _source(root, "reports/crossrefs.docx", "crossrefs.docx"),
-        "theme": _source(root, "reports/theme.docx", "theme.docx"),
-        "minutes": _source(root, "minutes/2026-10.md", "minutes.md"),
-    }
-
-
-def _serve(settings, answer, **kwargs) -> ScriptedLightRAG:
-    fake = ScriptedLightRAG(answer, **kwargs)
-    settings.MNOTE_LIGHTRAG_TRANSPORT = httpx.MockTransport(fake.handler)
-    return fake
 
 
 def test_it_never_shows_a_card_with_an_empty_quote_or_word_field_errors(member_client, settings, library):
     residue = " ".join(["Table 3 Error! Reference source not found."] * 6)
-    _serve(
+    serve_scripted(
         settings,
         lambda body: [
-            _chunk("theme.docx", 0, '<drawing id="im-1" format="png" path="a.png" src="" />\n\n   '),
-            _chunk("crossrefs.docx", 0, residue),
-            _chunk("handbook.docx", 0, HANDBOOK),
+            named_chunk("theme.docx", 0, '<drawing id="im-1" format="png" path="a.png" src="" />\n\n   '),
+            named_chunk("crossrefs.docx", 0, residue),
+            named_chunk("handbook.docx", 0, HANDBOOK),
         ],
     )
     page = member_client.get("/search/", {"q": "purchase approval", "mode": "library"}).content.decode()
@@ -96,12 +36,12 @@ def test_it_asks_lightrag_for_more_until_the_scope_has_results_and_says_how_many
     def answer(body):
         k = body.get("chunk_top_k") or 20
         # Twenty chunks of the minutes outrank the handbook; it only comes with a wider ask.
-        chunks = [_chunk("minutes.md", i, f"Minutes item {i} about approval of the agenda.") for i in range(20)]
+        chunks = [named_chunk("minutes.md", i, f"Minutes item {i} about approval of the agenda.") for i in range(20)]
         if k > 20:
-            chunks += [_chunk("handbook.docx", i, f"{HANDBOOK} Rule {i}.") for i in range(5)]
+            chunks += [named_chunk("handbook.docx", i, f"{HANDBOOK} Rule {i}.") for i in range(5)]
         return chunks[:k]
 
-    fake = _serve(settings, answer)
+    fake = serve_scripted(settings, answer)
     response = member_client.get("/search/", {"q": "approval", "mode": "library", "scope": "office/policies"})
     page = response.content.decode()
 
@@ -113,9 +53,9 @@ def test_it_asks_lightrag_for_more_until_the_scope_has_results_and_says_how_many
 
 
 def test_it_stops_widening_after_a_bounded_number_of_asks(member_client, settings, library):
-    fake = _serve(
+    fake = serve_scripted(
         settings,
-        lambda body: [_chunk("minutes.md", i, f"Minutes item {i}.") for i in range((body.get("chunk_top_k") or 20))],
+        lambda body: [named_chunk("minutes.md", i, f"Minutes item {i}.") for i in range((body.get("chunk_top_k") or 20))],
     )
     page = member_client.get("/search/", {"q": "approval", "mode": "library", "scope": "office/policies"}).content.decode()
 
@@ -125,7 +65,7 @@ def test_it_stops_widening_after_a_bounded_number_of_asks(member_client, setting
 
 
 def test_it_refuses_a_misspelt_scope_with_a_message_and_asks_lightrag_nothing(member_client, settings, library):
-    fake = _serve(settings, lambda body: [])
+    fake = serve_scripted(settings, lambda body: [])
     page = member_client.get("/search/", {"q": "approval", "mode": "library", "scope": "office/polcies"}).content.decode()
 
     assert "Nothing in the library you can see is called “office/polcies”" in page
@@ -133,7 +73,7 @@ def test_it_refuses_a_misspelt_scope_with_a_message_and_asks_lightrag_nothing(me
 
 
 def test_it_accepts_a_file_a_folder_and_a_root_as_scope(member_client, settings, library):
-    fake = _serve(settings, lambda body: [_chunk("handbook.docx", 0, HANDBOOK)])
+    fake = serve_scripted(settings, lambda body: [named_chunk("handbook.docx", 0, HANDBOOK)])
     for scope in ("office", "office/policies", "office/policies/handbook.docx", "/office/minutes/"):
         page = member_client.get("/search/", {"q": "approval", "mode": "library", "scope": scope}).content.decode()
         assert "Nothing in the library you can see" not in page, scope
@@ -143,7 +83,7 @@ def test_it_accepts_a_file_a_folder_and_a_root_as_scope(member_client, settings,
 def test_a_permalink_keeps_the_query_of_the_search_that_made_it(member_client, settings, library):
     import re
 
-    _serve(settings, lambda body: [_chunk("handbook.docx", 0, HANDBOOK)])
+    serve_scripted(settings, lambda body: [named_chunk("handbook.docx", 0, HANDBOOK)])
     links = {}
     for query in ("purchase approval", "budget holder signatures"):
         page = member_client.get("/search/", {"q": query, "mode": "library"}).content.decode()
@@ -158,9 +98,9 @@ def test_a_permalink_keeps_the_query_of_the_search_that_made_it(member_client, s
 def test_the_same_passage_keeps_its_citation_id_across_searches(member_client, settings, library):
     import re
 
-    _serve(settings, lambda body: [_chunk("minutes.md", 0, "Agenda approval."), _chunk("handbook.docx", 0, HANDBOOK)])
+    serve_scripted(settings, lambda body: [named_chunk("minutes.md", 0, "Agenda approval."), named_chunk("handbook.docx", 0, HANDBOOK)])
     first = member_client.get("/search/", {"q": "purchase approval", "mode": "library"}).content.decode()
-    _serve(settings, lambda body: [_chunk("handbook.docx", 0, HANDBOOK)])
+    serve_scripted(settings, lambda body: [named_chunk("handbook.docx", 0, HANDBOOK)])
     second = member_client.get("/search/", {"q": "budget holder", "mode": "library"}).content.decode()
 
     ids = lambda page: re.findall(r'class="cite-id">\[?([0-9a-z]{4})', page)  # noqa: E731
@@ -168,9 +108,9 @@ def test_the_same_passage_keeps_its_citation_id_across_searches(member_client, s
 
 
 def test_with_a_rerank_provider_it_asks_for_more_candidates_and_shows_the_first_twenty(member_client, settings, library):
-    fake = _serve(
+    fake = serve_scripted(
         settings,
-        lambda body: [_chunk("minutes.md", i, f"Minutes item {i} about approval.") for i in range(body.get("chunk_top_k") or 20)],
+        lambda body: [named_chunk("minutes.md", i, f"Minutes item {i} about approval.") for i in range(body.get("chunk_top_k") or 20)],
         rerank=True,
     )
     page = member_client.get("/search/", {"q": "approval", "mode": "library"}).content.decode()
@@ -194,7 +134,7 @@ def test_with_a_rerank_provider_it_asks_for_more_candidates_and_shows_the_first_
     ],
 )
 def test_a_malformed_search_is_a_400_with_its_message_and_asks_lightrag_nothing(member_client, settings, library, params, message):
-    fake = _serve(settings, lambda body: [_chunk("handbook.docx", 0, HANDBOOK)])
+    fake = serve_scripted(settings, lambda body: [named_chunk("handbook.docx", 0, HANDBOOK)])
     response = member_client.get("/search/", params)
 
     assert response.status_code == 400
@@ -203,7 +143,7 @@ def test_a_malformed_search_is_a_400_with_its_message_and_asks_lightrag_nothing(
 
 
 def test_htmx_gets_the_message_of_a_malformed_search_in_the_results(member_client, settings, library):
-    fake = _serve(settings, lambda body: [])
+    fake = serve_scripted(settings, lambda body: [])
     response = member_client.get("/search/", {"q": "approval", "scope": "../hr"}, HTTP_HX_REQUEST="true")
 
     # htmx swaps only a 2xx answer: the refusal is said where the results go.
@@ -214,7 +154,7 @@ def test_htmx_gets_the_message_of_a_malformed_search_in_the_results(member_clien
 
 
 def test_htmx_gets_only_the_results_and_a_history_restore_the_whole_page(member_client, settings, library):
-    _serve(settings, lambda body: [_chunk("handbook.docx", 0, HANDBOOK)])
+    serve_scripted(settings, lambda body: [named_chunk("handbook.docx", 0, HANDBOOK)])
     params = {"q": "purchase approval", "mode": "library"}
 
     partial = member_client.get("/search/", params, HTTP_HX_REQUEST="true")
@@ -228,7 +168,7 @@ def test_htmx_gets_only_the_results_and_a_history_restore_the_whole_page(member_
 
 
 def test_the_search_page_without_a_question_shows_the_form_and_asks_nothing(member_client, settings, library):
-    fake = _serve(settings, lambda body: [])
+    fake = serve_scripted(settings, lambda body: [])
     response = member_client.get("/search/")
     page = response.content.decode()
     assert response.status_code == 200 and 'name="q"' in page and 'role="alert"' not in page
@@ -236,7 +176,7 @@ def test_the_search_page_without_a_question_shows_the_form_and_asks_nothing(memb
 
 
 def test_it_says_when_nothing_was_found_in_either_mode(member_client, settings, library):
-    _serve(settings, lambda body: [])
+    serve_scripted(settings, lambda body: [])
     library_page = member_client.get("/search/", {"q": "zebra crossing", "mode": "library"}).content.decode()
     assert "LightRAG found nothing citable for this search." in library_page
     assert 'class="card source-card' not in library_page
@@ -264,7 +204,7 @@ def restricted(library, django_user_model):
     hr = IndexedRoot.objects.create(name="HR", path="hr", visible_to_all=False)
     group = Group.objects.create(name="hr")
     hr.visible_to_groups.add(group)
-    salaries = _source(hr, "pay/salaries.docx", "salaries.docx")
+    salaries = indexed_source(hr, "pay/salaries.docx", lightrag_name="salaries.docx")
     colleague = django_user_model.objects.create_user("hana")
     colleague.groups.add(group)
     return salaries, colleague
@@ -274,8 +214,8 @@ def test_a_member_never_sees_a_restricted_roots_file_nor_learns_its_scope_exists
     member_client, client, settings, library, restricted
 ):
     salaries, colleague = restricted
-    chunks = [_chunk("salaries.docx", 0, "Salary approval table for the budget holder."), _chunk("handbook.docx", 0, HANDBOOK)]
-    fake = _serve(settings, lambda body: chunks)
+    chunks = [named_chunk("salaries.docx", 0, "Salary approval table for the budget holder."), named_chunk("handbook.docx", 0, HANDBOOK)]
+    fake = serve_scripted(settings, lambda body: chunks)
 
     page = member_client.get("/search/", {"q": "approval", "mode": "library"}).content.decode()
     assert "office/policies/handbook.docx" in page
@@ -295,13 +235,13 @@ def test_files_matching_by_name_that_lightrag_cannot_cite_are_listed_only_from_r
     member_client, client, settings, library, restricted
 ):
     salaries, colleague = restricted
-    queued = _source(library["handbook"].root, "policies/travel-budget.docx", "travel-budget.docx")
+    queued = indexed_source(library["handbook"].root, "policies/travel-budget.docx", lightrag_name="travel-budget.docx")
     queued.status = Source.Status.QUEUED
     queued.save()
-    hidden = _source(salaries.root, "pay/budget-2027.xlsx", "budget-2027.xlsx")
+    hidden = indexed_source(salaries.root, "pay/budget-2027.xlsx", lightrag_name="budget-2027.xlsx")
     hidden.status = Source.Status.FAILED
     hidden.save()
-    _serve(settings, lambda body: [_chunk("handbook.docx", 0, HANDBOOK)])
+    serve_scripted(settings, lambda body: [named_chunk("handbook.docx", 0, HANDBOOK)])
 
     page = member_client.get("/search/", {"q": "budget", "mode": "library"}, headers={"HX-Request": "true"}).content.decode()
     assert "office/policies/travel-budget.docx" in page and "indexing (queued)" in page
@@ -315,7 +255,7 @@ def test_files_matching_by_name_that_lightrag_cannot_cite_are_listed_only_from_r
 
 
 def test_a_quote_is_escaped_around_and_inside_its_marks(member_client, settings, library):
-    _serve(settings, lambda body: [_chunk("handbook.docx", 0, 'Budget <script>alert("x")</script> & the budget’s holder, < 5 <i>')])
+    serve_scripted(settings, lambda body: [named_chunk("handbook.docx", 0, 'Budget <script>alert("x")</script> & the budget’s holder, < 5 <i>')])
 
     page = member_client.get("/search/", {"q": "budget", "mode": "library"}, headers={"HX-Request": "true"}).content.decode()
     assert "<script>" not in page and "<i>" not in page
@@ -343,7 +283,7 @@ def test_files_matching_by_name_are_found_as_the_registry_query_found_them(membe
         (library["handbook"].root, "z/travel.md", Source.Status.EXCLUDED, False),
     ]
     for root, path, status, stale in rows:
-        source = _source(root, path, path.replace("/", "-"))
+        source = indexed_source(root, path, lightrag_name=path.replace("/", "-"))
         Source.objects.filter(pk=source.pk).update(status=status, stale=stale)
     roots = [other.pk, library["handbook"].root.pk]
 
@@ -365,7 +305,7 @@ def test_files_matching_by_name_are_found_as_the_registry_query_found_them(membe
 
 @pytest.mark.parametrize(("llm", "sent"), [(True, "mix"), (False, "naive")])
 def test_without_a_chosen_retrieval_it_uses_the_providers_mode(member_client, settings, library, llm, sent):
-    fake = _serve(settings, lambda body: [_chunk("handbook.docx", 0, HANDBOOK)])
+    fake = serve_scripted(settings, lambda body: [named_chunk("handbook.docx", 0, HANDBOOK)])
 
     def provider(request):
         if request.url.path == "/health" and not llm:
@@ -411,8 +351,8 @@ def test_twenty_threads_searching_at_once_all_get_their_cards(
     root = IndexedRoot.objects.create(name="Office", path="office")
     names = [f"memo-{i:03d}.docx" for i in range(12)]
     for name in names:
-        _source(root, f"memos/{name}", name)
-    chunks = [_chunk(name, 0, f"{HANDBOOK} Memo {name}.") for name in names]
+        indexed_source(root, f"memos/{name}", lightrag_name=name)
+    chunks = [named_chunk(name, 0, f"{HANDBOOK} Memo {name}.") for name in names]
 
     def shuffled(request):  # each search cites them in an order of its own: hits and evictions mix
         mine = random.sample(chunks, len(chunks))

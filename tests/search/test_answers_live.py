@@ -11,13 +11,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from django.contrib.auth.models import Group
 from django.test import Client
 
 from mnote.search.answers import answer_stream
-from mnote.library.models import IndexedRoot
 from mnote.lightrag.provider import lightrag_client
 from mnote.search.models import Conversation
+from tests.factories import restricted_root
 from tests.live_stack import GAMMA, index, make_shelf, model_endpoint, use_shelf
 
 pytestmark = [pytest.mark.django_db, pytest.mark.integration]
@@ -56,8 +55,7 @@ def vault(manuals, settings):
     folder = Path(settings.MNOTE_LIBRARY_BASE_DIR) / "vault"
     folder.mkdir(exist_ok=True)
     (folder / "secret.md").write_text(SECRET)
-    root = IndexedRoot.objects.create(name="Vault", path="vault", visible_to_all=False)
-    root.visible_to_groups.add(Group.objects.create(name="facilities"))
+    root = restricted_root("Vault", "vault", group="facilities")
     index(root)
     return root
 

@@ -10,9 +10,9 @@ import pytest
 
 from mnote.search import confidence
 from mnote.stack.rerank import RERANK_MODEL
-from tests.lightrag_fakes import recorded
-from tests.api.test_api import post
-from tests.pages.test_search_page import _chunk, _source
+from tests.app_requests import post
+from tests.factories import indexed_source
+from tests.lightrag_fakes import named_chunk, recorded
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
@@ -56,12 +56,12 @@ def library(db, lightrag_dirs):
     from mnote.library.models import IndexedRoot
 
     root = IndexedRoot.objects.create(name="Office", path="office")
-    return {"handbook": _source(root, "policies/handbook.docx", "handbook.docx"),
-            "minutes": _source(root, "minutes/2026-10.md", "minutes.md")}
+    return {"handbook": indexed_source(root, "policies/handbook.docx", lightrag_name="handbook.docx"),
+            "minutes": indexed_source(root, "minutes/2026-10.md", lightrag_name="minutes.md")}
 
 
-def _serve(settings, confidence: float) -> LightRAGWithEmbeddedRerank:
-    chunks = [_chunk("handbook.docx", 0, NEAR), _chunk("minutes.md", 1, FAR)]
+def serve_scripted(settings, confidence: float) -> LightRAGWithEmbeddedRerank:
+    chunks = [named_chunk("handbook.docx", 0, NEAR), named_chunk("minutes.md", 1, FAR)]
     fake = LightRAGWithEmbeddedRerank(chunks, confidence)
     settings.MNOTE_LIGHTRAG_TRANSPORT = httpx.MockTransport(fake.handler)
     return fake
@@ -76,7 +76,7 @@ def _above() -> float:
 
 
 def test_a_search_nothing_matches_well_says_so_and_folds_its_cards_one_click_away(member_client, settings, library):
-    fake = _serve(settings, _below())
+    fake = serve_scripted(settings, _below())
     page = member_client.get("/search/", {"q": "canteen vegetarian menu", "mode": "library"}).content.decode()
 
     assert "Nothing in the library matches this search well." in page
@@ -89,7 +89,7 @@ def test_a_search_nothing_matches_well_says_so_and_folds_its_cards_one_click_awa
 
 
 def test_htmx_gets_the_same_note_and_folded_cards_in_the_results_partial(member_client, settings, library):
-    _serve(settings, _below())
+    serve_scripted(settings, _below())
     response = member_client.get("/search/", {"q": "canteen vegetarian menu", "mode": "library"}, HTTP_HX_REQUEST="true")
     page = response.content.decode()
 
@@ -99,7 +99,7 @@ def test_htmx_gets_the_same_note_and_folded_cards_in_the_results_partial(member_
 
 
 def test_a_search_with_one_passage_above_the_floor_shows_its_cards_open(member_client, settings, library):
-    _serve(settings, _above())
+    serve_scripted(settings, _above())
     page = member_client.get("/search/", {"q": "who approves a purchase", "mode": "library"}).content.decode()
 
     assert "Nothing in the library matches this search well." not in page
@@ -108,7 +108,7 @@ def test_a_search_with_one_passage_above_the_floor_shows_its_cards_open(member_c
 
 
 def test_the_note_is_in_chinese_for_a_chinese_reader(member_client, settings, library):
-    _serve(settings, _below())
+    serve_scripted(settings, _below())
     page = member_client.get("/search/", {"q": "食堂菜单"}, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
 
     assert "文档库中没有与此搜索匹配良好的内容。" in page
@@ -116,9 +116,9 @@ def test_the_note_is_in_chinese_for_a_chinese_reader(member_client, settings, li
 
 
 def test_the_api_says_low_confidence_below_the_floor_and_not_above_it(member_client, settings, library):
-    _serve(settings, _below())
+    serve_scripted(settings, _below())
     weak = post(member_client, "/api/search", {"query": "canteen vegetarian menu"}).json()
-    _serve(settings, _above())
+    serve_scripted(settings, _above())
     strong = post(member_client, "/api/search", {"query": "who approves a purchase"}).json()
 
     assert weak["lowConfidence"] is True and len(weak["results"]) == 2
@@ -126,7 +126,7 @@ def test_the_api_says_low_confidence_below_the_floor_and_not_above_it(member_cli
 
 
 def test_an_answer_is_not_built_on_cards_below_the_floor(member_client, settings, library):
-    _serve(settings, _below())
+    serve_scripted(settings, _below())
     # The LLM (LightRAG's /query/stream) is never asked: the fake fails any request it does not expect.
     weak = post(member_client, "/api/query", {"query": "canteen vegetarian menu"}).json()["answer"]
 
@@ -140,7 +140,7 @@ def test_the_floor_knows_the_embedded_rerank_by_the_name_it_answers_with():
 
 
 def test_without_the_embedded_rerank_no_floor_is_applied(member_client, settings, library):
-    fake = _serve(settings, _below())
+    fake = serve_scripted(settings, _below())
     status, body = recorded("health.json")  # LightRAG without a rerank provider
     original = fake.handler
     settings.MNOTE_LIGHTRAG_TRANSPORT = httpx.MockTransport(
