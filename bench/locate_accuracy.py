@@ -72,6 +72,7 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
 from lxml import etree
+from stack_harness import in_process_app  # bench/stack_harness.py, beside this file
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 RESULTS_FILE = REPO_DIR / "bench" / "results" / "locate_accuracy.json"
@@ -432,25 +433,8 @@ def write_adversarial(folder: Path) -> list[tuple[Path, list[Target]]]:
 # --- the app -------------------------------------------------------------------------
 
 
-def prepare_environment(data_dir: Path, base_dir: Path) -> dict[str, str]:
-    for name in list(os.environ):
-        if name == "DATABASE_URL" or name.startswith("MNOTE_") or name in ("INPUT_DIR", "WORKING_DIR", "LIGHTRAG_API_KEY"):
-            del os.environ[name]
-    env = {
-        "DJANGO_SETTINGS_MODULE": "mnote.settings",
-        "MNOTE_DATA_DIR": str(data_dir),
-        "MNOTE_LIBRARY_BASE_DIR": str(base_dir),
-        "MNOTE_LIGHTRAG_URL": "http://127.0.0.1:9",  # no LightRAG: the preview renders from the file
-        "MNOTE_DEBUG": "0",
-        "MNOTE_LOG_LEVEL": "WARNING",
-        "MNOTE_SECRET_KEY": "bench-only-not-secret",
-        # The bench opens hundreds of previews a minute: no per-user render budget.
-        "MNOTE_PREVIEW_RENDERS_PER_MINUTE": "0",
-    }
-    os.environ.update(env)
-    if str(REPO_DIR) not in sys.path:
-        sys.path.insert(0, str(REPO_DIR))
-    return env
+# The bench opens hundreds of previews a minute: no per-user render budget.
+NO_RENDER_BUDGET = {"MNOTE_PREVIEW_RENDERS_PER_MINUTE": "0"}
 
 
 def register(base_dir: Path, files: list[Path]) -> dict[str, int]:
@@ -680,7 +664,7 @@ def main(argv=None) -> int:
         data_dir, base_dir = tmp / "data", tmp / "library"
         (base_dir / "bench").mkdir(parents=True)
         data_dir.mkdir()
-        env = prepare_environment(data_dir, base_dir)
+        env = in_process_app(data_dir, base_dir, **NO_RENDER_BUDGET)
         files = sorted(corpus.glob("*.docx"))
         if args.only:
             files = [f for f in files if args.only in f.name]
@@ -840,20 +824,19 @@ def run_e2e(args) -> dict:
         data_dir, base_dir = tmp / "data", tmp / "library"
         (base_dir / "e2e").mkdir(parents=True)
         data_dir.mkdir()
-        env = prepare_environment(data_dir, base_dir)
-        from mnote.stack.processes import EmbeddedStack, StackConfig, web_process
+        env = in_process_app(data_dir, base_dir, **NO_RENDER_BUDGET)
+        from mnote.stack.processes import web_process
+        from stack_harness import new_stack  # bench/stack_harness.py, beside this file
 
         ports = tuple(args.port_base + i for i in range(3)) if args.port_base else E2E_PORTS
-        config = StackConfig(data_dir=data_dir / "stack", lightrag_port=ports[0], model_port=ports[1])
-        for cache in (REPO_DIR / "data" / "tiktoken", Path(args.tiktoken_cache) if args.tiktoken_cache else None):
-            if cache and cache.is_dir():
-                shutil.copytree(cache, config.data_dir / "tiktoken")
-                break
+        stack = new_stack(data_dir / "stack", lightrag_port=ports[0], model_port=ports[1])
+        config = stack.config
+        if args.tiktoken_cache and not (config.data_dir / "tiktoken").is_dir():
+            shutil.copytree(args.tiktoken_cache, config.data_dir / "tiktoken")
         # A shared 2-core machine: fewer, smaller and more patient embedding
         # calls, so ingest does not fail on LightRAG's 60 s worker timeout.
         for name, value in (("EMBEDDING_FUNC_MAX_ASYNC", "1"), ("EMBEDDING_BATCH_NUM", "4"), ("EMBEDDING_TIMEOUT", "150")):
             os.environ.setdefault(name, value)
-        stack = EmbeddedStack(config)
         print("e2e: starting the embedded LightRAG …", flush=True)
         stack.start()
         del os.environ["MNOTE_LIGHTRAG_URL"]

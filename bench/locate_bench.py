@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from machine import machine_info  # bench/machine.py, beside this file
+from stack_harness import in_process_app  # bench/stack_harness.py, beside this file
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_DIR / "bench" / "results"
@@ -262,26 +263,6 @@ def build_locators(blocks: list[Block], seed: int = 77) -> tuple[list[dict], dic
 
 
 # --- the app --------------------------------------------------------------------
-
-
-def prepare_environment(data_dir: Path, base_dir: Path) -> dict[str, str]:
-    for name in list(os.environ):
-        if name == "DATABASE_URL" or name.startswith("MNOTE_") or name in ("INPUT_DIR", "WORKING_DIR", "LIGHTRAG_API_KEY"):
-            del os.environ[name]
-    env = {
-        "DJANGO_SETTINGS_MODULE": "mnote.settings",
-        "MNOTE_DATA_DIR": str(data_dir),
-        "MNOTE_LIBRARY_BASE_DIR": str(base_dir),
-        # No LightRAG: the preview renders from the file alone. Nothing listens here.
-        "MNOTE_LIGHTRAG_URL": "http://127.0.0.1:9",
-        "MNOTE_DEBUG": "0",
-        "MNOTE_LOG_LEVEL": "WARNING",
-        "MNOTE_SECRET_KEY": "bench-only-not-secret",
-    }
-    os.environ.update(env)
-    if str(REPO_DIR) not in sys.path:
-        sys.path.insert(0, str(REPO_DIR))
-    return env
 
 
 def register(base_dir: Path, files: list[Path]) -> dict[str, int]:
@@ -560,7 +541,7 @@ def main(argv=None) -> int:
         data_dir, base_dir = tmp / "data", tmp / "library"
         (base_dir / "bench").mkdir(parents=True)
         data_dir.mkdir()
-        env = prepare_environment(data_dir, base_dir)
+        env = in_process_app(data_dir, base_dir)
         import django
 
         django.setup()

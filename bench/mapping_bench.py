@@ -63,6 +63,7 @@ import time
 from pathlib import Path
 
 from machine import machine_info  # bench/machine.py, beside this file
+from stack_harness import new_stack  # bench/stack_harness.py, beside this file
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_DIR / "bench" / "results"
@@ -560,16 +561,6 @@ _MISSING = object()
 # --- the baseline: the real embedded stack --------------------------------------
 
 
-def start_stack(stack_dir: Path):
-    from mnote.stack.processes import EmbeddedStack, StackConfig, free_port
-
-    cache = REPO_DIR / "data" / "tiktoken"
-    if cache.is_dir():
-        shutil.copytree(cache, stack_dir / "tiktoken")
-    stack = EmbeddedStack(StackConfig(data_dir=stack_dir, lightrag_port=free_port(), model_port=free_port()))
-    return stack
-
-
 def stack_client(stack):
     from mnote.lightrag import load_config, make_client
 
@@ -835,7 +826,7 @@ def main(argv=None) -> int:
         else:
             stack_dir = tmp / "stack"
             stack_dir.mkdir()
-            stack = start_stack(stack_dir)
+            stack = new_stack(stack_dir)
             print("starting the embedded stack …", flush=True)
             t0 = time.perf_counter()
             stack.start()
