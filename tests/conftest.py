@@ -159,6 +159,47 @@ def fake_lightrag(settings):
 
 
 @pytest.fixture
+def with_llm(fake_lightrag):
+    """LightRAG faked with an LLM: health, /query/data and /query/stream recorded."""
+    from tests.lightrag_fakes import query_stream_lines
+
+    fake_lightrag.on("GET", "/health", "health.json")
+    fake_lightrag.on("POST", "/query/data", "query_data_naive.json")
+    fake_lightrag.on("POST", "/query/stream", (200, query_stream_lines()))
+    return fake_lightrag
+
+
+@pytest.fixture
+def without_llm(fake_lightrag):
+    """LightRAG faked with no LLM configured: its search still answers."""
+    from tests.lightrag_fakes import no_llm_health
+
+    fake_lightrag.on("GET", "/health", no_llm_health())
+    fake_lightrag.on("POST", "/query/data", "query_data_naive.json")
+    return fake_lightrag
+
+
+@pytest.fixture
+def shelf(library_dir, settings, tmp_path):
+    """A Shelf root on disk; ``shelf(name, make)`` writes a file with
+    ``make(path)`` (when given) and registers it as indexed."""
+    from mnote.library.models import IndexedRoot, Source
+
+    settings.DATA_DIR = tmp_path / "data"
+    folder = library_dir / "shelf"
+    folder.mkdir()
+    root = IndexedRoot.objects.create(name="Shelf", path="shelf")
+
+    def add(name: str, make=None) -> Source:
+        path = folder / name
+        if make:
+            make(path)
+        return Source.objects.create(root=root, relative_path=name, absolute_path=str(path), status="indexed")
+
+    return add
+
+
+@pytest.fixture
 def library_dir(tmp_path, settings):
     base = tmp_path / "library"
     base.mkdir()

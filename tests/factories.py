@@ -2,11 +2,13 @@
 Gamma manual LightRAG's recorded answers are about (with its sidecar), and
 the files LightRAG would have written beside them."""
 
+import hashlib
 import shutil
 from pathlib import Path
 
 from django.contrib.auth.models import Group
 
+from mnote.citations.models import Citation
 from mnote.library.models import IndexedRoot, Source
 from tests.lightrag_fakes import GAMMA_DOC
 from tests.paths import MAPPER_FIXTURES
@@ -24,6 +26,22 @@ def restricted_root(name: str, path: str, *, group: str) -> IndexedRoot:
     root = IndexedRoot.objects.create(name=name, path=path, visible_to_all=False)
     root.visible_to_groups.add(Group.objects.create(name=group))
     return root
+
+
+def root_form(**fields) -> dict[str, str]:
+    """The roots form's fields for a Papers root (the roots page's and the
+    admin's), changed by ``fields``."""
+    data = {
+        "name": "Papers",
+        "path": "papers",
+        "recursive": "on",
+        "exclude_patterns": "",
+        "run_on_change": "on",
+        "enabled": "on",
+        "visible_to_all": "on",
+    }
+    data.update(fields)
+    return data
 
 
 def indexed_source(root, relative_path, doc_id=None, lightrag_name=None, **fields) -> Source:
@@ -58,3 +76,31 @@ def indexing_source(root, name, **fields) -> Source:
         setattr(source, key, value)
     source.save()
     return source
+
+
+# --- a cited paragraph in a Markdown note (the re-anchoring tests')
+
+CARE_QUOTE = "Valve stems are lapped every spring by the night shift."
+CARE_NOTES = (
+    "# Pumps\n\nCheck the seals weekly and write down what you find.\n\n"
+    "# Valves\n\nValve stems are lapped every spring by the night shift. The plant restarts after.\n\n"
+    "# Filters\n\nReplace the intake filters when the pressure drop passes forty millibar.\n"
+)
+
+
+def cited_care_notes(library_dir: Path) -> tuple[Path, Source, Citation]:
+    """notes/care.md written with ``CARE_NOTES``, indexed, and a permalink
+    citing ``CARE_QUOTE`` under its Valves heading."""
+    notes = library_dir / "notes"
+    notes.mkdir()
+    path = notes / "care.md"
+    path.write_text(CARE_NOTES)
+    root = IndexedRoot.objects.create(name="Notes", path="notes")
+    source = Source.objects.create(root=root, relative_path="care.md", absolute_path=str(path), status="indexed",
+                                   sha256=hashlib.sha256(CARE_NOTES.encode()).hexdigest(), lightrag_doc_id="doc-care")
+    citation = Citation.objects.create(
+        source=source, source_path="Notes/care.md", source_sha256=source.sha256, precision="paragraph",
+        locator={"precision": "paragraph", "evidenceText": CARE_QUOTE, "headingPath": ["Valves"]},
+        heading_path=["Valves"], display_quote=CARE_QUOTE,
+    )
+    return path, source, citation

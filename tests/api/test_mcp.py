@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mnote.api.models import ApiToken
 from tests.factories import add_gamma, restricted_root
-from tests.lightrag_fakes import QUERY, query_stream_lines
+from tests.lightrag_fakes import QUERY
 from tests.paths import REPO_DIR
 
 TOOLS = {"status", "search", "query", "open_reference"}
@@ -76,16 +76,8 @@ def vault(transactional_db, lightrag_dirs):
     return add_gamma(root, lightrag_dirs)
 
 
-@pytest.fixture
-def answers(fake_lightrag):
-    fake_lightrag.on("GET", "/health", "health.json")
-    fake_lightrag.on("POST", "/query/data", "query_data_naive.json")
-    fake_lightrag.on("POST", "/query/stream", (200, query_stream_lines()))
-    return fake_lightrag
-
-
 def test_the_tools_answer_over_http_with_the_json_apis_schemas_and_hide_a_restricted_root(
-    live_server, answers, vault, member, admin_user
+    live_server, with_llm, vault, member, admin_user
 ):
     url = f"{live_server.url}/mcp"
     _, member_key = ApiToken.objects.create_token(member, "agent")

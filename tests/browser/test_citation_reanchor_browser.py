@@ -6,17 +6,10 @@ import hashlib
 
 import pytest
 
-from mnote.citations.models import Citation
-from mnote.library.models import IndexedRoot, Source
+from tests.factories import CARE_NOTES as TEXT, CARE_QUOTE as QUOTE, cited_care_notes
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
-QUOTE = "Valve stems are lapped every spring by the night shift."
-TEXT = (
-    "# Pumps\n\nCheck the seals weekly and write down what you find.\n\n"
-    "# Valves\n\nValve stems are lapped every spring by the night shift. The plant restarts after.\n\n"
-    "# Filters\n\nReplace the intake filters when the pressure drop passes forty millibar.\n"
-)
 
 
 def marked(page, *, located: bool = True) -> str:
@@ -28,18 +21,7 @@ def marked(page, *, located: bool = True) -> str:
 
 
 def cited_then_edited(library_dir, client_page, live_server, new_text: str):
-    notes = library_dir / "notes"
-    notes.mkdir()
-    path = notes / "care.md"
-    path.write_text(TEXT)
-    root = IndexedRoot.objects.create(name="Notes", path="notes")
-    source = Source.objects.create(root=root, relative_path="care.md", absolute_path=str(path), status="indexed",
-                                   sha256=hashlib.sha256(TEXT.encode()).hexdigest(), lightrag_doc_id="doc-care")
-    citation = Citation.objects.create(
-        source=source, source_path="Notes/care.md", source_sha256=source.sha256, precision="paragraph",
-        locator={"precision": "paragraph", "evidenceText": QUOTE, "headingPath": ["Valves"]},
-        heading_path=["Valves"], display_quote=QUOTE,
-    )
+    path, source, citation = cited_care_notes(library_dir)
     client_page.goto(live_server.url + citation.get_absolute_url())  # opened once: what it cites is kept
     assert marked(client_page) == QUOTE
     path.write_text(new_text)

@@ -7,24 +7,9 @@ from urllib.parse import quote
 
 import pytest
 
-from mnote.library.models import IndexedRoot, Source
 from tests import preview_files as files
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
-
-
-@pytest.fixture
-def shelf(library_dir, settings, tmp_path):
-    settings.DATA_DIR = tmp_path / "data"
-    folder = library_dir / "shelf"
-    folder.mkdir()
-    root = IndexedRoot.objects.create(name="Shelf", path="shelf")
-
-    def add(name, make):
-        make(folder / name)
-        return Source.objects.create(root=root, relative_path=name, absolute_path=str(folder / name), status="indexed")
-
-    return add
 
 
 def open_at(page, live_server, source, evidence, query=""):

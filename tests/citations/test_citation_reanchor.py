@@ -11,34 +11,15 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from mnote.citations.models import Citation
-from mnote.library.models import IndexedRoot, Source
+from tests.factories import CARE_NOTES as TEXT, CARE_QUOTE as QUOTE, cited_care_notes
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
-QUOTE = "Valve stems are lapped every spring by the night shift."
-TEXT = (
-    "# Pumps\n\nCheck the seals weekly and write down what you find.\n\n"
-    "# Valves\n\nValve stems are lapped every spring by the night shift. The plant restarts after.\n\n"
-    "# Filters\n\nReplace the intake filters when the pressure drop passes forty millibar.\n"
-)
 
 
 @pytest.fixture
 def cited_file(library_dir):
-    notes = library_dir / "notes"
-    notes.mkdir()
-    path = notes / "care.md"
-    path.write_text(TEXT)
-    root = IndexedRoot.objects.create(name="Notes", path="notes")
-    source = Source.objects.create(root=root, relative_path="care.md", absolute_path=str(path), status="indexed",
-                                   sha256=hashlib.sha256(TEXT.encode()).hexdigest(), lightrag_doc_id="doc-care")
-    citation = Citation.objects.create(
-        source=source, source_path="Notes/care.md", source_sha256=source.sha256, precision="paragraph",
-        locator={"precision": "paragraph", "evidenceText": QUOTE, "headingPath": ["Valves"]},
-        heading_path=["Valves"], display_quote=QUOTE,
-    )
-    return path, source, citation
+    return cited_care_notes(library_dir)
 
 
 def edit(path, source, text: str) -> None:

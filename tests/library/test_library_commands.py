@@ -13,20 +13,19 @@ from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
 
 from mnote.library.models import IndexedRoot, Job, Source
+from tests.files import write_files
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture
 def papers_dir(library_dir, input_dir):
-    folder = library_dir / "papers"
-    (folder / "2024").mkdir(parents=True)
-    (folder / "drafts").mkdir()
-    (folder / "intro.md").write_text("# Intro\nWelcome.")
-    (folder / "2024" / "report.txt").write_text("Quarterly report.")
-    (folder / "drafts" / "idea.md").write_text("Not yet.")
-    (folder / "photo.heic").write_bytes(b"\x00")
-    return folder
+    return write_files(library_dir / "papers", {
+        "intro.md": "# Intro\nWelcome.",
+        "2024/report.txt": "Quarterly report.",
+        "drafts/idea.md": "Not yet.",
+        "photo.heic": b"\x00",
+    })  # fmt: skip
 
 
 def run(*args) -> str:

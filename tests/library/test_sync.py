@@ -7,19 +7,19 @@ from mnote.library.ingest import file_sha256
 from mnote.library.models import IndexedRoot, Job, Source
 from mnote.library.actions import delete_index, prune_registry, reindex_source
 from mnote.library.sync import sync_root
+from tests.files import write_files
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture
 def papers(library_dir, input_dir):
-    folder = library_dir / "papers"
-    (folder / "2024").mkdir(parents=True)
-    (folder / "private").mkdir()
-    (folder / "intro.md").write_text("# Intro\nWelcome.")
-    (folder / "2024" / "report.txt").write_text("Quarterly report.")
-    (folder / "private" / "draft.md").write_text("Not for the library.")
-    (folder / "photo.heic").write_bytes(b"\x00")
+    write_files(library_dir / "papers", {
+        "intro.md": "# Intro\nWelcome.",
+        "2024/report.txt": "Quarterly report.",
+        "private/draft.md": "Not for the library.",
+        "photo.heic": b"\x00",
+    })  # fmt: skip
     return IndexedRoot.objects.create(name="Papers", path="papers", exclude_patterns=["**/private/**"])
 
 

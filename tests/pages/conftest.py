@@ -1,27 +1,10 @@
 """The HTML pages: home, library tree, roots, search, ask, the preview page, translation and who may reach which URL.
 
 The session-wide fixtures (the embedded stack, indexed shelves, the live
-server, users and clients) come from tests/conftest.py; here, what the
-search and ask pages' tests share."""
+server, users and clients) come from tests/conftest.py; here, the
+library the search pages' tests search."""
 
 import pytest
-
-from tests.lightrag_fakes import no_llm_health, query_stream_lines
-
-
-@pytest.fixture
-def with_llm(fake_lightrag):
-    fake_lightrag.on("GET", "/health", "health.json")
-    fake_lightrag.on("POST", "/query/data", "query_data_naive.json")
-    fake_lightrag.on("POST", "/query/stream", (200, query_stream_lines()))
-    return fake_lightrag
-
-
-@pytest.fixture
-def without_llm(fake_lightrag):
-    fake_lightrag.on("GET", "/health", no_llm_health())
-    fake_lightrag.on("POST", "/query/data", "query_data_naive.json")
-    return fake_lightrag
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from django.contrib.auth.models import Group
 
 from mnote.library.models import IndexedRoot, Job, Source
 from tests.factories import restricted_root
+from tests.factories import root_form
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
@@ -340,20 +341,6 @@ def test_it_lists_lightrag_unmapped_file_names_for_admins(admin_client, lightrag
 
 
 # --- roots ----------------------------------------------------------------------
-
-
-def root_form(**fields):
-    data = {
-        "name": "Papers",
-        "path": "papers",
-        "recursive": "on",
-        "exclude_patterns": "",
-        "run_on_change": "on",
-        "enabled": "on",
-        "visible_to_all": "on",
-    }
-    data.update(fields)
-    return data
 
 
 def test_it_lists_roots_for_admins(admin_client, papers, board):

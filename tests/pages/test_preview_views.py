@@ -6,26 +6,10 @@ import re
 import lxml.html
 import pytest
 
-from mnote.library.models import IndexedRoot, Source
+from mnote.library.models import Source
 from tests import preview_files as files
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def shelf(library_dir, settings, tmp_path):
-    settings.DATA_DIR = tmp_path / "data"
-    folder = library_dir / "shelf"
-    folder.mkdir()
-    root = IndexedRoot.objects.create(name="Shelf", path="shelf")
-
-    def add(name: str, make=None) -> Source:
-        path = folder / name
-        if make:
-            make(path)
-        return Source.objects.create(root=root, relative_path=name, absolute_path=str(path), status="indexed")
-
-    return add
 
 
 @pytest.mark.parametrize(

@@ -10,18 +10,19 @@ import pytest
 from django.contrib.messages import get_messages
 
 from mnote.library.models import IndexedRoot, Job, Source
+from tests.factories import root_form
+from tests.files import write_files
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture
 def papers_dir(library_dir, input_dir):
-    folder = library_dir / "papers"
-    (folder / "private").mkdir(parents=True)
-    (folder / "intro.md").write_text("# Intro\nWelcome.")
-    (folder / "report.txt").write_text("Quarterly report.")
-    (folder / "private" / "draft.md").write_text("Not for the library.")
-    return folder
+    return write_files(library_dir / "papers", {
+        "intro.md": "# Intro\nWelcome.",
+        "report.txt": "Quarterly report.",
+        "private/draft.md": "Not for the library.",
+    })  # fmt: skip
 
 
 @pytest.fixture
@@ -29,21 +30,6 @@ def papers(admin_client, papers_dir):
     # Followed, so its messages are shown here and not in the next response.
     admin_client.post("/admin/library/indexedroot/add/", root_form(path="papers"), follow=True)
     return IndexedRoot.objects.get()
-
-
-def root_form(**fields):
-    data = {
-        "name": "Papers",
-        "path": "papers",
-        "recursive": "on",
-        "exclude_patterns": "",
-        "run_on_change": "on",
-        "enabled": "on",
-        "visible_to_all": "on",
-        "_save": "Save",
-    }
-    data.update(fields)
-    return data
 
 
 def shown_messages(response) -> list[str]:
