@@ -72,12 +72,10 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
 from lxml import etree
-from stack_harness import in_process_app  # bench/stack_harness.py, beside this file
+from stack_harness import PASSWORD, USERNAME, in_process_app, register_indexed  # bench/stack_harness.py, beside this file
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 RESULTS_FILE = REPO_DIR / "bench" / "results" / "locate_accuracy.json"
-USERNAME = "bench-member"
-PASSWORD = "bench-member-pass-123"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
@@ -433,29 +431,11 @@ def write_adversarial(folder: Path) -> list[tuple[Path, list[Target]]]:
 # --- the app -------------------------------------------------------------------------
 
 
-# The bench opens hundreds of previews a minute: no per-user render budget.
-NO_RENDER_BUDGET = {"MNOTE_PREVIEW_RENDERS_PER_MINUTE": "0"}
-
-
-def register(base_dir: Path, files: list[Path]) -> dict[str, int]:
-    from django.contrib.auth import get_user_model
-    from django.core.management import call_command
-    from django.db import connections
-
-    from mnote.library.models import IndexedRoot, Source
-
-    call_command("migrate", verbosity=0, interactive=False)
-    get_user_model().objects.create_user(USERNAME, password=PASSWORD)
-    root = IndexedRoot.objects.create(name="Accuracy bench", path="bench")
-    ids = {}
-    for path in files:
-        stat = path.stat()
-        ids[path.name] = Source.objects.create(
-            root=root, relative_path=path.name, absolute_path=str(path),
-            sha256=hashlib.sha256(path.read_bytes()).hexdigest(), size=stat.st_size, mtime=stat.st_mtime, status="indexed",
-        ).pk
-    connections.close_all()
-    return ids
+NO_RENDER_BUDGET = {
+    "MNOTE_LIGHTRAG_URL": "http://127.0.0.1:9",  # no LightRAG: the preview renders from the file
+    # The bench opens hundreds of previews a minute: no per-user render budget.
+    "MNOTE_PREVIEW_RENDERS_PER_MINUTE": "0",
+}
 
 
 # The parent page: opens the preview in a frame (LOAD), sends each locator
@@ -697,7 +677,7 @@ def main(argv=None) -> int:
         from mnote.stack.processes import StackConfig, free_port, web_process
 
         paths = [base_dir / "bench" / n for n in names] + [p for p, _ in own]
-        ids = register(base_dir, paths)
+        ids = register_indexed("Accuracy bench", "bench", {path.name: path for path in paths})
         print(f"{len(names)} corpus files ({sum(held_back(n) for n in names)} held back), "
               f"{len(all_targets)} targets: {dict(Counter(t.kind for t in all_targets))}", flush=True)
         port = args.port_base or free_port()

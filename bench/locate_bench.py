@@ -41,7 +41,6 @@ web app is stopped and the temporary dir removed at the end.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import random
@@ -54,13 +53,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from machine import machine_info  # bench/machine.py, beside this file
-from stack_harness import in_process_app  # bench/stack_harness.py, beside this file
+from stack_harness import PASSWORD, USERNAME, in_process_app, register_indexed  # bench/stack_harness.py, beside this file
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_DIR / "bench" / "results"
 RESULTS_FILE = RESULTS_DIR / "locate_bench.json"
-USERNAME = "bench-member"
-PASSWORD = "bench-member-pass-123"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 PART_EVERY = 200  # "#" heading every 200 paragraphs
 SECTION_EVERY = 20  # "##" heading every 20 paragraphs
@@ -265,32 +262,8 @@ def build_locators(blocks: list[Block], seed: int = 77) -> tuple[list[dict], dic
 # --- the app --------------------------------------------------------------------
 
 
-def register(base_dir: Path, files: list[Path]) -> dict[str, int]:
-    """Migrate, a member user, and one indexed Source row per file."""
-    from django.contrib.auth import get_user_model
-    from django.core.management import call_command
-    from django.db import connections
-
-    from mnote.library.models import IndexedRoot, Source
-
-    call_command("migrate", verbosity=0, interactive=False)
-    get_user_model().objects.create_user(USERNAME, password=PASSWORD)
-    root = IndexedRoot.objects.create(name="Locate bench", path="bench")
-    ids = {}
-    for path in files:
-        stat = path.stat()
-        source = Source.objects.create(
-            root=root,
-            relative_path=str(path.relative_to(base_dir / "bench")),
-            absolute_path=str(path),
-            sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
-            size=stat.st_size,
-            mtime=stat.st_mtime,
-            status="indexed",
-        )
-        ids[path.suffix] = source.pk
-    connections.close_all()
-    return ids
+# No LightRAG: the preview renders from the file alone. Nothing listens here.
+NO_LIGHTRAG = {"MNOTE_LIGHTRAG_URL": "http://127.0.0.1:9"}
 
 
 # --- in the page ----------------------------------------------------------------
@@ -541,7 +514,7 @@ def main(argv=None) -> int:
         data_dir, base_dir = tmp / "data", tmp / "library"
         (base_dir / "bench").mkdir(parents=True)
         data_dir.mkdir()
-        env = in_process_app(data_dir, base_dir)
+        env = in_process_app(data_dir, base_dir, **NO_LIGHTRAG)
         import django
 
         django.setup()
@@ -557,7 +530,8 @@ def main(argv=None) -> int:
         sizes = {p.suffix: p.stat().st_size for p in files}
         kinds = {b.kind: sum(1 for x in blocks if x.kind == b.kind) for b in blocks}
         print(f"generated {len(blocks)} blocks ({kinds}); " + ", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in sizes.items()), flush=True)
-        ids = register(base_dir, files)
+        registered = register_indexed("Locate bench", "bench", {str(p.relative_to(base_dir / "bench")): p for p in files})
+        ids = {Path(relative).suffix: pk for relative, pk in registered.items()}
         locators, cjk = build_locators(blocks)
 
         port = free_port()

@@ -88,16 +88,14 @@ def start_stack(data_dir: Path, **kwargs):
 
 def app_env(data_dir: Path, stack=None, *, library_dir: Path | None = None) -> dict[str, str]:
     """The app's environment: its data in ``data_dir``, its library in
-    ``library_dir`` (``data_dir/library`` unless given), LightRAG the stack's;
-    with no stack, a LightRAG address where nothing listens (the previews
-    render from the file alone)."""
+    ``library_dir`` (``data_dir/library`` unless given), LightRAG the stack's
+    when there is one."""
     env = {
         "DJANGO_SETTINGS_MODULE": "mnote.settings",
         "MNOTE_DATA_DIR": str(data_dir),
         "MNOTE_LIBRARY_BASE_DIR": str(library_dir or data_dir / "library"),
-        "MNOTE_LIGHTRAG_URL": "http://127.0.0.1:9",
         "MNOTE_SECRET_KEY": SECRET_KEY,
-        "MNOTE_DEBUG": "0",
+        "MNOTE_DEBUG": "0",  # DEBUG would keep every query in memory
         "MNOTE_LOG_LEVEL": "WARNING",
     }
     if stack is not None:
@@ -106,8 +104,9 @@ def app_env(data_dir: Path, stack=None, *, library_dir: Path | None = None) -> d
 
 
 def in_process_app(data_dir: Path, library_dir: Path, **extra: str) -> dict[str, str]:
-    """The app's environment (no LightRAG) set in this process, for a bench
-    that runs Django in-process; ``extra``: more variables."""
+    """The app's environment (no stack) set in this process, before Django
+    reads its settings, for a bench that runs Django in-process; ``extra``:
+    more variables."""
     clean_environ()
     env = {**app_env(data_dir, library_dir=library_dir), **extra}
     os.environ.update(env)
@@ -126,6 +125,38 @@ def manage(argv: list[str], env: dict[str, str], timeout: float = 900) -> str:
     if result.returncode != 0:
         raise SystemExit(f"manage.py {' '.join(argv)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
     return result.stdout
+
+
+def register_indexed(root_name: str, root_path: str, files: dict[str, Path]) -> dict[str, int]:
+    """In-process, once Django is set up: migrate, the bench's member, a root,
+    and one indexed Source row for each relative path's file (no LightRAG
+    needed: the previews render from the file). Returns each relative path's
+    Source id."""
+    import hashlib
+
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.db import connections
+
+    from mnote.library.models import IndexedRoot, Source
+
+    call_command("migrate", verbosity=0, interactive=False)
+    get_user_model().objects.create_user(USERNAME, password=PASSWORD)
+    root = IndexedRoot.objects.create(name=root_name, path=root_path)
+    ids = {}
+    for relative, path in files.items():
+        stat = path.stat()
+        ids[relative] = Source.objects.create(
+            root=root,
+            relative_path=relative,
+            absolute_path=str(path),
+            sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+            size=stat.st_size,
+            mtime=stat.st_mtime,
+            status="indexed",
+        ).pk
+    connections.close_all()
+    return ids
 
 
 def gunicorn(env: dict, port: int, log: Path, *args: str) -> subprocess.Popen:
