@@ -72,7 +72,7 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
 from lxml import etree
-from stack_harness import PASSWORD, USERNAME, in_process_app, register_indexed  # bench/stack_harness.py, beside this file
+from stack_harness import PASSWORD, USERNAME, in_process_app_in, register_indexed  # bench/stack_harness.py, beside this file
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 RESULTS_FILE = REPO_DIR / "bench" / "results" / "locate_accuracy.json"
@@ -641,10 +641,7 @@ def main(argv=None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="mnote-locate-accuracy-"))
     web = None
     try:
-        data_dir, base_dir = tmp / "data", tmp / "library"
-        (base_dir / "bench").mkdir(parents=True)
-        data_dir.mkdir()
-        env = in_process_app(data_dir, base_dir, **NO_RENDER_BUDGET)
+        env, data_dir, base_dir = in_process_app_in(tmp, "bench", **NO_RENDER_BUDGET)
         files = sorted(corpus.glob("*.docx"))
         if args.only:
             files = [f for f in files if args.only in f.name]
@@ -801,10 +798,7 @@ def run_e2e(args) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="mnote-locate-e2e-"))
     stack = web = None
     try:
-        data_dir, base_dir = tmp / "data", tmp / "library"
-        (base_dir / "e2e").mkdir(parents=True)
-        data_dir.mkdir()
-        env = in_process_app(data_dir, base_dir, **NO_RENDER_BUDGET)
+        env, data_dir, base_dir = in_process_app_in(tmp, "e2e", **NO_RENDER_BUDGET)
         from mnote.stack.processes import web_process
         from stack_harness import new_stack  # bench/stack_harness.py, beside this file
 

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from machine import machine_info  # bench/machine.py, beside this file
-from stack_harness import PASSWORD, USERNAME, in_process_app, register_indexed  # bench/stack_harness.py, beside this file
+from stack_harness import PASSWORD, USERNAME, in_process_app_in, register_indexed  # bench/stack_harness.py, beside this file
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_DIR / "bench" / "results"
@@ -511,10 +511,7 @@ def main(argv=None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="mnote-locate-bench-"))
     web = None
     try:
-        data_dir, base_dir = tmp / "data", tmp / "library"
-        (base_dir / "bench").mkdir(parents=True)
-        data_dir.mkdir()
-        env = in_process_app(data_dir, base_dir, **NO_LIGHTRAG)
+        env, data_dir, base_dir = in_process_app_in(tmp, "bench", **NO_LIGHTRAG)
         import django
 
         django.setup()

@@ -113,6 +113,15 @@ def in_process_app(data_dir: Path, library_dir: Path, **extra: str) -> dict[str,
     return env
 
 
+def in_process_app_in(tmp: Path, root: str = "", **extra: str) -> tuple[dict[str, str], Path, Path]:
+    """``tmp/data`` and ``tmp/library`` (with the folder ``root`` in it) made,
+    and ``in_process_app`` pointed at them: (environment, data dir, library dir)."""
+    data_dir, library_dir = tmp / "data", tmp / "library"
+    (library_dir / root).mkdir(parents=True)
+    data_dir.mkdir()
+    return in_process_app(data_dir, library_dir, **extra), data_dir, library_dir
+
+
 def manage(argv: list[str], env: dict[str, str], timeout: float = 900) -> str:
     result = subprocess.run(
         [sys.executable, str(REPO_DIR / "manage.py"), *argv],

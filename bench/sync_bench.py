@@ -69,7 +69,7 @@ import time
 from pathlib import Path
 
 from machine import machine_info  # bench/machine.py, beside this file
-from stack_harness import in_process_app  # bench/stack_harness.py, beside this file
+from stack_harness import in_process_app_in  # bench/stack_harness.py, beside this file
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_DIR / "bench" / "results"
@@ -324,10 +324,7 @@ def main(argv=None) -> int:
 
     tmp = Path(tempfile.mkdtemp(prefix="mnote-sync-bench-"))
     try:
-        data_dir, base_dir = tmp / "data", tmp / "library"
-        data_dir.mkdir()
-        base_dir.mkdir()
-        in_process_app(data_dir, base_dir)
+        _, data_dir, base_dir = in_process_app_in(tmp)
         import django
 
         django.setup()
