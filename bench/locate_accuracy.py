@@ -72,7 +72,7 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
 from lxml import etree
-from stack_harness import PASSWORD, USERNAME, in_process_app_in, register_indexed  # bench/stack_harness.py, beside this file
+from stack_harness import PASSWORD, USERNAME, in_process_app_in, log_in_page, register_indexed  # bench/stack_harness.py, beside this file
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 RESULTS_FILE = REPO_DIR / "bench" / "results" / "locate_accuracy.json"
@@ -697,11 +697,7 @@ def main(argv=None) -> int:
                 page = context.new_page()
                 cdp = context.new_cdp_session(page)
                 cdp.send("Performance.enable")
-                page.goto(f"{base_url}/accounts/login/")
-                page.fill("#id_username", USERNAME)
-                page.fill("#id_password", PASSWORD)
-                page.click("button.primary")
-                page.wait_for_url(f"{base_url}/", timeout=60_000)
+                log_in_page(page, base_url)
                 for n, (doc, targets) in enumerate(sorted(by_doc.items())):
                     items = [{"locator": {"precision": "paragraph", "evidenceText": t.evidence, "searchQuery": t.query,
                                           "headingPath": [t.heading] if t.heading else []}, "query": t.query} for t in targets]
@@ -893,11 +889,7 @@ def run_e2e(args) -> dict:
                 page = browser.new_context(viewport={"width": 1200, "height": 900}).new_page()
                 cdp = page.context.new_cdp_session(page)
                 cdp.send("Performance.enable")
-                page.goto(f"{base_url}/accounts/login/")
-                page.fill("#id_username", USERNAME)
-                page.fill("#id_password", PASSWORD)
-                page.click("button.primary")
-                page.wait_for_url(f"{base_url}/", timeout=60_000)
+                log_in_page(page, base_url)
                 for source_id, items in by_source.items():
                     page.goto(f"{base_url}/")
                     answer = run_document(page, cdp, f"/preview/{source_id}/", [{"locator": c.locator, "query": c.search_query} for c, _ in items])

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from machine import machine_info  # bench/machine.py, beside this file
-from stack_harness import PASSWORD, USERNAME, in_process_app_in, register_indexed  # bench/stack_harness.py, beside this file
+from stack_harness import in_process_app_in, log_in_page, register_indexed  # bench/stack_harness.py, beside this file
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_DIR / "bench" / "results"
@@ -548,11 +548,7 @@ def main(argv=None) -> int:
             try:
                 context = browser.new_context(viewport={"width": 1200, "height": 900}, locale="en-US")
                 page = context.new_page()
-                page.goto(f"{base_url}/accounts/login/")
-                page.fill("#id_username", USERNAME)
-                page.fill("#id_password", PASSWORD)
-                page.click("button.primary")
-                page.wait_for_url(f"{base_url}/", timeout=60_000)
+                log_in_page(page, base_url)
                 page.close()
                 for suffix, kind in ((".md", "markdown"), (".docx", "docx")):
                     if suffix not in ids:

@@ -187,6 +187,16 @@ def gunicorn(env: dict, port: int, log: Path, *args: str) -> subprocess.Popen:
     raise SystemExit(f"web did not start; see {log}")
 
 
+def log_in_page(page, base_url: str) -> None:
+    """Log a Playwright page in as the member ``CREATE_USER`` (or
+    ``register_indexed``) made, through the login form."""
+    page.goto(f"{base_url}/accounts/login/")
+    page.fill("#id_username", USERNAME)
+    page.fill("#id_password", PASSWORD)
+    page.click("button.primary")
+    page.wait_for_url(f"{base_url}/", timeout=60_000)
+
+
 def logged_in_client(base_url: str) -> httpx.Client:
     """A client logged in as the member ``CREATE_USER`` made."""
     client = httpx.Client(base_url=base_url, timeout=httpx.Timeout(120.0, connect=5.0))
