@@ -11,26 +11,20 @@ LIGHTRAG_VENV := .venv-lightrag
 PY := $(VENV)/bin/python
 
 # The tests that touch the database run again on a real PostgreSQL (started
-# by the test session). SQLite only, for their cost (all pass on PostgreSQL):
-# test_api_fuzz (~3 min there), test_mcp (stdio subprocesses), the preview
-# render tests (test_preview_views, test_preview_limits), test_anchoring (3 of
-# 29 touch it), the live-LightRAG and browser tests; test_sync_concurrency
-# runs on both databases in the first pass already.
-POSTGRES_TESTS ?= tests/test_jobs.py tests/test_ingest.py tests/test_ingest_recovery.py tests/test_sync.py \
-	tests/test_visibility.py tests/test_api.py tests/test_api_auth.py tests/test_authorization_matrix.py \
-	tests/test_ask_views.py tests/test_search_page.py tests/test_workspace_search.py tests/test_citation_mapper.py \
-	tests/test_doc_index.py tests/test_permalinks.py tests/test_home.py tests/test_dashboard.py \
-	tests/test_library_tree.py tests/test_library_commands.py tests/test_source_files.py tests/test_roots_form.py \
-	tests/test_root_admin.py tests/test_watcher.py tests/test_text_limit.py tests/test_malformed_input.py \
-	tests/test_ensure_admin.py tests/test_translation.py tests/test_sessions.py tests/test_people.py tests/test_uploads.py \
-	tests/test_progress.py tests/test_searchable_or_why.py tests/test_citation_reanchor.py tests/test_token_page.py \
-	tests/test_relevance_floor.py $(POSTGRES_ONLY_TESTS)
-# Run in the PostgreSQL pass only: LightRAG itself with every store in
-# PostgreSQL, two servers on one database (their own LightRAGs and model
-# endpoint would cost the SQLite pass as much again),
-# and several workers on one PostgreSQL (they need it whichever pass runs
-# them; the PostgreSQL pass, beside the longer SQLite one, has the time).
-POSTGRES_ONLY_TESTS := tests/test_lightrag_postgres.py tests/test_workers_postgres.py
+# by the test session): each such test file says so with the `postgres` marker
+# (`pytestmark`), so a file that moves or is added keeps its place in the pass.
+# SQLite only, for their cost (all pass on PostgreSQL): test_api_fuzz (~3 min
+# there), test_mcp (stdio subprocesses), the preview render tests
+# (test_preview_views, test_preview_limits), test_anchoring (3 of 29 touch it),
+# the live-LightRAG and browser tests; test_sync_concurrency runs on both
+# databases in the first pass already.
+# Marked `postgres_only`, run in the PostgreSQL pass only: LightRAG itself with
+# every store in PostgreSQL, two servers on one database (their own LightRAGs
+# and model endpoint would cost the SQLite pass as much again), and several
+# workers on one PostgreSQL (they need it whichever pass runs them; the
+# PostgreSQL pass, beside the longer SQLite one, has the time).
+POSTGRES_PASS ?= -m "postgres or postgres_only"
+SQLITE_PASS := -m "not postgres_only"
 
 .PHONY: run run-scaled test test-postgres install install-lightrag install-browser install-postgres clean-data
 
@@ -53,14 +47,14 @@ run-scaled: install install-lightrag install-postgres
 # Its output follows the first pass's; either failing fails the target.
 test: install install-lightrag install-browser install-postgres
 	@log=$$(mktemp); \
-	MNOTE_TEST_DATABASE=postgresql $(PY) -m pytest -p no:cacheprovider $(POSTGRES_TESTS) >$$log 2>&1 & postgres=$$!; trap "kill $$postgres 2>/dev/null" INT TERM; \
-	$(PY) -m pytest $(PYTEST_ARGS) $(POSTGRES_ONLY_TESTS:%=--ignore=%); sqlite=$$?; \
+	MNOTE_TEST_DATABASE=postgresql $(PY) -m pytest -p no:cacheprovider $(POSTGRES_PASS) >$$log 2>&1 & postgres=$$!; trap "kill $$postgres 2>/dev/null" INT TERM; \
+	$(PY) -m pytest $(SQLITE_PASS) $(PYTEST_ARGS); sqlite=$$?; \
 	wait $$postgres; pg=$$?; \
 	echo; echo "=== the PostgreSQL pass (MNOTE_TEST_DATABASE=postgresql) ==="; cat $$log; rm -f $$log; \
 	test $$sqlite -eq 0 && test $$pg -eq 0
 
 test-postgres: install install-lightrag install-postgres
-	MNOTE_TEST_DATABASE=postgresql $(PY) -m pytest $(POSTGRES_TESTS)
+	MNOTE_TEST_DATABASE=postgresql $(PY) -m pytest $(POSTGRES_PASS)
 
 install: $(VENV)/.installed
 

@@ -32,7 +32,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from search_latency_bench import QUERIES, REPO_DIR, app_env, clean_environ, manage  # noqa: E402
+from search_latency_bench import QUERIES  # noqa: E402
+from stack_harness import app_env, clean_environ, manage, start_stack  # noqa: E402
 
 MEASURE = r"""
 import json, os
@@ -80,21 +81,15 @@ def main(argv=None) -> int:
     parser.add_argument("--chunk-top-k", type=int, default=10, help="chunks asked of LightRAG per search (default 10)")
     args = parser.parse_args(argv)
     clean_environ()
-    sys.path.insert(0, str(REPO_DIR))
-    from mnote.stack.processes import EmbeddedStack, StackConfig
     from mnote.stack.managed import free_port
 
     tmp = Path(tempfile.mkdtemp(prefix="mnote-agent-payload-bench-"))
     stack = None
     try:
-        cache = REPO_DIR / "data" / "tiktoken"
-        if cache.is_dir():
-            shutil.copytree(cache, tmp / "tiktoken")
         (tmp / "library").mkdir()
         ports = [args.port_base, args.port_base + 1] if args.port_base else [free_port(), free_port()]
-        stack = EmbeddedStack(StackConfig(data_dir=tmp, lightrag_port=ports[1], model_port=ports[0]))
         print(f"starting the embedded stack in {tmp} …", flush=True)
-        stack.start()
+        stack = start_stack(tmp, lightrag_port=ports[1], model_port=ports[0])
         env = {**app_env(tmp, stack), "MNOTE_ALLOWED_HOSTS": "testserver"}
         manage(["migrate", "--verbosity", "0"], env)
         print("  " + "\n  ".join(manage(["load_demo"], env).strip().splitlines()), flush=True)

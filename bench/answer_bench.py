@@ -46,12 +46,13 @@ sys.path.insert(0, str(REPO_DIR / "bench"))
 sys.path.insert(0, str(REPO_DIR))
 
 from machine import machine_info  # noqa: E402
-from search_latency_bench import (  # noqa: E402  (same environment handling as the search benchmark)
+from stack_harness import (  # noqa: E402
     CREATE_USER,
     app_env,
     clean_environ,
     logged_in_client,
     manage,
+    start_stack,
 )
 
 RESULTS_FILE = REPO_DIR / "bench" / "results" / "answer_bench.json"
@@ -161,29 +162,22 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     clean_environ()
     from mnote.stack.answering_model import TEST_ANSWER_MODEL
-    from mnote.stack.processes import EmbeddedStack, ExternalModel, StackConfig, web_process
+    from mnote.stack.processes import ExternalModel, web_process
     from mnote.stack.managed import free_port
 
     tmp = Path(tempfile.mkdtemp(prefix="mnote-answer-bench-"))
     stack = web = None
     try:
-        cache = REPO_DIR / "data" / "tiktoken"
-        if cache.is_dir():
-            shutil.copytree(cache, tmp / "tiktoken")
         (tmp / "library").mkdir()
         model_port = free_port()
-        stack = EmbeddedStack(
-            StackConfig(
-                data_dir=tmp,
-                lightrag_port=free_port(),
-                model_port=model_port,
-                llm=ExternalModel("openai", f"http://127.0.0.1:{model_port}/v1", TEST_ANSWER_MODEL, "none"),
-                test_answers=True,
-                llm_cache=False,
-            )
-        )
         print(f"starting the stack with the test answering model in {tmp} …", flush=True)
-        stack.start()
+        stack = start_stack(
+            tmp,
+            model_port=model_port,
+            llm=ExternalModel("openai", f"http://127.0.0.1:{model_port}/v1", TEST_ANSWER_MODEL, "none"),
+            test_answers=True,
+            llm_cache=False,
+        )
         env = app_env(tmp, stack)
         manage(["migrate", "--verbosity", "0"], env)
         manage(["shell", "-c", CREATE_USER], env)

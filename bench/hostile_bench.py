@@ -54,6 +54,7 @@ import httpx  # noqa: E402
 
 from machine import machine_info  # noqa: E402
 from mnote.stack.processes import gunicorn_layout  # noqa: E402
+from stack_harness import gunicorn  # noqa: E402
 
 RESULTS_FILE = REPO / "bench" / "results" / "hostile_bench.json"
 CORPUS = Path(os.environ.get("MNOTE_CORPUS", REPO.parent / "shared" / "corpus"))
@@ -401,20 +402,7 @@ def prepare(folder: Path, files: dict[str, bytes]) -> tuple[dict, dict[str, int]
 
 
 def serve(env: dict, port: int, log: Path) -> subprocess.Popen:
-    web = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "mnote.wsgi", "--bind", f"127.0.0.1:{port}", *gunicorn_layout(), "--timeout", "120"],
-        env=env, cwd=REPO, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/accounts/login/", timeout=2).status_code == 200:
-                return web
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    web.kill()
-    raise SystemExit(f"web did not start; see {log}")
+    return gunicorn(env, port, log, *gunicorn_layout(), "--timeout", "120")
 
 
 def log_in(base: str) -> httpx.Client:

@@ -17,7 +17,7 @@ Everything real, on free loopback ports, in a temporary data dir: the
 embedded stack (``mnote.stack.processes.EmbeddedStack``: the local model
 endpoint, which times itself at start-up, and ``lightrag-server`` with the
 embedding limits sized from that measurement), a fresh SQLite registry, and
-the worker's own loop (``mnote.library.worker.work_once``: jobs, status
+the worker's own loop (``mnote.library.ingest.work_once``: jobs, status
 bridge, stuck-source recovery, retries in small waves).
 
 The library: ``--limit`` DOCX files taken evenly from the corpus (sorted by
@@ -60,11 +60,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from machine import machine_info  # bench/machine.py, beside this file
+from stack_harness import REPO_DIR, clean_environ, new_stack  # bench/stack_harness.py, beside this file
 
 import httpx
 
-REPO_DIR = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO_DIR))
 RESULTS_FILE = REPO_DIR / "bench" / "results" / "ingest_bench.json"
 DEMO_DIR = REPO_DIR / "mnote" / "demo" / "library"
 QUERIES = [
@@ -75,14 +74,6 @@ QUERIES = [
     "三乙基硅基的稳定性",
     "footnote hyperlink text box",
 ]
-
-
-def clean_environ() -> None:
-    for name in list(os.environ):
-        if name == "DATABASE_URL" or name.startswith("MNOTE_") or name in (
-            "INPUT_DIR", "WORKING_DIR", "LIGHTRAG_API_KEY", "DJANGO_SETTINGS_MODULE",
-        ):
-            del os.environ[name]
 
 
 def pick(corpus: Path, limit: int, per_kind: int | None = None) -> list[Path]:
@@ -149,7 +140,7 @@ def per_kind_report(rows) -> dict:
             try:
                 with open(source.absolute_path, "rb") as handle:
                     shows_text = any(block.strip() for block in rendered_block_texts(handle, source.file_name,
-                                                                                     path=Path(source.absolute_path)) or [])
+                                                                                     Path(source.absolute_path)) or [])
             except Exception:  # the preview refuses it too
                 shows_text = False
             if shows_text:
@@ -171,9 +162,6 @@ class Run:
     """One embedded stack in its own data dir, and the registry pointed at it."""
 
     def __init__(self, tmp: Path, name: str, files: list[Path], corpus: Path | None = None, ports: tuple[int, int] | None = None):
-        from mnote.stack.processes import EmbeddedStack, StackConfig
-        from mnote.stack.managed import free_port
-
         self.data_dir = tmp / name
         self.library = self.data_dir / "library"
         (self.library / "corpus").mkdir(parents=True)
@@ -183,11 +171,8 @@ class Run:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(f, target)
         shutil.copytree(DEMO_DIR, self.library / "demo")
-        cache = REPO_DIR / "data" / "tiktoken"
-        if cache.is_dir():
-            shutil.copytree(cache, self.data_dir / "tiktoken")
-        lightrag_port, model_port = ports or (free_port(), free_port())
-        self.stack = EmbeddedStack(StackConfig(data_dir=self.data_dir, lightrag_port=lightrag_port, model_port=model_port))
+        lightrag_port, model_port = ports or (None, None)
+        self.stack = new_stack(self.data_dir, lightrag_port=lightrag_port, model_port=model_port)
 
     def start(self) -> None:
         from django.conf import settings

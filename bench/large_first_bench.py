@@ -27,7 +27,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from ingest_bench import REPO_DIR, clean_environ  # bench/ingest_bench.py, beside this file
+from stack_harness import REPO_DIR, clean_environ, start_stack  # bench/stack_harness.py, beside this file
 
 RESULTS_FILE = REPO_DIR / "bench" / "results" / "large_first_bench.json"
 WORDS = ("mirror telescope dome shutter night observer calibration filter exposure guide star focus "
@@ -57,22 +57,16 @@ def scenario(tmp: Path, name: str, small: int, large_chunks: int, alone_kb: int 
     from mnote.library.sync import sync_root
     from mnote.lightrag import LightRAGError, load_config
     from mnote.lightrag.provider import lightrag_client
-    from mnote.stack.processes import EmbeddedStack, StackConfig
-    from mnote.stack.managed import free_port
 
     data_dir = tmp / name
     folder = data_dir / "library" / "notes"
     folder.mkdir(parents=True)
-    cache = REPO_DIR / "data" / "tiktoken"
-    if cache.is_dir():
-        shutil.copytree(cache, data_dir / "tiktoken")
     if large_chunks:
         (folder / "large-manual.md").write_text(large_document(large_chunks))
     for i in range(small):
         (folder / f"note-{i:03d}.md").write_text(small_note(i))
-    lightrag_port, model_port = ports or (free_port(), free_port())
-    stack = EmbeddedStack(StackConfig(data_dir=data_dir, lightrag_port=lightrag_port, model_port=model_port))
-    stack.start()
+    lightrag_port, model_port = ports or (None, None)
+    stack = start_stack(data_dir, lightrag_port=lightrag_port, model_port=model_port)
     try:
         config = stack.config
         settings.MNOTE_LIBRARY_BASE_DIR = data_dir / "library"

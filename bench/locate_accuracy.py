@@ -72,11 +72,10 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
 from lxml import etree
+from stack_harness import PASSWORD, USERNAME, in_process_app_in, log_in_page, register_indexed  # bench/stack_harness.py, beside this file
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 RESULTS_FILE = REPO_DIR / "bench" / "results" / "locate_accuracy.json"
-USERNAME = "bench-member"
-PASSWORD = "bench-member-pass-123"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
@@ -432,46 +431,11 @@ def write_adversarial(folder: Path) -> list[tuple[Path, list[Target]]]:
 # --- the app -------------------------------------------------------------------------
 
 
-def prepare_environment(data_dir: Path, base_dir: Path) -> dict[str, str]:
-    for name in list(os.environ):
-        if name == "DATABASE_URL" or name.startswith("MNOTE_") or name in ("INPUT_DIR", "WORKING_DIR", "LIGHTRAG_API_KEY"):
-            del os.environ[name]
-    env = {
-        "DJANGO_SETTINGS_MODULE": "mnote.settings",
-        "MNOTE_DATA_DIR": str(data_dir),
-        "MNOTE_LIBRARY_BASE_DIR": str(base_dir),
-        "MNOTE_LIGHTRAG_URL": "http://127.0.0.1:9",  # no LightRAG: the preview renders from the file
-        "MNOTE_DEBUG": "0",
-        "MNOTE_LOG_LEVEL": "WARNING",
-        "MNOTE_SECRET_KEY": "bench-only-not-secret",
-        # The bench opens hundreds of previews a minute: no per-user render budget.
-        "MNOTE_PREVIEW_RENDERS_PER_MINUTE": "0",
-    }
-    os.environ.update(env)
-    if str(REPO_DIR) not in sys.path:
-        sys.path.insert(0, str(REPO_DIR))
-    return env
-
-
-def register(base_dir: Path, files: list[Path]) -> dict[str, int]:
-    from django.contrib.auth import get_user_model
-    from django.core.management import call_command
-    from django.db import connections
-
-    from mnote.library.models import IndexedRoot, Source
-
-    call_command("migrate", verbosity=0, interactive=False)
-    get_user_model().objects.create_user(USERNAME, password=PASSWORD)
-    root = IndexedRoot.objects.create(name="Accuracy bench", path="bench")
-    ids = {}
-    for path in files:
-        stat = path.stat()
-        ids[path.name] = Source.objects.create(
-            root=root, relative_path=path.name, absolute_path=str(path),
-            sha256=hashlib.sha256(path.read_bytes()).hexdigest(), size=stat.st_size, mtime=stat.st_mtime, status="indexed",
-        ).pk
-    connections.close_all()
-    return ids
+NO_RENDER_BUDGET = {
+    "MNOTE_LIGHTRAG_URL": "http://127.0.0.1:9",  # no LightRAG: the preview renders from the file
+    # The bench opens hundreds of previews a minute: no per-user render budget.
+    "MNOTE_PREVIEW_RENDERS_PER_MINUTE": "0",
+}
 
 
 # The parent page: opens the preview in a frame (LOAD), sends each locator
@@ -677,10 +641,7 @@ def main(argv=None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="mnote-locate-accuracy-"))
     web = None
     try:
-        data_dir, base_dir = tmp / "data", tmp / "library"
-        (base_dir / "bench").mkdir(parents=True)
-        data_dir.mkdir()
-        env = prepare_environment(data_dir, base_dir)
+        env, data_dir, base_dir = in_process_app_in(tmp, "bench", **NO_RENDER_BUDGET)
         files = sorted(corpus.glob("*.docx"))
         if args.only:
             files = [f for f in files if args.only in f.name]
@@ -714,7 +675,7 @@ def main(argv=None) -> int:
         from mnote.stack.managed import free_port
 
         paths = [base_dir / "bench" / n for n in names] + [p for p, _ in own]
-        ids = register(base_dir, paths)
+        ids = register_indexed("Accuracy bench", "bench", {path.name: path for path in paths})
         print(f"{len(names)} corpus files ({sum(held_back(n) for n in names)} held back), "
               f"{len(all_targets)} targets: {dict(Counter(t.kind for t in all_targets))}", flush=True)
         port = args.port_base or free_port()
@@ -737,11 +698,7 @@ def main(argv=None) -> int:
                 page = context.new_page()
                 cdp = context.new_cdp_session(page)
                 cdp.send("Performance.enable")
-                page.goto(f"{base_url}/accounts/login/")
-                page.fill("#id_username", USERNAME)
-                page.fill("#id_password", PASSWORD)
-                page.click("button.primary")
-                page.wait_for_url(f"{base_url}/", timeout=60_000)
+                log_in_page(page, base_url)
                 for n, (doc, targets) in enumerate(sorted(by_doc.items())):
                     items = [{"locator": {"precision": "paragraph", "evidenceText": t.evidence, "searchQuery": t.query,
                                           "headingPath": [t.heading] if t.heading else []}, "query": t.query} for t in targets]
@@ -838,23 +795,19 @@ def run_e2e(args) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="mnote-locate-e2e-"))
     stack = web = None
     try:
-        data_dir, base_dir = tmp / "data", tmp / "library"
-        (base_dir / "e2e").mkdir(parents=True)
-        data_dir.mkdir()
-        env = prepare_environment(data_dir, base_dir)
-        from mnote.stack.processes import EmbeddedStack, StackConfig, web_process
+        env, data_dir, base_dir = in_process_app_in(tmp, "e2e", **NO_RENDER_BUDGET)
+        from mnote.stack.processes import web_process
+        from stack_harness import new_stack  # bench/stack_harness.py, beside this file
 
         ports = tuple(args.port_base + i for i in range(3)) if args.port_base else E2E_PORTS
-        config = StackConfig(data_dir=data_dir / "stack", lightrag_port=ports[0], model_port=ports[1])
-        for cache in (REPO_DIR / "data" / "tiktoken", Path(args.tiktoken_cache) if args.tiktoken_cache else None):
-            if cache and cache.is_dir():
-                shutil.copytree(cache, config.data_dir / "tiktoken")
-                break
+        stack = new_stack(data_dir / "stack", lightrag_port=ports[0], model_port=ports[1])
+        config = stack.config
+        if args.tiktoken_cache and not (config.data_dir / "tiktoken").is_dir():
+            shutil.copytree(args.tiktoken_cache, config.data_dir / "tiktoken")
         # A shared 2-core machine: fewer, smaller and more patient embedding
         # calls, so ingest does not fail on LightRAG's 60 s worker timeout.
         for name, value in (("EMBEDDING_FUNC_MAX_ASYNC", "1"), ("EMBEDDING_BATCH_NUM", "4"), ("EMBEDDING_TIMEOUT", "150")):
             os.environ.setdefault(name, value)
-        stack = EmbeddedStack(config)
         print("e2e: starting the embedded LightRAG …", flush=True)
         stack.start()
         del os.environ["MNOTE_LIGHTRAG_URL"]
@@ -937,11 +890,7 @@ def run_e2e(args) -> dict:
                 page = browser.new_context(viewport={"width": 1200, "height": 900}).new_page()
                 cdp = page.context.new_cdp_session(page)
                 cdp.send("Performance.enable")
-                page.goto(f"{base_url}/accounts/login/")
-                page.fill("#id_username", USERNAME)
-                page.fill("#id_password", PASSWORD)
-                page.click("button.primary")
-                page.wait_for_url(f"{base_url}/", timeout=60_000)
+                log_in_page(page, base_url)
                 for source_id, items in by_source.items():
                     page.goto(f"{base_url}/")
                     answer = run_document(page, cdp, f"/preview/{source_id}/", [{"locator": c.locator, "query": c.search_query} for c, _ in items])

@@ -41,7 +41,6 @@ web app is stopped and the temporary dir removed at the end.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import random
@@ -54,12 +53,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from machine import machine_info  # bench/machine.py, beside this file
+from stack_harness import in_process_app_in, log_in_page, register_indexed  # bench/stack_harness.py, beside this file
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_DIR / "bench" / "results"
 RESULTS_FILE = RESULTS_DIR / "locate_bench.json"
-USERNAME = "bench-member"
-PASSWORD = "bench-member-pass-123"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 PART_EVERY = 200  # "#" heading every 200 paragraphs
 SECTION_EVERY = 20  # "##" heading every 20 paragraphs
@@ -264,52 +262,8 @@ def build_locators(blocks: list[Block], seed: int = 77) -> tuple[list[dict], dic
 # --- the app --------------------------------------------------------------------
 
 
-def prepare_environment(data_dir: Path, base_dir: Path) -> dict[str, str]:
-    for name in list(os.environ):
-        if name == "DATABASE_URL" or name.startswith("MNOTE_") or name in ("INPUT_DIR", "WORKING_DIR", "LIGHTRAG_API_KEY"):
-            del os.environ[name]
-    env = {
-        "DJANGO_SETTINGS_MODULE": "mnote.settings",
-        "MNOTE_DATA_DIR": str(data_dir),
-        "MNOTE_LIBRARY_BASE_DIR": str(base_dir),
-        # No LightRAG: the preview renders from the file alone. Nothing listens here.
-        "MNOTE_LIGHTRAG_URL": "http://127.0.0.1:9",
-        "MNOTE_DEBUG": "0",
-        "MNOTE_LOG_LEVEL": "WARNING",
-        "MNOTE_SECRET_KEY": "bench-only-not-secret",
-    }
-    os.environ.update(env)
-    if str(REPO_DIR) not in sys.path:
-        sys.path.insert(0, str(REPO_DIR))
-    return env
-
-
-def register(base_dir: Path, files: list[Path]) -> dict[str, int]:
-    """Migrate, a member user, and one indexed Source row per file."""
-    from django.contrib.auth import get_user_model
-    from django.core.management import call_command
-    from django.db import connections
-
-    from mnote.library.models import IndexedRoot, Source
-
-    call_command("migrate", verbosity=0, interactive=False)
-    get_user_model().objects.create_user(USERNAME, password=PASSWORD)
-    root = IndexedRoot.objects.create(name="Locate bench", path="bench")
-    ids = {}
-    for path in files:
-        stat = path.stat()
-        source = Source.objects.create(
-            root=root,
-            relative_path=str(path.relative_to(base_dir / "bench")),
-            absolute_path=str(path),
-            sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
-            size=stat.st_size,
-            mtime=stat.st_mtime,
-            status="indexed",
-        )
-        ids[path.suffix] = source.pk
-    connections.close_all()
-    return ids
+# No LightRAG: the preview renders from the file alone. Nothing listens here.
+NO_LIGHTRAG = {"MNOTE_LIGHTRAG_URL": "http://127.0.0.1:9"}
 
 
 # --- in the page ----------------------------------------------------------------
@@ -557,10 +511,7 @@ def main(argv=None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="mnote-locate-bench-"))
     web = None
     try:
-        data_dir, base_dir = tmp / "data", tmp / "library"
-        (base_dir / "bench").mkdir(parents=True)
-        data_dir.mkdir()
-        env = prepare_environment(data_dir, base_dir)
+        env, data_dir, base_dir = in_process_app_in(tmp, "bench", **NO_LIGHTRAG)
         import django
 
         django.setup()
@@ -577,7 +528,8 @@ def main(argv=None) -> int:
         sizes = {p.suffix: p.stat().st_size for p in files}
         kinds = {b.kind: sum(1 for x in blocks if x.kind == b.kind) for b in blocks}
         print(f"generated {len(blocks)} blocks ({kinds}); " + ", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in sizes.items()), flush=True)
-        ids = register(base_dir, files)
+        registered = register_indexed("Locate bench", "bench", {str(p.relative_to(base_dir / "bench")): p for p in files})
+        ids = {Path(relative).suffix: pk for relative, pk in registered.items()}
         locators, cjk = build_locators(blocks)
 
         port = free_port()
@@ -597,11 +549,7 @@ def main(argv=None) -> int:
             try:
                 context = browser.new_context(viewport={"width": 1200, "height": 900}, locale="en-US")
                 page = context.new_page()
-                page.goto(f"{base_url}/accounts/login/")
-                page.fill("#id_username", USERNAME)
-                page.fill("#id_password", PASSWORD)
-                page.click("button.primary")
-                page.wait_for_url(f"{base_url}/", timeout=60_000)
+                log_in_page(page, base_url)
                 page.close()
                 for suffix, kind in ((".md", "markdown"), (".docx", "docx")):
                     if suffix not in ids:

@@ -63,6 +63,7 @@ import time
 from pathlib import Path
 
 from machine import machine_info  # bench/machine.py, beside this file
+from stack_harness import in_process_app, new_stack  # bench/stack_harness.py, beside this file
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_DIR / "bench" / "results"
@@ -114,33 +115,6 @@ EQUATIONS = [
     r"P=\frac{\rho g Q H}{\eta}",
     r"\sigma_{\mathrm{read}}=\sqrt{\frac{1}{N}\sum_{i=1}^{N}(x_i-\bar{x})^2}",
 ]
-
-
-# --- environment --------------------------------------------------------------
-
-
-def prepare_environment(data_dir: Path) -> None:
-    """Point the app at the temporary dir, before Django reads its settings."""
-    for name in list(os.environ):
-        if (
-            name == "DATABASE_URL"
-            or name.startswith("MNOTE_")
-            or name
-            in (
-                "INPUT_DIR",
-                "WORKING_DIR",
-                "LIGHTRAG_API_KEY",
-            )
-        ):
-            del os.environ[name]
-    os.environ["DJANGO_SETTINGS_MODULE"] = "mnote.settings"
-    os.environ["MNOTE_DATA_DIR"] = str(data_dir)
-    os.environ["MNOTE_LIBRARY_BASE_DIR"] = str(data_dir / "library")
-    os.environ["MNOTE_DEBUG"] = "0"  # DEBUG would keep every query in memory
-    os.environ["MNOTE_LOG_LEVEL"] = "WARNING"
-    os.environ["MNOTE_SECRET_KEY"] = "bench-only-not-secret"
-    if str(REPO_DIR) not in sys.path:
-        sys.path.insert(0, str(REPO_DIR))
 
 
 # --- the synthetic document -------------------------------------------------------
@@ -560,17 +534,6 @@ _MISSING = object()
 # --- the baseline: the real embedded stack --------------------------------------
 
 
-def start_stack(stack_dir: Path):
-    from mnote.stack.processes import EmbeddedStack, StackConfig
-    from mnote.stack.managed import free_port
-
-    cache = REPO_DIR / "data" / "tiktoken"
-    if cache.is_dir():
-        shutil.copytree(cache, stack_dir / "tiktoken")
-    stack = EmbeddedStack(StackConfig(data_dir=stack_dir, lightrag_port=free_port(), model_port=free_port()))
-    return stack
-
-
 def stack_client(stack):
     from mnote.lightrag import load_config, make_client
 
@@ -641,7 +604,7 @@ def main(argv=None) -> int:
         data_dir = tmp / "data"
         data_dir.mkdir()
         (data_dir / "library").mkdir()
-        prepare_environment(data_dir)
+        in_process_app(data_dir, data_dir / "library")
         import django
 
         django.setup()
@@ -836,7 +799,7 @@ def main(argv=None) -> int:
         else:
             stack_dir = tmp / "stack"
             stack_dir.mkdir()
-            stack = start_stack(stack_dir)
+            stack = new_stack(stack_dir)
             print("starting the embedded stack …", flush=True)
             t0 = time.perf_counter()
             stack.start()

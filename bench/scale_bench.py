@@ -61,6 +61,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from mnote.stack.processes import WEB_THREADS, gunicorn_layout  # noqa: E402 (after the path)
+from stack_harness import gunicorn, new_stack, seed_tiktoken, start_stack  # noqa: E402 (bench/stack_harness.py, beside this file)
 
 
 
@@ -118,21 +119,7 @@ def prepare(folder: Path, database_url: str | None, lightrag_url: str) -> dict:
 def serve(env: dict, processes: int, threads: int, port: int, log: Path, *, own_sessions: bool) -> subprocess.Popen:
     # Each worker in a session of its own unless asked not to (see bench/gunicorn_own_session.py).
     sessions = ["-c", str(REPO / "bench" / "gunicorn_own_session.py")] if own_sessions else []
-    web = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "mnote.wsgi", "--bind", f"127.0.0.1:{port}",
-         *gunicorn_layout(processes, threads), "--timeout", "120", *sessions],
-        env=env, cwd=REPO, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/accounts/login/", timeout=2).status_code == 200:
-                return web
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    web.kill()
-    raise SystemExit(f"web did not start; see {log}")
+    return gunicorn(env, port, log, *gunicorn_layout(processes, threads), "--timeout", "120", *sessions)
 
 
 # wrk (C, one thread, epoll) drives the load: a Python load generator costs
@@ -405,17 +392,11 @@ def ingest(workers: int, folder: Path, postgres, ports: tuple[int, int], timeout
     is indexed or failed."""
     import psycopg
 
-    from mnote.stack.processes import EmbeddedStack, StackConfig
-
     name = f"ingest_{workers}"
     with psycopg.connect(postgres.url, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     base = postgres.url.rsplit("/", 1)[0]
-    stack = EmbeddedStack(StackConfig(data_dir=folder / name / "stack", lightrag_port=ports[0], model_port=ports[1]))
-    tiktoken = REPO / "data" / "tiktoken"
-    if tiktoken.is_dir():
-        shutil.copytree(tiktoken, folder / name / "stack" / "tiktoken")
-    stack.start()
+    stack = start_stack(folder / name / "stack", lightrag_port=ports[0], model_port=ports[1])
     processes = []
     try:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("MNOTE_", "DATABASE_URL"))}
@@ -509,18 +490,15 @@ def lightrag_pair(folder: Path, postgres, ports: list[int], stacks: list) -> Non
 
     import psycopg
 
-    from mnote.stack.processes import EmbeddedStack, StackConfig
+    from mnote.stack.processes import EmbeddedStack
 
     with psycopg.connect(postgres.url, autocommit=True) as conn:
         conn.execute('CREATE DATABASE "pair_lightrag"')
         conn.execute('CREATE DATABASE "pair_mnote"')
-    tiktoken = next((p for p in (REPO / ".venv-lightrag" / "tiktoken", REPO / "data" / "tiktoken") if p.is_dir()), None)
     first_dir, second_dir = folder / "lightrag-1", folder / "lightrag-2"
-    for data_dir in (first_dir, second_dir):
-        if tiktoken:
-            shutil.copytree(tiktoken, data_dir / "tiktoken", ignore=shutil.ignore_patterns(".seeded"))
-    first = EmbeddedStack(StackConfig(data_dir=first_dir, lightrag_port=ports[0], model_port=ports[2],
-                                      lightrag_postgres=postgres.url.rsplit("/", 1)[0] + "/pair_lightrag"))  # fmt: skip
+    seed_tiktoken(second_dir)
+    first = new_stack(first_dir, lightrag_port=ports[0], model_port=ports[2],
+                      lightrag_postgres=postgres.url.rsplit("/", 1)[0] + "/pair_lightrag")  # fmt: skip
     stacks.append(first)
     first.start()
     # The second machine: its own working folder; the database, input folder (a shared mount) and key are the first's.

@@ -73,15 +73,21 @@ from collections import Counter
 from pathlib import Path
 
 from machine import machine_info  # bench/machine.py, beside this file
+from stack_harness import (  # bench/stack_harness.py, beside this file
+    CREATE_USER,
+    REPO_DIR,
+    USERNAME,
+    app_env,
+    clean_environ,
+    logged_in_client,
+    manage,
+    start_stack,
+)
 
 import httpx
 
-REPO_DIR = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_DIR / "bench" / "results"
 RESULTS_FILE = RESULTS_DIR / "search_latency_bench.json"
-USERNAME = "bench-member"
-PASSWORD = "bench-member-pass-123"
-SECRET_KEY = "bench-only-not-secret"
 
 # Questions about the demo library (mnote/demo/library/), English and Chinese.
 QUERIES = [
@@ -104,74 +110,6 @@ LABELS = {
     "bare_default": "    info: bare, LightRAG's default chunk_top_k",
 }
 PROFILE_THRESHOLD = 2.0  # profile when the app's median exceeds this many bare medians
-
-
-# --- environment ----------------------------------------------------------------
-
-
-def clean_environ() -> None:
-    """Nothing from the caller's environment may redirect the DB or LightRAG
-    (ManagedProcess children inherit os.environ)."""
-    for name in list(os.environ):
-        if name == "DATABASE_URL" or name.startswith("MNOTE_") or name in (
-            "INPUT_DIR",
-            "WORKING_DIR",
-            "LIGHTRAG_API_KEY",
-            "DJANGO_SETTINGS_MODULE",
-        ):
-            del os.environ[name]
-
-
-def app_env(data_dir: Path, stack) -> dict[str, str]:
-    return {
-        "DJANGO_SETTINGS_MODULE": "mnote.settings",
-        "MNOTE_DATA_DIR": str(data_dir),
-        "MNOTE_LIBRARY_BASE_DIR": str(data_dir / "library"),
-        "MNOTE_LIGHTRAG_ENV_FILE": str(stack.config.env_file),
-        "MNOTE_LIGHTRAG_URL": stack.config.lightrag_url,
-        "MNOTE_SECRET_KEY": SECRET_KEY,
-        "MNOTE_DEBUG": "0",
-        "MNOTE_LOG_LEVEL": "WARNING",
-    }
-
-
-def manage(argv: list[str], env: dict[str, str], timeout: float = 900) -> str:
-    result = subprocess.run(
-        [sys.executable, str(REPO_DIR / "manage.py"), *argv],
-        env={**os.environ, **env},
-        cwd=REPO_DIR,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if result.returncode != 0:
-        raise SystemExit(f"manage.py {' '.join(argv)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
-    return result.stdout
-
-
-CREATE_USER = (
-    "from django.contrib.auth import get_user_model; "
-    f"get_user_model().objects.create_user({USERNAME!r}, password={PASSWORD!r})"
-)
-
-
-# --- clients --------------------------------------------------------------------
-
-
-def logged_in_client(base_url: str) -> httpx.Client:
-    client = httpx.Client(base_url=base_url, timeout=httpx.Timeout(120.0, connect=5.0))
-    client.get("/accounts/login/").raise_for_status()
-    token = client.cookies.get("csrftoken")
-    if not token:
-        raise SystemExit("the login page set no csrftoken cookie")
-    response = client.post(
-        "/accounts/login/",
-        data={"username": USERNAME, "password": PASSWORD, "csrfmiddlewaretoken": token},
-        headers={"Referer": f"{base_url}/accounts/login/"},
-    )
-    if response.status_code != 302 or "sessionid" not in client.cookies:
-        raise SystemExit(f"login failed: HTTP {response.status_code}")
-    return client
 
 
 def lightrag_client(stack) -> httpx.Client:
@@ -687,10 +625,8 @@ def main(argv=None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary dir (logs) for inspection")
     parser.add_argument("--no-json", action="store_true", help="do not write bench/results/search_latency_bench.json")
     args = parser.parse_args(argv)
-    if str(REPO_DIR) not in sys.path:
-        sys.path.insert(0, str(REPO_DIR))
     clean_environ()
-    from mnote.stack.processes import WEB_PROCESSES, WEB_THREADS, EmbeddedStack, StackConfig, web_process
+    from mnote.stack.processes import WEB_PROCESSES, WEB_THREADS, web_process
     from mnote.stack.managed import free_port
 
     loadavg_start = os.getloadavg()
@@ -698,15 +634,11 @@ def main(argv=None) -> int:
     stack = web = None
     clients: list[httpx.Client] = []
     try:
-        cache = REPO_DIR / "data" / "tiktoken"
-        if cache.is_dir():
-            shutil.copytree(cache, tmp / "tiktoken")
         (tmp / "library").mkdir()
         ports = [args.port_base + i for i in range(3)] if args.port_base else [free_port() for _ in range(3)]
-        stack = EmbeddedStack(StackConfig(data_dir=tmp, lightrag_port=ports[1], model_port=ports[0]))
         print(f"starting the embedded stack in {tmp} …", flush=True)
         t0 = time.perf_counter()
-        stack.start()
+        stack = start_stack(tmp, lightrag_port=ports[1], model_port=ports[0])
         stack_start_s = time.perf_counter() - t0
         env = app_env(tmp, stack)
 

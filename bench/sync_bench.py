@@ -69,6 +69,7 @@ import time
 from pathlib import Path
 
 from machine import machine_info  # bench/machine.py, beside this file
+from stack_harness import in_process_app_in  # bench/stack_harness.py, beside this file
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_DIR / "bench" / "results"
@@ -83,29 +84,6 @@ WORDS = (
     "quarterly report meeting minutes draft review summary appendix figure table section chapter "
     "the a of and to in is for on with as by at from that this be it or an are was were"
 ).split()
-
-
-# --- environment --------------------------------------------------------------
-
-
-def prepare_environment(data_dir: Path, base_dir: Path) -> None:
-    """Point the app at the temporary dirs, before Django reads its settings."""
-    # Nothing from the caller's environment may redirect the DB or LightRAG.
-    for name in list(os.environ):
-        if name == "DATABASE_URL" or name.startswith("MNOTE_") or name in (
-            "INPUT_DIR",
-            "WORKING_DIR",
-            "LIGHTRAG_API_KEY",
-        ):
-            del os.environ[name]
-    os.environ["DJANGO_SETTINGS_MODULE"] = "mnote.settings"
-    os.environ["MNOTE_DATA_DIR"] = str(data_dir)
-    os.environ["MNOTE_LIBRARY_BASE_DIR"] = str(base_dir)
-    os.environ["MNOTE_DEBUG"] = "0"  # DEBUG would keep every query in memory
-    os.environ["MNOTE_LOG_LEVEL"] = "WARNING"
-    os.environ["MNOTE_SECRET_KEY"] = "bench-only-not-secret"
-    if str(REPO_DIR) not in sys.path:
-        sys.path.insert(0, str(REPO_DIR))
 
 
 # --- the generated root ---------------------------------------------------------
@@ -346,10 +324,7 @@ def main(argv=None) -> int:
 
     tmp = Path(tempfile.mkdtemp(prefix="mnote-sync-bench-"))
     try:
-        data_dir, base_dir = tmp / "data", tmp / "library"
-        data_dir.mkdir()
-        base_dir.mkdir()
-        prepare_environment(data_dir, base_dir)
+        _, data_dir, base_dir = in_process_app_in(tmp)
         import django
 
         django.setup()

@@ -1,65 +1,20 @@
 import dataclasses
-import json
 import os
 import shutil
 from pathlib import Path
 
 import dj_database_url
-import httpx
 import pytest
 
-from mnote.lightrag import load_config
 from mnote.stack.processes import EmbeddedStack, StackConfig
 from mnote.stack.managed import free_port
+from tests.lightrag_fakes import RecordedLightRAG
+from tests.live_stack import copy_tiktoken_cache, empty_lightrag, make_shelf, use_lightrag_of, use_shelf
+from tests.paths import DEMO_LIBRARY, REPO_DIR
 
 # Playwright's sync API keeps an event loop in the test thread; Django's ORM
 # refuses to run beside one unless told the (test-only) setup is deliberate.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-FIXTURES = Path(__file__).parent / "fixtures"
-REPO_DIR = Path(__file__).resolve().parent.parent
-
-
-def recorded(name: str) -> tuple[int, dict]:
-    """A real LightRAG 1.5.7 response, as recorded: (HTTP status, body)."""
-    data = json.loads((FIXTURES / "lightrag" / name).read_text())
-    return data["_http_status"], data["body"]
-
-
-class RecordedLightRAG:
-    """A fake LightRAG at the transport: serves recorded responses for the
-    routes a test declares and fails the test on any other request."""
-
-    def __init__(self):
-        self.routes: dict[tuple[str, str], object] = {}
-        self.requests: list[httpx.Request] = []
-
-    def on(self, method: str, path: str, response):
-        """``response``: a recording's file name, an (status, body) pair, an
-        exception to raise, or a function of the request returning such a pair.
-        A body that is a list is sent as NDJSON, one line per item (``/query/stream``)."""
-        self.routes[(method, path)] = response
-        return self
-
-    def handler(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        key = (request.method, request.url.path)
-        if key not in self.routes:
-            raise AssertionError(f"unexpected request to LightRAG: {request.method} {request.url.path}")
-        response = self.routes[key]
-        if isinstance(response, Exception):
-            raise response
-        if callable(response):
-            response = response(request)
-        status, body = recorded(response) if isinstance(response, str) else response
-        if isinstance(body, list):
-            lines = "".join(json.dumps(line) + "\n" for line in body)
-            return httpx.Response(status, content=lines.encode(), headers={"Content-Type": "application/x-ndjson"})
-        return httpx.Response(status, json=body)
-
-    @property
-    def transport(self) -> httpx.MockTransport:
-        return httpx.MockTransport(self.handler)
 
 
 def pytest_configure(config):
@@ -205,6 +160,47 @@ def fake_lightrag(settings):
 
 
 @pytest.fixture
+def with_llm(fake_lightrag):
+    """LightRAG faked with an LLM: health, /query/data and /query/stream recorded."""
+    from tests.lightrag_fakes import query_stream_lines
+
+    fake_lightrag.on("GET", "/health", "health.json")
+    fake_lightrag.on("POST", "/query/data", "query_data_naive.json")
+    fake_lightrag.on("POST", "/query/stream", (200, query_stream_lines()))
+    return fake_lightrag
+
+
+@pytest.fixture
+def without_llm(fake_lightrag):
+    """LightRAG faked with no LLM configured: its search still answers."""
+    from tests.lightrag_fakes import no_llm_health
+
+    fake_lightrag.on("GET", "/health", no_llm_health())
+    fake_lightrag.on("POST", "/query/data", "query_data_naive.json")
+    return fake_lightrag
+
+
+@pytest.fixture
+def shelf(library_dir, settings, tmp_path):
+    """A Shelf root on disk; ``shelf(name, make)`` writes a file with
+    ``make(path)`` (when given) and registers it as indexed."""
+    from mnote.library.models import IndexedRoot, Source
+
+    settings.DATA_DIR = tmp_path / "data"
+    folder = library_dir / "shelf"
+    folder.mkdir()
+    root = IndexedRoot.objects.create(name="Shelf", path="shelf")
+
+    def add(name: str, make=None) -> Source:
+        path = folder / name
+        if make:
+            make(path)
+        return Source.objects.create(root=root, relative_path=name, absolute_path=str(path), status="indexed")
+
+    return add
+
+
+@pytest.fixture
 def library_dir(tmp_path, settings):
     base = tmp_path / "library"
     base.mkdir()
@@ -243,17 +239,34 @@ def member_client(client, member):
     return client
 
 
+@pytest.fixture
+def admin_client(admin_user):
+    """A client of its own (as pytest-django's), so a test may hold it beside
+    ``client`` or ``member_client``."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(admin_user)
+    return client
+
+
+@pytest.fixture
+def manuals(db):
+    from mnote.library.models import IndexedRoot
+
+    return IndexedRoot.objects.create(name="Manuals", path="manuals")
+
+
+@pytest.fixture
+def gamma(manuals, lightrag_dirs):
+    """The Gamma manual in the Manuals root, with its sidecar and LightRAG's
+    chunk store: the source LightRAG's recorded answers are about."""
+    from tests.factories import add_gamma
+
+    return add_gamma(manuals, lightrag_dirs)
+
+
 # --- the real embedded stack, for integration tests -----------------------
-
-
-def copy_tiktoken_cache(data_dir: Path) -> None:
-    """Give a test LightRAG the tiktoken cache `make install-lightrag` seeded
-    (or `make run` built), when there is one: fetching it from npm again
-    costs ~15 s of a session."""
-    for cache in (REPO_DIR / ".venv-lightrag" / "tiktoken", REPO_DIR / "data" / "tiktoken"):
-        if cache.is_dir():
-            shutil.copytree(cache, data_dir / "tiktoken", ignore=shutil.ignore_patterns(".seeded"))
-            return
 
 
 @pytest.fixture(scope="session")
@@ -311,7 +324,7 @@ def live_lightrag(embedded_stack, settings, library_dir):
 
 
 def _point_app_at(stack, settings):
-    _use_lightrag_of(stack, settings)
+    use_lightrag_of(stack, settings)
     # Each test starts from an empty LightRAG: the database is per test, and
     # LightRAG would otherwise call a later test's files duplicates (a shelf's
     # documents stay there after its tests, see below).
@@ -320,176 +333,6 @@ def _point_app_at(stack, settings):
     if stack.model_endpoint is not None and stack.model_endpoint.alive():
         stack.set_test_knobs(ingest_delay=0, fail_ingest=0)
     empty_lightrag(stack, settings.MNOTE_LIGHTRAG)
-
-
-def _use_lightrag_of(stack, settings) -> None:
-    """The app's settings pointed at the stack's LightRAG (restarted first if a
-    test killed it), its key and folders read from LightRAG's own .env."""
-    config = stack.config
-    if not stack.lightrag.alive():
-        stack.restart_lightrag()
-    settings.MNOTE_LIGHTRAG = load_config(
-        {"MNOTE_LIGHTRAG_ENV_FILE": str(config.env_file)},
-        default_url="http://127.0.0.1:1",
-        default_input_dir=config.input_dir,
-        default_working_dir=config.working_dir,
-    )
-    settings.MNOTE_LIGHTRAG_TRANSPORT = None
-
-
-def empty_lightrag(stack, config, timeout: float = 240) -> None:
-    """Leave LightRAG with no document and idle, so the next test never meets
-    this one's documents (LightRAG would call its files duplicates). Our input
-    links go first, or a scan could take a file in again. On a loaded machine a
-    long ingest can outlast the wait, and a test may have killed LightRAG: then
-    LightRAG starts again on empty storage."""
-    import time
-
-    from mnote.lightrag import LightRAGBusy, LightRAGError, LightRAGRejected, make_client
-
-    _unlink_inputs(config.input_dir)
-    deadline = time.monotonic() + timeout
-    with make_client(config) as client:
-        while time.monotonic() < deadline:
-            try:
-                ids = [d.id for d in client.iter_documents()]
-                if not ids and not client.health().pipeline_busy:
-                    return
-                if ids:
-                    client.delete_documents(ids)
-            except (LightRAGBusy, LightRAGRejected):
-                pass  # still working on a document: asked again
-            except LightRAGError:
-                break  # killed by the test
-            time.sleep(0.5)
-    stack.lightrag.stop()
-    shutil.rmtree(stack.config.working_dir, ignore_errors=True)
-    stack.config.working_dir.mkdir(parents=True)
-    shutil.rmtree(config.input_dir / "__parsed__", ignore_errors=True)
-    _unlink_inputs(config.input_dir)
-    stack.restart_lightrag()
-
-
-def _unlink_inputs(input_dir: Path) -> None:
-    for entry in input_dir.iterdir():
-        if entry.is_symlink():
-            entry.unlink()  # our own links, never a user's file
-
-
-# --- shelves: files indexed once, kept in LightRAG between tests -------------
-#
-# Indexing takes from seconds (one small file) to a minute (the demo library)
-# on a busy machine, so the files several tests search are indexed once, into
-# a LightRAG that keeps them: each test gets the database rows indexing made,
-# loaded again (its database is its own). A test that changes what is shared
-# — the shelf's files, the documents in LightRAG — makes the next test index
-# again; a killed LightRAG is restarted. ``live_lightrag`` and
-# ``live_answering`` empty their LightRAG before and after a test, so a shelf
-# on those stacks lasts while its tests follow one another.
-
-
-@dataclasses.dataclass
-class Shelf:
-    """One root's files, built by ``fill(folder)`` in a folder of the session,
-    and once indexed, the rows and LightRAG documents indexing made."""
-
-    stack: EmbeddedStack
-    base_dir: Path
-    name: str
-    path: str
-    fill: object  # fill(folder): writes the shelf's files
-    rows: list = dataclasses.field(default_factory=list)  # (model label, serialized rows), parents first
-    doc_ids: frozenset = frozenset()
-    built: dict = dataclasses.field(default_factory=dict)  # relative path -> (size, mtime) of each file as built
-
-    @property
-    def folder(self) -> Path:
-        return self.base_dir / self.path
-
-    def files(self) -> dict[str, tuple[int, int]]:
-        return {p.relative_to(self.folder).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns)
-                for p in sorted(self.folder.rglob("*")) if p.is_file()}  # fmt: skip
-
-    def build(self) -> None:
-        shutil.rmtree(self.folder, ignore_errors=True)
-        self.folder.mkdir(parents=True)
-        self.fill(self.folder)
-        self.built = self.files()
-
-    def intact(self, config) -> bool:
-        """The files as built, and LightRAG holding exactly the documents indexing left."""
-        if not self.rows or self.files() != self.built:
-            return False
-        from mnote.lightrag import LightRAGError, make_client
-
-        try:
-            with make_client(config) as client:
-                documents = list(client.iter_documents())
-        except LightRAGError:
-            return False
-        return {d.id for d in documents if d.status == "processed"} == self.doc_ids == {d.id for d in documents}
-
-
-def make_shelf(stack, tmp_path_factory, name: str, path: str, fill) -> Shelf:
-    return Shelf(stack, tmp_path_factory.mktemp(f"shelf-{path}"), name, path, fill)
-
-
-def use_shelf(shelf: Shelf, settings):
-    """The shelf's root for this test, indexed (again only when something
-    changed it); the app's library and LightRAG are the shelf's."""
-    from mnote.library.models import IndexedRoot
-
-    settings.MNOTE_LIBRARY_BASE_DIR = shelf.base_dir
-    _use_lightrag_of(shelf.stack, settings)
-    if shelf.intact(settings.MNOTE_LIGHTRAG):
-        _load_rows(shelf.rows)
-    else:
-        _index_shelf(shelf, settings.MNOTE_LIGHTRAG)
-    return IndexedRoot.objects.get(path=shelf.path)
-
-
-def _snapshot_models():
-    """The app's own models (not users, permissions or sessions), parents first."""
-    from django.apps import apps
-    from django.core import serializers
-
-    own = [(config, None) for config in apps.get_app_configs() if config.name.startswith("mnote.")]
-    return serializers.sort_dependencies(own)
-
-
-def _index_shelf(shelf: Shelf, config) -> None:
-    from django.core import serializers
-
-    from mnote.library.worker import wait_until_settled
-    from mnote.library.models import IndexedRoot
-    from mnote.library.sync import sync_root
-    from mnote.lightrag import make_client
-
-    models = _snapshot_models()
-    assert not any(m._default_manager.exists() for m in models), "request a shelf before fixtures that add library rows"
-    empty_lightrag(shelf.stack, config)
-    shelf.build()
-    root = IndexedRoot.objects.create(name=shelf.name, path=shelf.path)
-    sync_root(root)
-    with make_client(config) as client:
-        # Transient failures on a loaded machine are retried by the ledger; allow for a retry or two.
-        # A ceiling, not a wait: at the 10-19 s a chunk measured at load average 16-19, the
-        # demo's 29 chunks take 5-9 minutes.
-        assert wait_until_settled(client, timeout=900, interval=0.5)
-    statuses = list(root.sources.values_list("relative_path", "status", "last_error"))
-    assert statuses and all(status == "indexed" for _, status, _ in statuses), statuses
-    shelf.rows = [(m._meta.label, serializers.serialize("json", m._default_manager.order_by("pk"))) for m in models]
-    shelf.doc_ids = frozenset(root.sources.values_list("lightrag_doc_id", flat=True))
-
-
-def _load_rows(rows) -> None:
-    from django.core import serializers
-    from django.db import transaction
-
-    with transaction.atomic():  # SQLite checks foreign keys at commit: a row may name a later one
-        for _label, data in rows:
-            for row in serializers.deserialize("json", data):
-                row.save()
 
 
 @pytest.fixture(scope="session")
@@ -509,7 +352,7 @@ def demo_stack(embedded_stack, tmp_path_factory):
 @pytest.fixture(scope="session")
 def demo_shelf(demo_stack, tmp_path_factory):
     def fill(folder):
-        shutil.copytree(REPO_DIR / "mnote" / "demo" / "library", folder, dirs_exist_ok=True)
+        shutil.copytree(DEMO_LIBRARY, folder, dirs_exist_ok=True)
 
     return make_shelf(demo_stack, tmp_path_factory, "Demo", "demo", fill)
 
@@ -518,45 +361,3 @@ def demo_shelf(demo_stack, tmp_path_factory):
 def demo_library(demo_shelf, settings):
     """Our demo documents in a root, indexed by a real LightRAG (once per session)."""
     return use_shelf(demo_shelf, settings)
-
-
-# --- headless Chromium, for browser tests -----------------------------------
-
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-ARTIFACTS = REPO_DIR / "artifacts"
-
-
-@pytest.fixture(scope="session")
-def chromium():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-def log_in(browser, base_url: str, username: str, password: str, *, locale: str = "en-US"):
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, locale=locale)
-    page = context.new_page()
-    page.goto(f"{base_url}/accounts/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    page.click("button.primary")
-    page.wait_for_url(f"{base_url}/")
-    return page
-
-
-@pytest.fixture
-def logged_in_page(chromium, live_server, member):
-    page = log_in(chromium, live_server.url, "mia", "member-pass-123")
-    yield page
-    page.context.close()

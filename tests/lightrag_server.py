@@ -13,9 +13,9 @@ import threading
 import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
+from tests import paths
 
-FIXTURES = Path(__file__).parent / "fixtures" / "lightrag"
+FIXTURES = paths.FIXTURES / "lightrag"
 
 
 def recorded(name: str) -> dict:

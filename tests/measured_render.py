@@ -16,8 +16,8 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from tests.paths import REPO_DIR
 
-REPO_DIR = Path(__file__).resolve().parent.parent
 
 SERVER = r"""
 import json, os, resource, sys, time, traceback

@@ -5,11 +5,10 @@ at a line count)."""
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 from importlinter.cli import lint_imports
+from tests.paths import REPO_DIR as ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_it_keeps_every_stage_importing_only_the_stages_below_it(monkeypatch):

@@ -4,6 +4,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from mnote.env import env_base_url, env_bool, env_int, env_list, env_path
+from tests.paths import REPO_DIR as REPO
 
 
 def test_it_reads_booleans_and_refuses_anything_else():
@@ -58,7 +59,6 @@ def _clean_env(data: Path) -> dict[str, str]:
     return env
 
 
-REPO = Path(__file__).resolve().parent.parent
 
 
 def test_importing_the_settings_writes_nothing(tmp_path):

@@ -117,7 +117,7 @@ def _references(data: dict) -> list[_Reference]:
 
 # What mapping reads of a registry row (and the anchoring, and the
 # document index): another field read would cost a query per source, which
-# tests/test_citation_mapper.py would see.
+# tests/citations/test_citation_mapper.py would see.
 _ROW_FIELDS = (
     "pk", "root_id", "relative_path", "absolute_path", "sha256", "lightrag_name", "lightrag_doc_id", "status", "stale",
     "deleted_at", "indexed_at", "root__path",

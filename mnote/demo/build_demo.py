@@ -6,7 +6,7 @@ The checked-in copy lives in ``mnote/demo/library/``. Its Markdown and text
 files are their own source, edited in place; its Word documents are written
 from the content below, so regenerate them with
 ``python -m mnote.demo.build_demo mnote/demo/library`` after editing it
-(tests/test_demo_library.py fails if the two drift apart).
+(tests/library/test_demo_library.py fails if the two drift apart).
 
 Some content is load-bearing for tests elsewhere, so keep it when editing:
 the Chinese safety handbook mentions N-甲基吡咯烷酮 in an early section and has

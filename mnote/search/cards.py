@@ -3,7 +3,7 @@ search results, an answer's cards and a saved conversation's cards alike.
 
 Every value goes through ``format_html``, so each is escaped by construction:
 a field added to a card later cannot reach the page unescaped. The markup is
-the card template's as it was, byte for byte (tests/test_search_cards.py
+the card template's as it was, byte for byte (tests/pages/test_search_cards.py
 compares against it).
 """
 
