@@ -62,6 +62,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -555,22 +556,19 @@ def pair_questions() -> list[str]:
     return list(dict.fromkeys(json.loads(line)["question"] for line in lines if line.strip()))
 
 
-class on_cores:
+@contextmanager
+def on_cores(cores: set[int] | None):
     """Processes started inside run on ``cores`` only: the affinity of the
     calling thread is inherited by what it starts (and their threads), as if
     the machine had those cores; OpenMP and the like size themselves to it.
     ``None``: no pinning."""
-
-    def __init__(self, cores: set[int] | None):
-        self.cores = cores
-
-    def __enter__(self):
-        self.before = os.sched_getaffinity(0)
-        if self.cores is not None:
-            os.sched_setaffinity(0, self.cores)
-
-    def __exit__(self, *exc):
-        os.sched_setaffinity(0, self.before)
+    before = os.sched_getaffinity(0)
+    if cores is not None:
+        os.sched_setaffinity(0, cores)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
 
 
 def machine_cores(pinned: bool) -> list[set[int] | None]:
@@ -709,7 +707,8 @@ def main():
     parser.add_argument("--stack-ports", type=int, nargs=2, default=[8467, 8468], metavar=("LIGHTRAG", "MODEL"))
     parser.add_argument("--no-search", action="store_true")
     parser.add_argument("--lightrag-pair", action="store_true",
-                        help="also search through one LightRAG server against two on one PostgreSQL (pgvector)")
+                        help="also search through one LightRAG machine (server + model endpoint, a core of its own) "
+                             "against two on one PostgreSQL (pgvector)")
     parser.add_argument("--pair-ports", type=int, nargs=4, default=[8470, 8471, 8472, 8473],
                         metavar=("LIGHTRAG_1", "LIGHTRAG_2", "MODEL_1", "MODEL_2"))
     parser.add_argument("--pair-web-ports", type=int, nargs=2, default=[8474, 8475], metavar=("ONE", "TWO"))
