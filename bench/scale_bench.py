@@ -33,15 +33,24 @@ Ports: 8464 (SQLite web), 8469 (PostgreSQL web), 8465 (LightRAG stand-in),
 8466 (PostgreSQL) unless given.
 
 ``--lightrag-pair`` measures LightRAG scaled out too, in the same rounds'
-fashion: two real lightrag-servers with every store in this PostgreSQL
-(pgvector), each with a working folder of its own (two machines), against the
-first alone; MNote indexed once through the first, two gunicorns on its
-database, ``MNOTE_LIGHTRAG_URL`` naming one server or both (queries take turns).
-Each server's CPU, the model endpoint's and PostgreSQL's are reported per
-round (target: 2 servers >= 1.6x 1), with the CPU-capacity estimate beside it.
-Ports ``--pair-ports`` (8470-8472) and ``--pair-web-ports`` (8473, 8474).
+fashion: two "machines", each a real lightrag-server with its own model
+endpoint (query embedding and rerank) started on one core of its own
+(``sched_setaffinity``, inherited by the processes and their threads: a 1-core
+machine), every LightRAG store in this PostgreSQL (pgvector), against the first
+machine alone on its one core. MNote is indexed once through the first; two
+gunicorns on its database, ``MNOTE_LIGHTRAG_URL`` naming one server or both
+(queries take turns). The web tier, PostgreSQL and wrk run on whatever core is
+free and are accounted, not hidden. wrk asks the question set's 320 distinct
+questions (bench/questions/handbook.jsonl) in turn, so no cache of a repeated
+question flatters it. Per round: searches/s, each machine's share of its core
+(server and endpoint apart), the web's, PostgreSQL's and wrk's CPU, the load
+average; the summary gives the median of the rounds' ratios (target: 2 machines
+>= 1.6x 1) beside two CPU-capacity estimates: each machine on a core of its own
+with the web tier elsewhere (what the ratio could be), and everything on this
+machine's cores (what it can be here). Ports ``--pair-ports`` (8470-8473) and
+``--pair-web-ports`` (8474, 8475).
 
-    .venv/bin/python bench/scale_bench.py --no-search --lightrag-pair [--rounds 4 --clients 8]
+    .venv/bin/python bench/scale_bench.py --no-search --lightrag-pair [--rounds 4 --seconds 5 --clients 8]
 """
 
 import argparse
@@ -53,6 +62,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -250,13 +261,16 @@ class Case:
     API token and the database server's pid when it has one."""
 
     def __init__(self, name: str, port: int, web: subprocess.Popen, token: str, postgres: int | None, folder: Path,
-                 *, query: str = QUERY, others: dict[str, int] | None = None):  # fmt: skip
+                 *, query: str = QUERY, others: dict[str, int] | None = None, questions: list[str] | None = None):  # fmt: skip
         self.name, self.port, self.web, self.token, self.postgres = name, port, web, token, postgres
-        self.query = query
+        self.query = questions[0] if questions else query
         # The other processes whose CPU a round counts (name -> pid of the process tree).
         self.others = others or {}
         self.script = folder / f"search-{name}.lua"
-        self.script.write_text(WRK_SCRIPT.replace("BODY", json.dumps({"query": query, "mode": "naive"})))
+        if questions:
+            self.script.write_text(questions_script(questions))
+        else:
+            self.script.write_text(WRK_SCRIPT.replace("BODY", json.dumps({"query": query, "mode": "naive"})))
         self.env = {**os.environ, "BENCH_TOKEN": token}
 
     def check(self) -> None:
@@ -264,6 +278,24 @@ class Case:
                             headers={"Authorization": f"Bearer {self.token}"}, timeout=60)  # fmt: skip
         if answer.status_code != 200 or not answer.json().get("results"):
             raise SystemExit(f"{self.name}: no citation in a search's answer: {answer.status_code} {answer.text[:300]}")
+
+
+def questions_script(questions: list[str]) -> str:
+    """WRK_SCRIPT asking ``questions`` in turn, one a request: each request
+    pre-built once in ``init`` (Lua long strings hold the JSON bodies, which
+    json.dumps keeps ASCII), so wrk's CPU a request stays that of one body."""
+    bodies = ",\n".join(f"[==[{json.dumps({'query': q, 'mode': 'naive'})}]==]" for q in questions)
+    return WRK_SCRIPT.replace("wrk.body = [[BODY]]", f"""local bodies = {{
+{bodies}
+}}
+local prepared, turn = {{}}, 0
+function request()
+  turn = turn % #prepared + 1
+  return prepared[turn]
+end""").replace("function init(args) bad = 0 end", """function init(args)
+  bad = 0
+  for i, body in ipairs(bodies) do prepared[i] = wrk.format(nil, nil, nil, body) end
+end""")
 
 
 def measure(case: Case, seconds: float, clients: int) -> dict:
@@ -305,6 +337,8 @@ def measure(case: Case, seconds: float, clients: int) -> dict:
         "cpu_share": {name: round(value / capacity, 3) for name, value in cpu.items()} if capacity else {},
         "harness_cpu_share": round((cpu["load_generator"] + cpu.get("lightrag_stand_in", 0)) / capacity, 3)
         if capacity else None,
+        # The machine's 1-minute load average as the run ended (other users' work included).
+        "load_average": round(os.getloadavg()[0], 2),
     }
 
 
@@ -347,12 +381,18 @@ def interleave(base: Case, scaled: Case, *, rounds: int, seconds: float, clients
 def round_line(n: int, row: dict, base: str, scaled: str) -> str:
     def part(r: dict) -> str:
         c = r["cpu_share"]
+        # A process's share of one core (its CPU seconds over the window's wall seconds).
+        core = {k: v * CORES for k, v in c.items()}
+        machines = "".join(f" {m} {sum(core.get(p, 0) for p in parts):.2f} core" for m, parts in MACHINES.items()
+                           if any(p in core for p in parts))  # fmt: skip
         return (f"{r['per_second']:6.1f}/s p99 {r['p99_ms']:5.0f} ms web {r['web_cpu_ms_per_search']:5.1f} ms/search "
                 f"workers {r['web_worker_core_share']} conns {r['connections_per_worker']} "
                 f"steal {c['steal']:.0%} other {c['other_processes']:.0%} "
-                f"irq {c['interrupts']:.0%} idle {c['idle']:.0%}"
-                + "".join(f" {k} {v:.0%}" for k, v in c.items() if k.startswith(("lightrag_server", "model_"))))
-    return f"round {n + 1}: {base} {part(row[base])} | {scaled} {part(row[scaled])} | ratio {row['ratio']}"
+                f"irq {c['interrupts']:.0%} idle {c['idle']:.0%} load {r['load_average']}" + machines)
+    capacity = row["cpu_capacity_ratio"]
+    estimate = " ".join(f"{k} {v}x" for k, v in capacity.items()) if isinstance(capacity, dict) else capacity
+    return (f"round {n + 1}: {base} {part(row[base])} | {scaled} {part(row[scaled])} | ratio {row['ratio']} "
+            f"(CPU-capacity estimate {estimate})")
 
 
 def total(rows: list[dict], name: str) -> dict:
@@ -374,6 +414,10 @@ def total(rows: list[dict], name: str) -> dict:
         "cpu_share": {k: round(v / capacity, 3) for k, v in seconds.items()} if capacity else {},
         "cpu_ms_per_search": {k: per_search(v, searches) for k, v in seconds.items()
                               if k not in ("idle", "steal", "interrupts", "other_processes")},  # fmt: skip
+        # Each process's share of one core over the set-up's windows (1.0: it kept a core busy).
+        "core_share": {k: round(v / capacity * CORES, 2) for k, v in seconds.items()
+                       if k not in ("idle", "steal", "interrupts", "other_processes")} if capacity else {},  # fmt: skip
+        "load_averages": [r.get("load_average") for r in mine],
     }
 
 
@@ -452,18 +496,20 @@ def cpu_capacity_ratio(base: dict, scaled: dict) -> float | None:
     return round(capacity(scaled, 2) / capacity(base, 1), 2)
 
 
-# --- two LightRAG servers on one PostgreSQL, against one ---------------------
+# --- two LightRAG machines on one PostgreSQL, against one --------------------
 #
 # The scaled LightRAG: every store in PostgreSQL (pgvector for the vectors), so
 # a second lightrag-server with a working folder of its own (a second machine)
-# serves the same library. One MNote database, indexed once through the first
+# serves the same library. A machine here is what a LightRAG machine runs: its
+# lightrag-server and its own model endpoint (the query's embedding and the
+# rerank are computed per search, next to the server), both started on one core
+# of their own, so each is a CPU-bound 1-core machine and the pair are the two
+# halves of a 2-core one. One MNote database, indexed once through the first
 # server; two gunicorns on it, one with MNOTE_LIGHTRAG_URL naming the first
-# server, one naming both (queries take turns). A lightrag-server is one
-# asyncio process, so one server computes on one core at most: two should
-# take searches on both cores of a 2-core machine.
+# server, one naming both (queries take turns).
 
 PAIR_TARGET = 1.6
-PAIR_QUERY = "Zerodur meniscus primary mirror actuators"
+QUESTIONS = REPO / "bench" / "questions" / "handbook.jsonl"
 PAIR_INDEX = """
 import django; django.setup()
 from django.contrib.auth import get_user_model
@@ -483,11 +529,43 @@ print(ApiToken.objects.create_token(user, "bench")[1])
 """
 
 
-def lightrag_pair(folder: Path, postgres, ports: list[int], stacks: list) -> None:
-    """Two lightrag-servers on one PostgreSQL database (the first with the
-    local model endpoint, which both use), appended to ``stacks`` as they start."""
-    from dataclasses import replace
+def pair_questions() -> list[str]:
+    """The question set's distinct questions, English and Chinese (39 of them
+    about the demo library, the rest about a library it is not: LightRAG's work
+    per search is the same, and searches for what is not there are asked too)."""
+    lines = QUESTIONS.read_text(encoding="utf-8").splitlines()
+    return list(dict.fromkeys(json.loads(line)["question"] for line in lines if line.strip()))
 
+
+@contextmanager
+def on_cores(cores: set[int] | None):
+    """Processes started inside run on ``cores`` only: the affinity of the
+    calling thread is inherited by what it starts (and their threads), as if
+    the machine had those cores; OpenMP and the like size themselves to it.
+    ``None``: no pinning."""
+    before = os.sched_getaffinity(0)
+    if cores is not None:
+        os.sched_setaffinity(0, cores)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def machine_cores(pinned: bool) -> list[set[int] | None]:
+    """Each machine's core: the first two of the bench's own."""
+    cores = sorted(os.sched_getaffinity(0))
+    if not pinned:
+        return [None, None]
+    if len(cores) < 2:
+        raise SystemExit("--lightrag-pair pins each machine to a core of its own: it needs two cores")
+    return [{cores[0]}, {cores[1]}]
+
+
+def lightrag_pair(folder: Path, postgres, ports: list[int], stacks: list, *, pinned: bool) -> None:
+    """Two machines (a lightrag-server and its model endpoint each, each pair on
+    a core of its own) on one PostgreSQL database, appended to ``stacks`` as
+    they start."""
     import psycopg
 
     from mnote.stack.processes import EmbeddedStack
@@ -497,16 +575,20 @@ def lightrag_pair(folder: Path, postgres, ports: list[int], stacks: list) -> Non
         conn.execute('CREATE DATABASE "pair_mnote"')
     first_dir, second_dir = folder / "lightrag-1", folder / "lightrag-2"
     seed_tiktoken(second_dir)
+    cores = machine_cores(pinned)
     first = new_stack(first_dir, lightrag_port=ports[0], model_port=ports[2],
                       lightrag_postgres=postgres.url.rsplit("/", 1)[0] + "/pair_lightrag")  # fmt: skip
     stacks.append(first)
-    first.start()
-    # The second machine: its own working folder; the database, input folder (a shared mount) and key are the first's.
-    second = EmbeddedStack(replace(first.config, data_dir=second_dir, lightrag_port=ports[1],
-                                   shared_input_dir=first.config.input_dir, api_key=first.config.resolved_api_key()))  # fmt: skip
+    with on_cores(cores[0]):
+        first.start()
+    # The second machine: its own working folder and model endpoint; the
+    # database, input folder (a shared mount) and key are the first's.
+    second = EmbeddedStack(replace(first.config, data_dir=second_dir, lightrag_port=ports[1], model_port=ports[3],
+                                   embedding_limits=None, shared_input_dir=first.config.input_dir,
+                                   api_key=first.config.resolved_api_key()))  # fmt: skip
     stacks.append(second)
-    second.prepare()
-    second.start_lightrag()
+    with on_cores(cores[1]):
+        second.start()
 
 
 def pair_cases(folder: Path, postgres, stacks: list, web_ports: list[int], threads: int, own_sessions: bool,
@@ -529,50 +611,54 @@ def pair_cases(folder: Path, postgres, stacks: list, web_ports: list[int], threa
         raise SystemExit(f"indexing the demo library failed:\n{indexed.stderr[-2000:]}")
     print(f"demo library (en) indexed through the first LightRAG in {time.monotonic() - started:.0f} s", flush=True)
     token = indexed.stdout.strip().splitlines()[-1]
-    others = {"lightrag_server_1": first.lightrag.process.pid, "lightrag_server_2": second.lightrag.process.pid,
-              "model_endpoint": first.model_endpoint.process.pid}  # fmt: skip
+    others = {"lightrag_server_1": first.lightrag.process.pid, "model_endpoint_1": first.model_endpoint.process.pid,
+              "lightrag_server_2": second.lightrag.process.pid, "model_endpoint_2": second.model_endpoint.process.pid}  # fmt: skip
+    questions = pair_questions()
     cases = []
     for name, urls, port in (
-        ("lightrag_1_server", first.config.lightrag_url, web_ports[0]),
-        ("lightrag_2_servers", f"{first.config.lightrag_url},{second.config.lightrag_url}", web_ports[1]),
+        ("lightrag_1_machine", first.config.lightrag_url, web_ports[0]),
+        ("lightrag_2_machines", f"{first.config.lightrag_url},{second.config.lightrag_url}", web_ports[1]),
     ):
         case_dir = folder / name
         case_dir.mkdir()
         webs.append(serve({**env, "MNOTE_LIGHTRAG_URL": urls}, 2, threads, port, case_dir / "web.log",
                           own_sessions=own_sessions))  # fmt: skip
-        cases.append(Case(name, port, webs[-1], token, postgres_pid(postgres), case_dir, query=PAIR_QUERY,
+        cases.append(Case(name, port, webs[-1], token, postgres_pid(postgres), case_dir, questions=questions,
                           others=others))  # fmt: skip
     return cases[0], cases[1]
 
 
-PAIR_PARTIES = ("web", "postgres", "lightrag_server_1", "lightrag_server_2", "model_endpoint", "load_generator")
+MACHINES = {"machine_1": ("lightrag_server_1", "model_endpoint_1"), "machine_2": ("lightrag_server_2", "model_endpoint_2")}
+PAIR_PARTIES = ("web", "postgres", *MACHINES["machine_1"], *MACHINES["machine_2"], "load_generator")
 
 
-def pair_capacity_ratio(base: dict, scaled: dict) -> float | None:
-    """Searches per second the measured CPU costs allow on ``nproc`` idle
-    cores, two servers over one: bound by all parties' CPU on all cores, and
-    by one core for each lightrag-server, for the model endpoint (one engine)
-    and for each web process (the GIL; upper bounds, C calls run beside it)."""
-    cores = os.cpu_count() or 1
+def machine_seconds(row: dict) -> dict[str, float]:
+    """CPU seconds of each machine (its server and its endpoint) in a row."""
+    cpu = row["cpu_seconds"]
+    return {machine: sum(cpu.get(part, 0) for part in parts) for machine, parts in MACHINES.items()}
 
-    def capacity(row: dict) -> float:
-        n, cpu = row["searches"], row["cpu_seconds"]
-        bounds = [cores * n / sum(cpu.get(k, 0) for k in PAIR_PARTIES), 2 * n / cpu["web"]]
-        # A server (or the endpoint) that computed next to nothing is no bound.
-        bounds += [n / cpu[k] for k in ("lightrag_server_1", "lightrag_server_2", "model_endpoint") if cpu[k] > 0.05]
-        return min(bounds)
 
+def pair_capacity(row: dict, *, here: bool) -> float:
+    """Searches per second a row's CPU costs allow: each machine busy on one
+    core at most (a machine that computed next to nothing is no bound); with
+    ``here``, also every party on all of this machine's cores (the web tier,
+    PostgreSQL and wrk beside the machines) and each web process on one core."""
+    n, cpu = row["searches"], row["cpu_seconds"]
+    bounds = [n / seconds for seconds in machine_seconds(row).values() if seconds > 0.05]
+    if here:
+        bounds += [CORES * n / sum(cpu.get(k, 0) for k in PAIR_PARTIES), 2 * n / cpu["web"]]
+    return min(bounds)
+
+
+def pair_capacity_ratio(base: dict, scaled: dict) -> dict | None:
+    """Two CPU-capacity estimates of a round, two machines over one: each
+    machine on a core of its own and the web tier elsewhere (``machines``:
+    what the ratio could be), and everything on this machine's cores
+    (``here``: what it can be on this box)."""
     if not (base["searches"] and scaled["searches"]):
         return None
-    return round(capacity(scaled) / capacity(base), 2)
-
-
-def lightrag_tier_capacity(total: dict) -> float:
-    """Searches per second the LightRAG servers' own CPU allows with each on a
-    core (a machine) of its own and everything else elsewhere: what adding a
-    LightRAG machine buys, when its CPU per search does not grow."""
-    per_search = total["cpu_ms_per_search"]
-    return min(1000 / per_search[k] for k in ("lightrag_server_1", "lightrag_server_2") if per_search[k] > 5)
+    return {key: round(pair_capacity(scaled, here=here) / pair_capacity(base, here=here), 2)
+            for key, here in (("machines", False), ("here", True))}  # fmt: skip
 
 
 def postgres_pid(postgres) -> int:
@@ -599,10 +685,13 @@ def main():
     parser.add_argument("--stack-ports", type=int, nargs=2, default=[8467, 8468], metavar=("LIGHTRAG", "MODEL"))
     parser.add_argument("--no-search", action="store_true")
     parser.add_argument("--lightrag-pair", action="store_true",
-                        help="also search through one LightRAG server against two on one PostgreSQL (pgvector)")
-    parser.add_argument("--pair-ports", type=int, nargs=3, default=[8470, 8471, 8472],
-                        metavar=("LIGHTRAG_1", "LIGHTRAG_2", "MODEL"))
-    parser.add_argument("--pair-web-ports", type=int, nargs=2, default=[8473, 8474], metavar=("ONE", "TWO"))
+                        help="also search through one LightRAG machine (server + model endpoint, a core of its own) "
+                             "against two on one PostgreSQL (pgvector)")
+    parser.add_argument("--pair-ports", type=int, nargs=4, default=[8470, 8471, 8472, 8473],
+                        metavar=("LIGHTRAG_1", "LIGHTRAG_2", "MODEL_1", "MODEL_2"))
+    parser.add_argument("--pair-web-ports", type=int, nargs=2, default=[8474, 8475], metavar=("ONE", "TWO"))
+    parser.add_argument("--pair-unpinned", action="store_true",
+                        help="the two machines' processes on any core (not each machine on a core of its own)")
     args = parser.parse_args()
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mnote.settings")
@@ -645,7 +734,8 @@ def main():
             web.wait(30)
         webs = []
         if args.lightrag_pair:
-            lightrag_pair(folder, postgres, args.pair_ports, stacks)
+            print(f"load average at the start: {' '.join(f'{v:.2f}' for v in os.getloadavg())}", flush=True)
+            lightrag_pair(folder, postgres, args.pair_ports, stacks, pinned=not args.pair_unpinned)
             pair = pair_cases(folder, postgres, stacks, args.pair_web_ports, args.threads, not args.one_session, webs)
             results["lightrag_pair"] = interleave(*pair, rounds=args.rounds, seconds=args.seconds, clients=args.clients,
                                                   warmup=args.warmup, capacity_ratio=pair_capacity_ratio)  # fmt: skip
@@ -697,24 +787,29 @@ def main():
               f"CPU-capacity estimate {summary['cpu_capacity_ratio_median']}x")  # fmt: skip
     if args.lightrag_pair:
         rows = results["lightrag_pair"]["rounds"]
-        one, two = (results["lightrag_pair"][name] for name in ("lightrag_1_server", "lightrag_2_servers"))
+        one, two = (results["lightrag_pair"][name] for name in ("lightrag_1_machine", "lightrag_2_machines"))
+        estimates = [row["cpu_capacity_ratio"] for row in rows if row["cpu_capacity_ratio"]]
         summary.update(
             lightrag_pair_median_round_ratio=round_median([row["ratio"] for row in rows if row["ratio"]]),
             lightrag_pair_round_ratios=[row["ratio"] for row in rows],
-            lightrag_pair_cpu_capacity_ratio_median=round_median(
-                [r["cpu_capacity_ratio"] for r in rows if r["cpu_capacity_ratio"]]),
+            lightrag_pair_capacity_machines_median=round_median([e["machines"] for e in estimates]),
+            lightrag_pair_capacity_here_median=round_median([e["here"] for e in estimates]),
             lightrag_pair_target=PAIR_TARGET,
-            lightrag_tier_capacity_ratio=round(lightrag_tier_capacity(two) / lightrag_tier_capacity(one), 2),
+            lightrag_pair_pinned=not args.pair_unpinned,
+            load_averages=[row[name]["load_average"] for row in rows for name in ("lightrag_1_machine", "lightrag_2_machines")],
         )  # fmt: skip
-        for name, r in (("lightrag_1_server", one), ("lightrag_2_servers", two)):
-            print(f"{name}: median {r['median_per_second']}/s, p99 {r['median_p99_ms']} ms, CPU ms per search "
-                  f"{json.dumps(r['cpu_ms_per_search'])}; all cores' time: {json.dumps(r['cpu_share'])}")
+        for name, r in (("lightrag_1_machine", one), ("lightrag_2_machines", two)):
+            print(f"{name}: median {r['median_per_second']}/s, p99 {r['median_p99_ms']} ms, {r['errors']} errors; "
+                  f"CPU ms per search {json.dumps(r['cpu_ms_per_search'])}; "
+                  f"share of a core {json.dumps(r['core_share'])}")  # fmt: skip
         met = "MET" if summary["lightrag_pair_median_round_ratio"] >= PAIR_TARGET else "NOT met"
-        print(f"TARGET search throughput, 2 LightRAG servers on one PostgreSQL / 1: median of {len(rows)} rounds "
+        print(f"TARGET search throughput, 2 LightRAG machines (server + model endpoint, "
+              f"{'a core each' if not args.pair_unpinned else 'unpinned'}) / 1: median of {len(rows)} rounds "
               f"{summary['lightrag_pair_median_round_ratio']}x (rounds {summary['lightrag_pair_round_ratios']}; "
               f"target >= {PAIR_TARGET}x: {met}); CPU-capacity estimate "
-              f"{summary['lightrag_pair_cpu_capacity_ratio_median']}x on this machine's cores, "
-              f"{summary['lightrag_tier_capacity_ratio']}x for the LightRAG servers each on a core of its own")  # fmt: skip
+              f"{summary['lightrag_pair_capacity_machines_median']}x with each machine on its own core and the web "
+              f"tier elsewhere, {summary['lightrag_pair_capacity_here_median']}x with the web tier, PostgreSQL and "
+              f"wrk on these {CORES} cores too; load average {summary['load_averages']}")  # fmt: skip
     if args.ingest:
         one, two = results["ingest_1_workers"]["seconds"], results["ingest_2_workers"]["seconds"]
         summary["ingest_speedup_2_workers"] = round(one / two, 2)

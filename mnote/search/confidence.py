@@ -45,11 +45,21 @@ FLOOR = 0.0528
 TIMEOUT_SECONDS = 3.0
 
 
+# The embedded rerank reads the candidates' stored vectors from this store's
+# file in LightRAG's working folder (mnote.stack.rerank.StoredVectors); with
+# another vector store (PGVectorStorage, the scaled set-up) it has none and
+# cannot say how near the cards are, so the floor is not asked for.
+VECTORS_THE_RERANK_READS = "NanoVectorDBStorage"
+
+
 def embedded_rerank_url(health) -> str | None:
-    """The embedded rerank's URL when LightRAG uses it, else None."""
+    """The embedded rerank's URL when LightRAG uses it and it can measure the
+    cards' confidence, else None."""
     if health is None or not health.rerank_enabled or health.rerank_model != RERANK_MODEL:
         return None
     configuration = (health.raw or {}).get("configuration") or {}
+    if configuration.get("vector_storage", VECTORS_THE_RERANK_READS) != VECTORS_THE_RERANK_READS:
+        return None
     url = configuration.get("rerank_binding_host")
     return url if isinstance(url, str) and url.startswith(("http://", "https://")) else None
 
