@@ -8,7 +8,7 @@ import httpx
 from mnote.lightrag.responses import Health
 from mnote.search import confidence
 from mnote.stack.rerank import RERANK_MODEL
-from tests.conftest import recorded
+from tests.lightrag_fakes import recorded
 
 RERANK_URL = "http://model.test/v1/rerank"
 
