@@ -106,13 +106,17 @@ class Selector:
         return selector.with_twins(text)
 
     def with_twins(self, text: str) -> Selector:
-        """This selector, told whether ``text`` (its own version) holds words close to its quote elsewhere."""
+        """This selector, told what in ``text`` (its own version) would pass for
+        its quote were the quote deleted: its near twins."""
         if self.start is None or self.end is None:
             return self
-        others = [p for p in _close_places(self, text) if p[1] <= self.start or p[0] >= self.end]
+        # Asked of the version with the quote cut out, so a twin right next to
+        # the quote is seen whole rather than merged into the quote's own span.
+        without = text[: self.start] + " " + text[self.end :]
+        decoys = _close_places(self, without, keep=MAX_TWINS, overlapping=True)
         exact_elsewhere = any(p != self.start for p in _exact_places(text, self.exact, 2))
-        twin_words = tuple(dict.fromkeys(p[2][:MAX_QUOTE] for p in others))[:MAX_TWINS]
-        return replace(self, twins=bool(others) or exact_elsewhere, twin_words=twin_words)
+        twin_words = tuple(dict.fromkeys(p[2][:MAX_QUOTE] for p in decoys))[:MAX_TWINS]
+        return replace(self, twins=bool(decoys) or exact_elsewhere, twin_words=twin_words)
 
     def as_json(self) -> dict:
         """Stored with the citation: W3C TextQuoteSelector and TextPositionSelector fields in one dict."""
@@ -268,30 +272,45 @@ def reanchor(selector: Selector, text: str, old_length: int | None = None) -> Re
         case = "unchanged" if context >= 80 or not (selector.prefix or selector.suffix) else "moved"
         return Reanchored(case, best, end, exact, 100.0)
     places = sorted(_close_places(selector, text), key=lambda place: -place[4])
-    if selector.twin_words:
-        places = [p for p in places if p[3] > max(fuzz.ratio(twin, p[2]) for twin in selector.twin_words)]
+    places = [p for p in places if not _a_twin(selector, text, p)]
     if not places:
         return Reanchored("removed")
     start, end, found, score, rank, context, both = places[0]
-    # Close words alone are not enough: a document often holds near twins
-    # ("space before" / "space after", "1080" / "1440"), and when the cited
-    # words are deleted their twin must not take their place. So: context on
-    # one side, on both when the quote had twins (or that is not known); or,
-    # for a long quote without twins, words very close to it (its paragraph
-    # moved and reworded).
-    if selector.twins is False:
-        accepted = context >= CONTEXT_AGREES or (score >= VERY_CLOSE and len(exact) >= LONG)
-    else:
+    if selector.twins is None:
+        # Not known what else in its version looked like the quote (it was
+        # never opened since it was made): close words count only where the
+        # context agrees on both sides.
         accepted = both >= CONTEXT_AGREES
+    else:
+        # Its twins are refused above; what is left is the quote reworded
+        # when its context agrees, or when its words are very close to the
+        # quote's (its paragraph moved and reworded).
+        accepted = context >= CONTEXT_AGREES or (score >= VERY_CLOSE and len(exact) >= LONG)
     # Two places about as close: which one was cited cannot be told; say so, never guess.
     if not accepted or (len(places) > 1 and places[1][4] >= rank - AMBIGUOUS):
         return Reanchored("removed")
     return Reanchored("reworded", start, end, found, score)
 
 
-def _close_places(selector: Selector, text: str) -> list[tuple[int, int, str, float, float, float, float]]:
+def _a_twin(selector: Selector, text: str, place: tuple) -> bool:
+    """Whether a close place is one of the quote's twins rather than the quote:
+    a twin still standing there word for word, or, for a twin no longer
+    standing anywhere word for word, a place at least as close to it as to the quote."""
+    start, end, found, score = place[:4]
+    for twin in selector.twin_words:
+        spots = _exact_places(text, twin, 50)
+        if any(min(end, s + len(twin)) - max(start, s) >= (end - start) / 2 for s in spots):
+            return True
+        if not spots and fuzz.ratio(twin, found) >= score:
+            return True
+    return False
+
+
+def _close_places(selector: Selector, text: str, keep: int = 5, overlapping: bool = False) -> list[tuple]:
     """Places of ``text`` whose words are close to the quote's: (start, end,
-    words, score, rank, context on the better side, context on the worse side)."""
+    words, score, rank, context on the better side, context on the worse
+    side). ``overlapping``: keep places that overlap a better one (twins in a
+    list, where one alignment may take in part of its neighbour)."""
     exact = selector.exact
     words = _words_of(text)
     quote_words = [m.group().casefold() for m in _TOKEN.finditer(exact)]
@@ -311,7 +330,7 @@ def _close_places(selector: Selector, text: str) -> list[tuple[int, int, str, fl
             end += trail
         return fuzz.ratio(exact, text[start:end]), start, end
 
-    for diagonal in _candidates(words, quote_words):
+    for diagonal in _candidates(words, quote_words, keep):
         span = _align(words, quote_words, diagonal)
         if span is None:
             continue
@@ -322,7 +341,7 @@ def _close_places(selector: Selector, text: str) -> list[tuple[int, int, str, fl
             tries.append((diagonal, diagonal + n))
         score, start, end = max(scored(*t) for t in tries)
         found = text[start:end]
-        if score >= CLOSE and not any(p[0] < end and start < p[1] for p in places):
+        if score >= CLOSE and (overlapping or not any(p[0] < end and start < p[1] for p in places)):
             sides = _sides(text, selector, start, end)
             context, worse = (max(sides), min(sides)) if sides else (0.0, 0.0)
             places.append((start, end, found, score, score + sum(sides) / max(1, len(sides)), context, worse))
