@@ -53,6 +53,9 @@ MAX_TWINS = 8
 # Two places whose words and context score within this much of each other cannot be told apart.
 AMBIGUOUS = 15
 
+# Two spans overlapping by this much of their union are one place.
+SAME_PLACE = 0.8
+
 CASES = ("unchanged", "moved", "reworded", "removed")
 
 # Words of letters and digits; CJK characters one by one (they have no spaces).
@@ -299,7 +302,10 @@ def _a_twin(selector: Selector, text: str, place: tuple) -> bool:
     start, end, found, score = place[:4]
     for twin in selector.twin_words:
         spots = _exact_places(text, twin, 50)
-        if any(min(end, s + len(twin)) - max(start, s) >= (end - start) / 2 for s in spots):
+        # The same place: they overlap by most of both (a twin that is only
+        # a few of the quote's words may stand inside the quote reworded).
+        if any(min(end, s + len(twin)) - max(start, s) >= SAME_PLACE * (max(end, s + len(twin)) - min(start, s))
+               for s in spots):
             return True
         if not spots and fuzz.ratio(twin, found) >= score:
             return True
