@@ -301,9 +301,12 @@ def main(argv=None) -> int:
     baseline: dict[str, dict[str, Counter]] = {"tuned": defaultdict(Counter), "held": defaultdict(Counter)}
     # (part, method, kind) -> verdicts: each kind apart, beside the baseline.
     by_kind: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
-    labels: dict[str, Counter] = defaultdict(Counter)
+    # The case the page would name, per edit: (part, edit) -> cases.
+    labels: dict[tuple[str, str], Counter] = defaultdict(Counter)
     failures = []
     timings = []
+    # Keeping a quote with its twins (once per citation, when first opened).
+    selector_timings = []
     for kind, name, text_map, picks in docs:
         part = "held" if held_back(name) else "tuned"
         blocks = blocks_of(text_map)
@@ -314,7 +317,9 @@ def main(argv=None) -> int:
                 continue  # the quote spans blocks, or repeats: not one place to cite
             index, inner = located[0]
             start, end = span_in(blocks, index, inner, len(quote))
+            t0 = time.perf_counter()
             selector = Selector.at(old_text, start, end, context=args.context)
+            selector_timings.append(time.perf_counter() - t0)
             for case in SURVIVING + DELETED:
                 filler = rng.choice([f for f in fillers if f not in old_text] or ["A paragraph added by a reviewer."])
                 made = edit(case, blocks, index, inner, quote, filler, random.Random(f"{args.seed}-{name}-{quote}-{case}"))
@@ -328,7 +333,7 @@ def main(argv=None) -> int:
                 verdict = judge(case, truth, span, found.case)
                 results[part][case][verdict] += 1
                 by_kind[part, "reanchor", kind][verdict] += 1
-                labels[case][found.case] += 1
+                labels[part, case][found.case] += 1
                 naive = new_text.find(quote)
                 naive_span = (naive, naive + len(quote)) if naive >= 0 else None
                 naive_verdict = judge(case, truth, naive_span, "removed" if naive < 0 else "found")
@@ -363,12 +368,16 @@ def main(argv=None) -> int:
             "median": round(1000 * sorted(timings)[len(timings) // 2], 3) if timings else None,
             "p95": round(1000 * sorted(timings)[int(len(timings) * 0.95)], 3) if timings else None,
         },
+        "selector_ms": {
+            "median": round(1000 * sorted(selector_timings)[len(selector_timings) // 2], 3) if selector_timings else None,
+            "p95": round(1000 * sorted(selector_timings)[int(len(selector_timings) * 0.95)], 3) if selector_timings else None,
+        },
         "tuned": {"reanchor": summary(results["tuned"]), "naive_find": summary(baseline["tuned"])},
         "held_back": {"reanchor": summary(results["held"]), "naive_find": summary(baseline["held"])},
         "by_kind": {f"{part} {method} {kind}": dict(v) for (part, method, kind), v in sorted(by_kind.items())},
         # Kinds the bench takes that gave no citable passage (every sentence repeats, or none is long enough).
         "kinds_without_passages": [k for k in KINDS if k not in {k for k, *_ in docs}],
-        "cases_reported": {c: dict(v) for c, v in labels.items()},
+        "cases_reported": {f"{part} {c}": dict(v) for (part, c), v in sorted(labels.items())},
     }
     for part in ("tuned", "held_back"):
         for method in ("reanchor", "naive_find"):
@@ -389,8 +398,9 @@ def main(argv=None) -> int:
             if row:
                 print(f"  {part:5} {kind:5}", " | ".join(row))
     print("per edit (held-back, re-anchor):", {c: dict(results["held"][c]) for c in SURVIVING + DELETED})
-    print("cases reported per edit", report["cases_reported"])
-    print("re-anchor time ms", report["reanchor_ms"], "render s", report["render_seconds"])
+    print("cases named per edit (tuned)", {c: dict(labels["tuned", c]) for c in SURVIVING + DELETED})
+    print("re-anchor time ms", report["reanchor_ms"], "selector (with twins) ms", report["selector_ms"],
+          "render s", report["render_seconds"])
     if args.show_failures:
         for f in failures[:60]:
             print(json.dumps(f, ensure_ascii=False))
