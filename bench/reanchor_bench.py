@@ -247,6 +247,13 @@ def judge(case: str, truth, found, found_case: str) -> str:
     return "right" if overlap(found, truth) >= 0.8 else "wrong_place"
 
 
+def median_p95(seconds: list[float]) -> dict:
+    ordered = sorted(seconds)
+    if not ordered:
+        return {"median": None, "p95": None}
+    return {"median": round(1000 * ordered[len(ordered) // 2], 3), "p95": round(1000 * ordered[int(len(ordered) * 0.95)], 3)}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=REPO_DIR.parent / "shared" / "corpus")
@@ -364,14 +371,8 @@ def main(argv=None) -> int:
         "command": "bench/reanchor_bench.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "documents": Counter(k for k, *_ in docs),
         "render_seconds": round(render_s, 1),
-        "reanchor_ms": {
-            "median": round(1000 * sorted(timings)[len(timings) // 2], 3) if timings else None,
-            "p95": round(1000 * sorted(timings)[int(len(timings) * 0.95)], 3) if timings else None,
-        },
-        "selector_ms": {
-            "median": round(1000 * sorted(selector_timings)[len(selector_timings) // 2], 3) if selector_timings else None,
-            "p95": round(1000 * sorted(selector_timings)[int(len(selector_timings) * 0.95)], 3) if selector_timings else None,
-        },
+        "reanchor_ms": median_p95(timings),
+        "selector_ms": median_p95(selector_timings),
         "tuned": {"reanchor": summary(results["tuned"]), "naive_find": summary(baseline["tuned"])},
         "held_back": {"reanchor": summary(results["held"]), "naive_find": summary(baseline["held"])},
         "by_kind": {f"{part} {method} {kind}": dict(v) for (part, method, kind), v in sorted(by_kind.items())},

@@ -82,7 +82,7 @@ CASES = {
         "# Safety\n\nWear gloves in the plant room. Keep the doors shut.\n\n" + TEXT, "unchanged", QUOTE),
     "passage_moved": (moved(TEXT), "moved", QUOTE),
     "words_changed_around": (
-        TEXT.replace("# Valves", "# Valve care").replace("The plant restarts after.", "The plant starts up again after."),
+        TEXT.replace("# Valves", "# Valve care").replace("restarts after.", "starts up again after."),
         "unchanged", QUOTE),
     "combined_edit": (
         "# Safety\n\nWear gloves in the plant room.\n\n" + moved(TEXT).replace("every spring", "every autumn"),
@@ -96,8 +96,8 @@ def member_page(chromium, live_server, member_client):
     from django.conf import settings
 
     context = chromium.new_context(viewport={"width": 1400, "height": 900}, locale="en-US")
-    context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": member_client.cookies[settings.SESSION_COOKIE_NAME].value,
-                          "url": live_server.url}])
+    session = member_client.cookies[settings.SESSION_COOKIE_NAME].value
+    context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": session, "url": live_server.url}])
     yield context.new_page()
     context.close()
 

@@ -17,12 +17,14 @@ Exact text first (the place whose context agrees best), then an alignment of
 the quote's words: runs of three and two of its words vote for where it
 starts in the new text, the best few places are aligned word by word (so an
 alignment starts and ends on whole words, never inside one) and scored with
-rapidfuzz. A close place is taken only when its context agrees — on both
-sides when the cited version held near twins of the quote (a list of "space
-before" / "space after"), and never when it is closer to one of those twins
-than to the quote — or, for a quote without twins, when its words are very
-close; and never when another place is about as good. Pure functions on
-text: no Django.
+rapidfuzz. The quote's near twins (a list of "space before" / "space
+after", lines that differ in a number) are what this search finds in the
+cited version with the quote cut out: what would pass for the quote were it
+deleted. A close place is never one of them (a twin standing there word for
+word, or a place at least as close to a twin that no longer stands anywhere
+as to the quote); what is left is taken when its context agrees, or when its
+words are very close (moved and reworded); and never when another place is
+about as good. Pure functions on text: no Django.
 """
 
 from __future__ import annotations
@@ -72,12 +74,12 @@ class Selector:
     suffix: str = ""
     start: int | None = None
     end: int | None = None
-    # Whether its version held other words close to the quote (a list of
-    # near twins); None when not known. A quote with twins is found again by
-    # its words only where its context agrees on both sides.
+    # Whether its version held other words close to the quote (near twins);
+    # None when not known, and then close words count only where the context
+    # agrees on both sides.
     twins: bool | None = None
     # Those twins' words: when the quote is gone and a twin slid into its
-    # place, a place closer to a twin than to the quote is not the quote reworded.
+    # place, the twin is not taken for the quote reworded.
     twin_words: tuple[str, ...] = ()
 
     @classmethod
