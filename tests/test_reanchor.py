@@ -125,3 +125,11 @@ def test_a_line_of_a_list_of_near_twins_moved_and_reworded_is_found_where_it_wen
     assert found.case == "reworded" and edited[found.start : found.end] == reworded
     # Deleted from the list: removed, though its twins stand where it stood.
     assert reanchor(selector, text.replace(SPACING[2] + " ", "")).case == "removed"
+
+
+def test_a_deleted_line_is_not_taken_for_a_line_close_in_letters_but_not_in_words():
+    text = ("Article II. [expect]Article II.[/expect]Another article "
+            "Section 2.01 [expect]Section 2.01[/expect]Another section (a) [expect](a)[/expect]Blagh blagh.")
+    quote = "[expect]Section 2.01[/expect]Another section"
+    paragraph = "Section 2.01 " + quote + " "
+    assert reanchor(cited(text, quote), text.replace(paragraph, "")).case == "removed"

@@ -20,7 +20,8 @@ alignment starts and ends on whole words, never inside one) and scored with
 rapidfuzz. The quote's near twins (a list of "space before" / "space
 after", lines that differ in a number) are what this search finds in the
 cited version with the quote cut out: what would pass for the quote were it
-deleted. A close place is never one of them (a twin standing there word for
+deleted. A close place keeps more than half of the quote's words, in order,
+and is never one of the twins (a twin standing there word for
 word, or a place at least as close to a twin that no longer stands anywhere
 as to the quote); what is left is taken when its context agrees, or when its
 words are very close (moved and reworded); and never when another place is
@@ -277,7 +278,8 @@ def reanchor(selector: Selector, text: str, old_length: int | None = None) -> Re
         case = "unchanged" if context >= 80 or not (selector.prefix or selector.suffix) else "moved"
         return Reanchored(case, best, end, exact, 100.0)
     places = sorted(_close_places(selector, text), key=lambda place: -place[4])
-    places = [p for p in places if not _a_twin(selector, text, p)]
+    quote_words = _words(exact)
+    places = [p for p in places if _keeps_most_words(quote_words, p[2]) and not _a_twin(selector, text, p)]
     if not places:
         return Reanchored("removed")
     start, end, found, score, rank, context, both = places[0]
@@ -295,6 +297,19 @@ def reanchor(selector: Selector, text: str, old_length: int | None = None) -> Re
     if not accepted or (len(places) > 1 and places[1][4] >= rank - AMBIGUOUS):
         return Reanchored("removed")
     return Reanchored("reworded", start, end, found, score)
+
+
+def _words(text: str) -> list[str]:
+    return [m.group().casefold() for m in _TOKEN.finditer(text)]
+
+
+def _keeps_most_words(quote_words: list[str], found: str) -> bool:
+    """Whether more than half of the quote's words stand, in order, in ``found``:
+    close characters alone may be other words ("Article II" for "Section 2.01")."""
+    found_words = _words(found)
+    # rapidfuzz's ratio of two word lists is 2 × (words in common, in order) / (both lengths).
+    kept = fuzz.ratio(quote_words, found_words) / 100 * (len(quote_words) + len(found_words)) / 2
+    return kept > len(quote_words) / 2
 
 
 def _a_twin(selector: Selector, text: str, place: tuple) -> bool:
@@ -321,7 +336,7 @@ def _close_places(selector: Selector, text: str, keep: int = 5, overlapping: boo
     list, where one alignment may take in part of its neighbour)."""
     exact = selector.exact
     words = _words_of(text)
-    quote_words = [m.group().casefold() for m in _TOKEN.finditer(exact)]
+    quote_words = _words(exact)
     places: list = []
     if not quote_words:
         return places
