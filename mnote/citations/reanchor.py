@@ -364,7 +364,11 @@ def _close_places(selector: Selector, text: str, keep: int = 5, overlapping: boo
             tries.append((diagonal, diagonal + n))
         score, start, end = max(scored(*t) for t in tries)
         found = text[start:end]
-        if score >= CLOSE and (overlapping or not any(p[0] < end and start < p[1] for p in places)):
+        # Of two overlapping places, the closer one (an alignment that took in
+        # a neighbour's words must not hide the quote reworded next to it).
+        overlaps = [] if overlapping else [p for p in places if p[0] < end and start < p[1]]
+        if score >= CLOSE and all(score > p[3] for p in overlaps):
+            places = [p for p in places if p not in overlaps]
             sides = _sides(text, selector, start, end)
             context, worse = (max(sides), min(sides)) if sides else (0.0, 0.0)
             places.append((start, end, found, score, score + sum(sides) / max(1, len(sides)), context, worse))
