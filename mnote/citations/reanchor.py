@@ -48,7 +48,7 @@ MAX_QUOTE = 2000
 CLOSE = 70
 # …and the text before or after it this close to the quote's context.
 CONTEXT_AGREES = 60
-# Without context (a quote with no near twins in its version), words this close to a quote this long.
+# Without context, a quote this long whose letters or words are this close (0-100).
 VERY_CLOSE = 80
 LONG = 24
 # Near twins kept with a quote, at most.
@@ -279,7 +279,9 @@ def reanchor(selector: Selector, text: str, old_length: int | None = None) -> Re
         return Reanchored(case, best, end, exact, 100.0)
     places = sorted(_close_places(selector, text), key=lambda place: -place[4])
     quote_words = _words(exact)
-    places = [p for p in places if _keeps_most_words(quote_words, p[2]) and not _a_twin(selector, text, p)]
+    # More than half of the quote's words, in order: close letters alone may
+    # be other words ("Article II" for "Section 2.01").
+    places = [p for p in places if _words_kept(quote_words, p[2]) > 50 and not _a_twin(selector, text, p)]
     if not places:
         return Reanchored("removed")
     start, end, found, score, rank, context, both = places[0]
@@ -292,7 +294,8 @@ def reanchor(selector: Selector, text: str, old_length: int | None = None) -> Re
         # Its twins are refused above; what is left is the quote reworded
         # when its context agrees, or when its words are very close to the
         # quote's (its paragraph moved and reworded).
-        accepted = context >= CONTEXT_AGREES or (score >= VERY_CLOSE and len(exact) >= LONG)
+        very_close = max(score, _words_kept(quote_words, found)) >= VERY_CLOSE
+        accepted = context >= CONTEXT_AGREES or (very_close and len(exact) >= LONG)
     # Two places about as close: which one was cited cannot be told; say so, never guess.
     if not accepted or (len(places) > 1 and places[1][4] >= rank - AMBIGUOUS):
         return Reanchored("removed")
@@ -303,13 +306,12 @@ def _words(text: str) -> list[str]:
     return [m.group().casefold() for m in _TOKEN.finditer(text)]
 
 
-def _keeps_most_words(quote_words: list[str], found: str) -> bool:
-    """Whether more than half of the quote's words stand, in order, in ``found``:
-    close characters alone may be other words ("Article II" for "Section 2.01")."""
+def _words_kept(quote_words: list[str], found: str) -> float:
+    """0-100: how many of the quote's words stand, in order, in ``found``."""
     found_words = _words(found)
     # rapidfuzz's ratio of two word lists is 2 × (words in common, in order) / (both lengths).
     kept = fuzz.ratio(quote_words, found_words) / 100 * (len(quote_words) + len(found_words)) / 2
-    return kept > len(quote_words) / 2
+    return 100 * kept / len(quote_words)
 
 
 def _a_twin(selector: Selector, text: str, place: tuple) -> bool:
