@@ -21,11 +21,11 @@ rapidfuzz. The quote's near twins (a list of "space before" / "space
 after", lines that differ in a number) are what this search finds in the
 cited version with the quote cut out: what would pass for the quote were it
 deleted. A close place keeps more than half of the quote's words, in order,
-and is never one of the twins (a twin standing there word for
-word, or a place at least as close to a twin that no longer stands anywhere
-as to the quote); what is left is taken when its context agrees, or when its
-words are very close (moved and reworded); and never when another place is
-about as good. Pure functions on text: no Django.
+and is never one of the twins (a twin standing there word for word, or a
+place at least as close to a twin that no longer stands anywhere as to the
+quote); what is left is taken when its context agrees, or when its letters
+or words are very close (moved and reworded); and never when another place
+is about as good. Pure functions on text: no Django.
 """
 
 from __future__ import annotations
