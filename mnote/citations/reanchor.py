@@ -17,12 +17,15 @@ Exact text first (the place whose context agrees best), then an alignment of
 the quote's words: runs of three and two of its words vote for where it
 starts in the new text, the best few places are aligned word by word (so an
 alignment starts and ends on whole words, never inside one) and scored with
-rapidfuzz. A close place is taken only when its context agrees — on both
-sides when the cited version held near twins of the quote (a list of "space
-before" / "space after"), and never when it is closer to one of those twins
-than to the quote — or, for a quote without twins, when its words are very
-close; and never when another place is about as good. Pure functions on
-text: no Django.
+rapidfuzz. The quote's near twins (a list of "space before" / "space
+after", lines that differ in a number) are what this search finds in the
+cited version with the quote cut out: what would pass for the quote were it
+deleted. A close place keeps more than half of the quote's words, in order,
+and is never one of the twins (a twin standing there word for word, or a
+place at least as close to a twin that no longer stands anywhere as to the
+quote); what is left is taken when its context agrees, or when its letters
+or words are very close (moved and reworded); and never when another place
+is about as good. Pure functions on text: no Django.
 """
 
 from __future__ import annotations
@@ -45,13 +48,16 @@ MAX_QUOTE = 2000
 CLOSE = 70
 # …and the text before or after it this close to the quote's context.
 CONTEXT_AGREES = 60
-# Without context (a quote with no near twins in its version), words this close to a quote this long.
+# Without context, a quote this long whose letters or words are this close (0-100).
 VERY_CLOSE = 80
 LONG = 24
 # Near twins kept with a quote, at most.
 MAX_TWINS = 8
 # Two places whose words and context score within this much of each other cannot be told apart.
 AMBIGUOUS = 15
+
+# Two spans overlapping by this much of their union are one place.
+SAME_PLACE = 0.8
 
 CASES = ("unchanged", "moved", "reworded", "removed")
 
@@ -69,12 +75,12 @@ class Selector:
     suffix: str = ""
     start: int | None = None
     end: int | None = None
-    # Whether its version held other words close to the quote (a list of
-    # near twins); None when not known. A quote with twins is found again by
-    # its words only where its context agrees on both sides.
+    # Whether its version held other words close to the quote (near twins);
+    # None when not known, and then close words count only where the context
+    # agrees on both sides.
     twins: bool | None = None
     # Those twins' words: when the quote is gone and a twin slid into its
-    # place, a place closer to a twin than to the quote is not the quote reworded.
+    # place, the twin is not taken for the quote reworded.
     twin_words: tuple[str, ...] = ()
 
     @classmethod
@@ -106,13 +112,17 @@ class Selector:
         return selector.with_twins(text)
 
     def with_twins(self, text: str) -> Selector:
-        """This selector, told whether ``text`` (its own version) holds words close to its quote elsewhere."""
+        """This selector, told what in ``text`` (its own version) would pass for
+        its quote were the quote deleted: its near twins."""
         if self.start is None or self.end is None:
             return self
-        others = [p for p in _close_places(self, text) if p[1] <= self.start or p[0] >= self.end]
+        # Asked of the version with the quote cut out, so a twin right next to
+        # the quote is seen whole rather than merged into the quote's own span.
+        without = text[: self.start] + " " + text[self.end :]
+        decoys = _close_places(self, without, keep=MAX_TWINS, overlapping=True)
         exact_elsewhere = any(p != self.start for p in _exact_places(text, self.exact, 2))
-        twin_words = tuple(dict.fromkeys(p[2][:MAX_QUOTE] for p in others))[:MAX_TWINS]
-        return replace(self, twins=bool(others) or exact_elsewhere, twin_words=twin_words)
+        twin_words = tuple(dict.fromkeys(p[2][:MAX_QUOTE] for p in decoys))[:MAX_TWINS]
+        return replace(self, twins=bool(decoys) or exact_elsewhere, twin_words=twin_words)
 
     def as_json(self) -> dict:
         """Stored with the citation: W3C TextQuoteSelector and TextPositionSelector fields in one dict."""
@@ -268,33 +278,67 @@ def reanchor(selector: Selector, text: str, old_length: int | None = None) -> Re
         case = "unchanged" if context >= 80 or not (selector.prefix or selector.suffix) else "moved"
         return Reanchored(case, best, end, exact, 100.0)
     places = sorted(_close_places(selector, text), key=lambda place: -place[4])
-    if selector.twin_words:
-        places = [p for p in places if p[3] > max(fuzz.ratio(twin, p[2]) for twin in selector.twin_words)]
+    quote_words = _words(exact)
+    # More than half of the quote's words, in order: close letters alone may
+    # be other words ("Article II" for "Section 2.01").
+    places = [p for p in places if _words_kept(quote_words, p[2]) > 50 and not _a_twin(selector, text, p)]
     if not places:
         return Reanchored("removed")
     start, end, found, score, rank, context, both = places[0]
-    # Close words alone are not enough: a document often holds near twins
-    # ("space before" / "space after", "1080" / "1440"), and when the cited
-    # words are deleted their twin must not take their place. So: context on
-    # one side, on both when the quote had twins (or that is not known); or,
-    # for a long quote without twins, words very close to it (its paragraph
-    # moved and reworded).
-    if selector.twins is False:
-        accepted = context >= CONTEXT_AGREES or (score >= VERY_CLOSE and len(exact) >= LONG)
-    else:
+    if selector.twins is None:
+        # Not known what else in its version looked like the quote (it was
+        # never opened since it was made): close words count only where the
+        # context agrees on both sides.
         accepted = both >= CONTEXT_AGREES
+    else:
+        # Its twins are refused above; what is left is the quote reworded
+        # when its context agrees, or when its words are very close to the
+        # quote's (its paragraph moved and reworded).
+        very_close = max(score, _words_kept(quote_words, found)) >= VERY_CLOSE
+        accepted = context >= CONTEXT_AGREES or (very_close and len(exact) >= LONG)
     # Two places about as close: which one was cited cannot be told; say so, never guess.
     if not accepted or (len(places) > 1 and places[1][4] >= rank - AMBIGUOUS):
         return Reanchored("removed")
     return Reanchored("reworded", start, end, found, score)
 
 
-def _close_places(selector: Selector, text: str) -> list[tuple[int, int, str, float, float, float, float]]:
+def _words(text: str) -> list[str]:
+    return [m.group().casefold() for m in _TOKEN.finditer(text)]
+
+
+def _words_kept(quote_words: list[str], found: str) -> float:
+    """0-100: how many of the quote's words stand, in order, in ``found``."""
+    found_words = _words(found)
+    # rapidfuzz's ratio of two word lists is 2 × (words in common, in order) / (both lengths).
+    kept = fuzz.ratio(quote_words, found_words) / 100 * (len(quote_words) + len(found_words)) / 2
+    return 100 * kept / len(quote_words)
+
+
+def _a_twin(selector: Selector, text: str, place: tuple) -> bool:
+    """Whether a close place is one of the quote's twins rather than the quote:
+    a twin still standing there word for word, or, for a twin no longer
+    standing anywhere word for word, a place at least as close to it as to the quote."""
+    start, end, found, score = place[:4]
+    for twin in selector.twin_words:
+        spots = _exact_places(text, twin, 50)
+        # The same place: they overlap by most of both (a twin that is only
+        # a few of the quote's words may stand inside the quote reworded).
+        if any(min(end, s + len(twin)) - max(start, s) >= SAME_PLACE * (max(end, s + len(twin)) - min(start, s))
+               for s in spots):
+            return True
+        if not spots and fuzz.ratio(twin, found) >= score:
+            return True
+    return False
+
+
+def _close_places(selector: Selector, text: str, keep: int = 5, overlapping: bool = False) -> list[tuple]:
     """Places of ``text`` whose words are close to the quote's: (start, end,
-    words, score, rank, context on the better side, context on the worse side)."""
+    words, score, rank, context on the better side, context on the worse
+    side). ``overlapping``: keep places that overlap a better one (twins in a
+    list, where one alignment may take in part of its neighbour)."""
     exact = selector.exact
     words = _words_of(text)
-    quote_words = [m.group().casefold() for m in _TOKEN.finditer(exact)]
+    quote_words = _words(exact)
     places: list = []
     if not quote_words:
         return places
@@ -311,7 +355,7 @@ def _close_places(selector: Selector, text: str) -> list[tuple[int, int, str, fl
             end += trail
         return fuzz.ratio(exact, text[start:end]), start, end
 
-    for diagonal in _candidates(words, quote_words):
+    for diagonal in _candidates(words, quote_words, keep):
         span = _align(words, quote_words, diagonal)
         if span is None:
             continue
@@ -322,7 +366,11 @@ def _close_places(selector: Selector, text: str) -> list[tuple[int, int, str, fl
             tries.append((diagonal, diagonal + n))
         score, start, end = max(scored(*t) for t in tries)
         found = text[start:end]
-        if score >= CLOSE and not any(p[0] < end and start < p[1] for p in places):
+        # Of two overlapping places, the closer one (an alignment that took in
+        # a neighbour's words must not hide the quote reworded next to it).
+        overlaps = [] if overlapping else [p for p in places if p[0] < end and start < p[1]]
+        if score >= CLOSE and all(score > p[3] for p in overlaps):
+            places = [p for p in places if p not in overlaps]
             sides = _sides(text, selector, start, end)
             context, worse = (max(sides), min(sides)) if sides else (0.0, 0.0)
             places.append((start, end, found, score, score + sum(sides) / max(1, len(sides)), context, worse))

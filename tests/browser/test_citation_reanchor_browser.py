@@ -1,6 +1,6 @@
 """A permalink opened in headless Chromium after its file was edited: the
-preview beside it marks the cited words where they are now (reworded), or
-marks nothing (removed)."""
+page names the case (unchanged, moved, reworded, removed) and the preview
+beside it marks the cited words where they are now, or marks nothing."""
 
 import hashlib
 
@@ -43,3 +43,78 @@ def test_the_preview_marks_nothing_when_the_words_were_removed(logged_in_page, l
     page = cited_then_edited(library_dir, logged_in_page, live_server, TEXT.replace(QUOTE + " ", ""))
     assert page.locator("[data-reanchor]").get_attribute("data-reanchor") == "removed"
     assert marked(page, located=False) == "" and "Pump" in page.frame_locator("#citation-frame").locator("#document").inner_text()
+
+
+# --- each case the page names, one page each ----------------------------------------------
+# The permalink is first opened by the server (what it cites is kept then, as
+# in a browser), the file is edited, and only the page after the edit is
+# loaded in Chromium, in a context given the member's session cookie: one
+# page per case.
+
+def moved(text: str) -> str:
+    """The cited sentence cut and pasted under a new heading at the end."""
+    return text.replace(QUOTE + " ", "") + "\n# Archive\n\nOld logs go to the basement.\n\n" + QUOTE + "\n"
+
+
+CASES = {
+    # edited how: (the new text, the case the page names, the words marked in the preview)
+    "text_edited_below": (
+        TEXT.replace("pressure drop passes forty millibar", "filter gauge reads red"), "unchanged", QUOTE),
+    "text_inserted_above": (
+        "# Safety\n\nWear gloves in the plant room. Keep the doors shut.\n\n" + TEXT, "unchanged", QUOTE),
+    "passage_moved": (moved(TEXT), "moved", QUOTE),
+    "words_changed_around": (
+        TEXT.replace("# Valves", "# Valve care").replace("restarts after.", "starts up again after."),
+        "unchanged", QUOTE),
+    "combined_edit": (
+        "# Safety\n\nWear gloves in the plant room.\n\n" + moved(TEXT).replace("every spring", "every autumn"),
+        "reworded", "Valve stems are lapped every autumn by the night shift."),
+}
+
+
+@pytest.fixture
+def member_page(chromium, live_server, member_client):
+    """A browser page with the member's session: no log-in page to load."""
+    from django.conf import settings
+
+    context = chromium.new_context(viewport={"width": 1400, "height": 900}, locale="en-US")
+    session = member_client.cookies[settings.SESSION_COOKIE_NAME].value
+    context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": session, "url": live_server.url}])
+    yield context.new_page()
+    context.close()
+
+
+@pytest.mark.parametrize("edited", list(CASES))
+def test_the_page_names_the_case_and_the_preview_marks_the_words_where_they_are_now(
+    edited, member_client, member_page, live_server, library_dir
+):
+    new_text, case, words = CASES[edited]
+    notes = library_dir / "notes"
+    notes.mkdir()
+    path = notes / "care.md"
+    path.write_text(TEXT)
+    root = IndexedRoot.objects.create(name="Notes", path="notes")
+    source = Source.objects.create(root=root, relative_path="care.md", absolute_path=str(path), status="indexed",
+                                   sha256=hashlib.sha256(TEXT.encode()).hexdigest(), lightrag_doc_id="doc-care")
+    citation = Citation.objects.create(
+        source=source, source_path="Notes/care.md", source_sha256=source.sha256, precision="paragraph",
+        locator={"precision": "paragraph", "evidenceText": QUOTE, "headingPath": ["Valves"]},
+        heading_path=["Valves"], display_quote=QUOTE,
+    )
+    assert member_client.get(citation.get_absolute_url()).status_code == 200
+    citation.refresh_from_db()
+    assert citation.quote_selector["exact"] == QUOTE  # kept on the first open
+    path.write_text(new_text)
+    source.sha256, source.stale = hashlib.sha256(new_text.encode()).hexdigest(), True
+    source.save()
+
+    member_page.goto(live_server.url + citation.get_absolute_url())
+    status = member_page.locator("[data-reanchor]")
+    assert status.get_attribute("data-reanchor") == case
+    assert status.is_visible() and "The file has changed since this citation was made" in status.inner_text()
+    assert marked(member_page) == words
+    if case == "reworded":
+        assert member_page.locator("del.diff-removed").all_inner_texts() == ["spring"]
+        assert member_page.locator("ins.diff-added").all_inner_texts() == ["autumn"]
+    else:  # the words as they were cited, nothing marked as changed
+        assert member_page.locator("del.diff-removed, ins.diff-added").count() == 0

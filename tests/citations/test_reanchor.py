@@ -83,3 +83,53 @@ def test_a_deleted_line_is_not_taken_for_its_near_twin_that_slid_into_its_place(
     # The same line reworded is still found.
     reworded = text.replace(lines[1], lines[1].replace("frame having", "frame now having"))
     assert reanchor(selector, reworded).case == "reworded"
+
+
+SPACING = [
+    "Paragraph having space before of no explicit setting",
+    "Paragraph having space before of 6 pt",
+    "Paragraph having space after of no explicit setting",
+    "Paragraph having space after of 6 pt",
+    "Paragraph having line spacing of 1.5 lines",
+]
+
+
+def test_a_deleted_line_is_not_taken_for_the_line_next_to_it_that_says_a_little_less():
+    lines = ["Hallo, lower «Kundenname»", "Hallo, lower no MERGEFORMAT «Kundenname»",
+             "Hallo, lower no MERGEFORMAT, no trailing spaces «Kundenname»", "Hallo, initial «Kundenname»"]
+    text = " ".join(lines)
+    selector = cited(text, lines[2])
+    assert reanchor(selector, text.replace(lines[2] + " ", "")).case == "removed"
+
+
+def test_a_deleted_line_is_not_taken_for_its_sibling_that_differs_in_a_number():
+    lines = [f'<w:ind w:left="{left}" w:hanging="360" >' for left in (720, 1080, 1440)]
+    text = "Indents. " + " ".join(lines) + " End."
+    selector = cited(text, lines[1])
+    assert reanchor(selector, text.replace(lines[1] + " ", "")).case == "removed"
+    # Moved to the end and a word changed: found there, not on a sibling.
+    edited = text.replace(lines[1] + " ", "") + " Later: " + lines[1].replace("hanging", "firstLine")
+    found = reanchor(selector, edited)
+    moved_to = edited.index("Later: ") + len("Later: ")
+    assert found.case == "reworded" and found.start >= moved_to - 1
+    assert 'w:ind w:left="1080" w:firstLine="360' in edited[found.start : found.end]
+
+
+def test_a_line_of_a_list_of_near_twins_moved_and_reworded_is_found_where_it_went():
+    text = "Spacing. " + " ".join(SPACING) + " End of the slide."
+    selector = cited(text, SPACING[2])
+    assert set(selector.twin_words) & set(SPACING)  # its near twins are kept with it
+    reworded = SPACING[2].replace("explicit", "stated")
+    edited = "A slide added. " + text.replace(SPACING[2] + " ", "") + " Notes: " + reworded
+    found = reanchor(selector, edited)
+    assert found.case == "reworded" and edited[found.start : found.end] == reworded
+    # Deleted from the list: removed, though its twins stand where it stood.
+    assert reanchor(selector, text.replace(SPACING[2] + " ", "")).case == "removed"
+
+
+def test_a_deleted_line_is_not_taken_for_a_line_close_in_letters_but_not_in_words():
+    text = ("Article II. [expect]Article II.[/expect]Another article "
+            "Section 2.01 [expect]Section 2.01[/expect]Another section (a) [expect](a)[/expect]Blagh blagh.")
+    quote = "[expect]Section 2.01[/expect]Another section"
+    paragraph = "Section 2.01 " + quote + " "
+    assert reanchor(cited(text, quote), text.replace(paragraph, "")).case == "removed"
