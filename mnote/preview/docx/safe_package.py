@@ -30,6 +30,11 @@ from .limits import DEFAULT_LIMITS, MB, Limits, PreviewRejected, invalid, mb_tex
 from .namespaces import PKG_REL, strict_tree_to_transitional, strict_xmlns_to_transitional
 
 _CHUNK = 1 * MB
+# Members compressed to at most this are read whole (see ``_read_whole``).
+_WHOLE_READ_MAX = 8 * MB
+# A local file header: signature, version, flags, method, time, date, CRC,
+# sizes (skipped), then the lengths of the name and the extra field.
+_LOCAL_HEADER = struct.Struct("<4s2xH18xHH")
 # A central-directory record is 46 bytes plus name, extra field and comment.
 _MAX_DIRECTORY_RECORD = 46 + 3 * 1024
 
@@ -298,6 +303,9 @@ class ZipPackage:
         limit = min(info.file_size, self.limits.max_member_bytes)
         if part.lower().endswith((".xml", ".rels")):
             limit = min(limit, self.limits.max_xml_part_bytes)
+        data = self._read_whole(info, limit)
+        if data is not None:
+            return data
         chunks: list[bytes] = []
         size = 0
         try:
@@ -320,6 +328,49 @@ class ZipPackage:
         except RuntimeError as e:  # zipfile's "File is encrypted"
             raise self.invalid(f"{part[:80]} cannot be read ({e})") from e
         return b"".join(chunks)
+
+    def _read_whole(self, info: zipfile.ZipInfo, limit: int) -> bytes | None:
+        """A small member read and inflated in one go, without ``zipfile``'s
+        file object around it (most of a small part's read time); None when
+        anything is out of the ordinary, so that ``read``'s chunked path reads
+        it and says what is wrong exactly as it always did. The result is only
+        returned when its length and CRC are what the directory says."""
+        if (
+            info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+            or info.flag_bits & 0x61  # encrypted, "compressed patch", strong encryption
+            or info.compress_size > _WHOLE_READ_MAX
+            or info.file_size > limit
+            or self._read_total + info.file_size > self.limits.max_total_bytes
+        ):
+            return None
+        try:
+            self._fp.seek(info.header_offset)
+            header = self._fp.read(_LOCAL_HEADER.size)
+            if len(header) != _LOCAL_HEADER.size:
+                return None
+            signature, flags, name_length, extra_length = _LOCAL_HEADER.unpack(header)
+            if signature != b"PK\x03\x04" or flags & 0x1:
+                return None
+            name = self._fp.read(name_length)
+            if name != info.orig_filename.encode("utf-8" if flags & 0x800 else "cp437"):
+                return None  # zipfile refuses a name that differs from the directory's
+            self._fp.seek(extra_length, 1)
+            raw = self._fp.read(info.compress_size)
+            if len(raw) != info.compress_size:
+                return None
+            if info.compress_type == zipfile.ZIP_STORED:
+                data = raw
+            else:
+                inflater = zlib.decompressobj(-15)
+                data = inflater.decompress(raw, limit + 1)
+                if not inflater.eof:
+                    return None
+        except (zlib.error, OSError, UnicodeError, ValueError):
+            return None
+        if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
+            return None
+        self._read_total += len(data)
+        return data
 
     def stream(self, part: str) -> BoundedStream | None:
         """A part as a file-like stream for incremental parsing (a big sheet),
@@ -360,7 +411,8 @@ class ZipPackage:
         return self.parse_xml(data, part)
 
     def parse_xml(self, data: bytes, part: str) -> etree._Element:
-        blocks = len(_BLOCK_TAGS.findall(data))
+        # A match is at least five bytes: a part shorter than that many blocks needs no count.
+        blocks = len(_BLOCK_TAGS.findall(data)) if len(data) > 5 * self.limits.max_blocks else 0
         if blocks > self.limits.max_blocks:
             raise PreviewRejected(
                 f"This document is too large to preview ({part[:80]} has {blocks:,} paragraphs and table cells; "
