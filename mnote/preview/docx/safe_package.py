@@ -352,7 +352,10 @@ class ZipPackage:
             if signature != b"PK\x03\x04" or flags & 0x1:
                 return None
             name = self._fp.read(name_length)
-            if name != info.orig_filename.encode("utf-8" if flags & 0x800 else "cp437"):
+            expected = info.orig_filename
+            # Both encodings keep ASCII as it is (and Python's cp437 codec is slow).
+            expected = expected.encode() if expected.isascii() else expected.encode("utf-8" if flags & 0x800 else "cp437")
+            if name != expected:
                 return None  # zipfile refuses a name that differs from the directory's
             self._fp.seek(extra_length, 1)
             raw = self._fp.read(info.compress_size)
