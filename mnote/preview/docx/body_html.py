@@ -552,7 +552,13 @@ class BodyRenderer:
                 if text:
                     if fmt.symbol_font:
                         text = symbol_text(fmt.symbol_font, text)
-                    self.text(out, fmt, text)
+                    if self._field_href is None and fmt[:6] == _UNFORMATTED:
+                        # Plain text, most of a document: straight into ``out`` (what ``text`` would do).
+                        _append_text(out, text)
+                        if not self._content and not text.isspace():
+                            self._content = True
+                    else:
+                        self.text(out, fmt, text)
             elif tag == FLD_CHAR:
                 self.field_char(child, out)
             elif tag == INSTR_TEXT:

@@ -20,8 +20,8 @@ import re
 import struct
 import zipfile
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import unquote
 
 from lxml import etree
@@ -39,8 +39,7 @@ _LOCAL_HEADER = struct.Struct("<4s2xH18xHH")
 _MAX_DIRECTORY_RECORD = 46 + 3 * 1024
 
 
-@dataclass(frozen=True)
-class Relationship:
+class Relationship(NamedTuple):  # a tuple: made by the hundred per document, cheaply
     id: str
     kind: str  # last segment of the relationship type: "image", "hyperlink", "footnotes", ...
     target: str  # as written (for external targets: the URL)
@@ -105,7 +104,7 @@ def _safe_member_name(name: str) -> str | None:
 
 def resolve_target(source_part: str, target: str) -> str | None:
     """A relationship target as a part name; None if it climbs out of the package."""
-    if any(ch in target for ch in "%#\\"):
+    if "%" in target or "#" in target or "\\" in target:
         target = unquote(target.split("#", 1)[0]).replace("\\", "/")
     return part_name(source_part, target)
 
