@@ -97,7 +97,7 @@ def _safe_member_name(name: str) -> str | None:
     name = name.replace("\\", "/")
     if "\x00" in name or name.startswith("/") or (len(name) > 1 and name[1] == ":"):
         return None
-    if any(segment == ".." for segment in name.split("/")):
+    if ".." in name and ".." in name.split("/"):
         return None
     return name
 
