@@ -353,7 +353,8 @@ class ZipPackage:
             name = self._fp.read(name_length)
             expected = info.orig_filename
             # Both encodings keep ASCII as it is (and Python's cp437 codec is slow).
-            expected = expected.encode() if expected.isascii() else expected.encode("utf-8" if flags & 0x800 else "cp437")
+            encoding = "ascii" if expected.isascii() else "utf-8" if flags & 0x800 else "cp437"
+            expected = expected.encode(encoding)
             if name != expected:
                 return None  # zipfile refuses a name that differs from the directory's
             self._fp.seek(extra_length, 1)
