@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from itertools import chain
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import NamedTuple
 
 from lxml import etree
