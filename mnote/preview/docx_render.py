@@ -100,7 +100,7 @@ def render_docx(
             raise invalid("its main part is not a Word document body (is it a spreadsheet or a presentation?)")
         deadline.check()
         styles_part = package.related_part(main, "styles")
-        styles = Styles(package.xml(styles_part) if styles_part else None)
+        styles = Styles.from_package(package, styles_part)
         numbering_part = package.related_part(main, "numbering")
         numbering = Numbering(package.xml(numbering_part) if numbering_part else None, styles)
         renderer = BodyRenderer(package, main, styles, numbering, image_url, deadline, limits)

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
+from typing import NamedTuple
 
 from lxml import etree
 
@@ -263,26 +265,26 @@ class BodyRenderer:
             return
         self._depth += 1
         merged: list[etree._Element] = []
+        merged_props = _NO_PARAGRAPH_PROPS  # of the last paragraph in ``merged``
         for child in container:
             tag = child.tag
             if tag == P:
+                props = _paragraph_props(child, self._has_deletions)
                 # A deleted paragraph mark joins the paragraph with the next one.
-                if self._has_deletions and _mark_deleted(child):
-                    merged.append(child)
-                    continue
                 # A drop cap is a framed paragraph of its own: joined to the word it starts.
-                if _is_drop_cap(child):
+                if props.mark_deleted or props.drop_cap:
                     merged.append(child)
+                    merged_props = props
                     continue
                 if merged:
                     merged.append(child)
-                    self.paragraph(merged, out)
+                    self.paragraph(merged, out, props)
                     merged = []
                 else:
-                    self.paragraph((child,), out)
+                    self.paragraph((child,), out, props)
                 continue
             if merged:
-                self.paragraph(merged, out)
+                self.paragraph(merged, out, merged_props)
                 merged = []
             if tag == TBL:
                 self.table(child, out)
@@ -299,10 +301,12 @@ class BodyRenderer:
             elif tag == ALT_CHUNK:
                 self.warnings["Embedded documents (altChunk) are not shown."] += 1
         if merged:
-            self.paragraph(merged, out)
+            self.paragraph(merged, out, merged_props)
         self._depth -= 1
 
-    def paragraph(self, paragraphs, out: etree._Element) -> None:
+    def paragraph(self, paragraphs, out: etree._Element, props: _ParagraphProps) -> None:
+        """``paragraphs`` rendered as one block; ``props`` are the last one's
+        (the surviving paragraph mark carries the properties)."""
         self.deadline.check()
         self._paragraphs += 1
         if self._paragraphs > self.limits.max_blocks:
@@ -319,25 +323,12 @@ class BodyRenderer:
             self.inline(p, el)
         boxes, self._pending_boxes = self._pending_boxes, saved_boxes
         if self._content:
-            self._finish_paragraph(el, paragraphs, out)
+            self._finish_paragraph(el, paragraphs, out, props)
         for box in boxes:
             self.text_box(box, out)
 
-    def _finish_paragraph(self, el, paragraphs, out) -> None:
-        # The surviving paragraph mark (the last one) carries the properties.
-        style_id = outline = numpr = jc = None
-        ppr = _ppr(paragraphs[-1])
-        if ppr is not None:
-            for prop in ppr:
-                tag = prop.tag
-                if tag == PSTYLE:
-                    style_id = prop.get(W_VAL)
-                elif tag == NUMPR:
-                    numpr = prop
-                elif tag == OUTLINE_LVL:
-                    outline = _int(prop.get(W_VAL), 9)
-                elif tag == JC:
-                    jc = prop.get(W_VAL)
+    def _finish_paragraph(self, el, paragraphs, out, props: _ParagraphProps) -> None:
+        style_id, numpr, outline, jc = props.style_id, props.numpr, props.outline, props.jc
         # Headings come from heading styles only: Word lets any paragraph carry
         # a direct outline level (signature lines, dates, form labels do), and
         # those are not headings a reader sees. A direct "body text" level (9)
@@ -383,8 +374,10 @@ class BodyRenderer:
         # A newline between blocks keeps words of neighbouring blocks apart in textContent.
         el.tail = "\n"
         if el.tag == "li":
-            if len(out) and out[-1].tag == "ul" and out[-1].get("class") == "docx-list":
-                out[-1].append(el)
+            # The last child without len(out), which counts every child of a long body.
+            last = next(reversed(out), None)
+            if last is not None and last.tag == "ul" and last.get("class") == "docx-list":
+                last.append(el)
             else:
                 ul = etree.SubElement(out, "ul", {"class": "docx-list"})
                 ul.tail = "\n"
@@ -541,17 +534,16 @@ class BodyRenderer:
         self._runs += 1
         if self._runs & 0x3FF == 0:
             self.deadline.check()
-        fmt = PLAIN
-        if len(r):
-            first = r[0]
-            if first.tag == RPR:  # w:rPr comes first in a run
-                rstyle = first[0] if len(first) else None
-                style_id = rstyle.get(W_VAL) if rstyle is not None and rstyle.tag == RSTYLE else None
-                fmt = self.styles.run_format(style_id).merged(first)
-        self.run_content(r, out, fmt)
+        children = r.iterchildren()
+        for first in children:
+            if first.tag == RPR:  # w:rPr comes first in a run; the rest is its content
+                self.run_content(children, out, self.styles.format_of(first))
+            else:
+                self.run_content(chain((first,), children), out, PLAIN)
+            break
 
-    def run_content(self, r: etree._Element, out: etree._Element, fmt: RunFormat) -> None:
-        for child in r:
+    def run_content(self, children: Iterable[etree._Element], out: etree._Element, fmt: RunFormat) -> None:
+        for child in children:
             tag = child.tag
             if tag == T:
                 if self._fields_in_instr or fmt.hidden:
@@ -560,7 +552,13 @@ class BodyRenderer:
                 if text:
                     if fmt.symbol_font:
                         text = symbol_text(fmt.symbol_font, text)
-                    self.text(out, fmt, text)
+                    if self._field_href is None and fmt[:6] == _UNFORMATTED:
+                        # Plain text, most of a document: straight into ``out`` (what ``text`` would do).
+                        _append_text(out, text)
+                        if not self._content and not text.isspace():
+                            self._content = True
+                    else:
+                        self.text(out, fmt, text)
             elif tag == FLD_CHAR:
                 self.field_char(child, out)
             elif tag == INSTR_TEXT:
@@ -609,8 +607,8 @@ class BodyRenderer:
                     a.set("target", "_blank")
                 self._field_a = a
             out = a
-        key = (fmt.code, fmt.bold, fmt.italic, fmt.underline, fmt.strike, fmt.vert)
-        if not any(key):
+        key = fmt[:6]  # code, bold, italic, underline, strike, vert
+        if key == _UNFORMATTED:
             return out
         outer = self._merge_outer
         if key == self._merge_key and outer is not None and len(out) and out[-1] is outer and outer.tail is None:
@@ -860,6 +858,7 @@ class BodyRenderer:
             article.remove(section)
 
 
+_UNFORMATTED = PLAIN[:6]
 _UNWRAP_INLINE = frozenset({INS, MOVE_TO, SMART_TAG, CUSTOM_XML, DIR, BDO})
 _FORMAT_TAGS = ("code", "strong", "em", "u", "s", "")
 _STYLE_CLASSES = {
@@ -872,37 +871,58 @@ _STYLE_CLASSES = {
 _ALIGN_CLASSES = {"center": "docx-center", "right": "docx-right", "end": "docx-right"}
 
 
-def _ppr(p: etree._Element) -> etree._Element | None:
-    if len(p):
-        first = p[0]
-        if first.tag == PPR:  # w:pPr comes first in a paragraph
-            return first
-    return None
+class _ParagraphProps(NamedTuple):
+    """What the renderer reads from a paragraph's ``w:pPr``."""
+
+    style_id: str | None = None
+    numpr: etree._Element | None = None
+    outline: int | None = None
+    jc: str | None = None
+    drop_cap: bool = False  # framed as a drop cap (the first w:framePr says)
+    mark_deleted: bool = False  # its paragraph mark is a tracked deletion
 
 
+_NO_PARAGRAPH_PROPS = _ParagraphProps()
 _FRAME_PR = w("framePr")
 _DROP_CAP = w("dropCap")
+_STYLE_PROP, _NUMPR_PROP, _OUTLINE_PROP, _JC_PROP, _FRAME_PROP, _MARK_PROP = range(6)
+_PPR_KINDS = {PSTYLE: _STYLE_PROP, NUMPR: _NUMPR_PROP, OUTLINE_LVL: _OUTLINE_PROP, JC: _JC_PROP,
+              _FRAME_PR: _FRAME_PROP, RPR: _MARK_PROP}  # fmt: skip
 
 
-def _is_drop_cap(p: etree._Element) -> bool:
-    ppr = _ppr(p)
-    if ppr is None:
-        return False
+def _paragraph_props(p: etree._Element, deletions: bool) -> _ParagraphProps:
+    """A paragraph's properties, read in one pass over its ``w:pPr`` (which
+    comes first in a paragraph); ``deletions``: the story has tracked
+    deletions, so the paragraph mark may be one."""
+    if not len(p):
+        return _NO_PARAGRAPH_PROPS
+    ppr = p[0]
+    if ppr.tag != PPR:
+        return _NO_PARAGRAPH_PROPS
+    style_id = numpr = outline = jc = drop_cap = None
+    mark_deleted = False
     for prop in ppr:
-        if prop.tag == _FRAME_PR:
-            return prop.get(_DROP_CAP) in ("drop", "margin")
-    return False
-
-
-def _mark_deleted(p: etree._Element) -> bool:
-    ppr = _ppr(p)
-    if ppr is None:
-        return False
-    for prop in ppr.iterchildren(RPR):
-        for mark in prop:
-            if mark.tag == DEL or mark.tag == MOVE_FROM:
-                return True
-    return False
+        kind = _PPR_KINDS.get(prop.tag)
+        if kind is None:
+            continue
+        if kind == _STYLE_PROP:
+            style_id = prop.get(W_VAL)
+        elif kind == _NUMPR_PROP:
+            numpr = prop
+        elif kind == _OUTLINE_PROP:
+            outline = _int(prop.get(W_VAL), 9)
+        elif kind == _JC_PROP:
+            jc = prop.get(W_VAL)
+        elif kind == _FRAME_PROP:
+            if drop_cap is None:
+                drop_cap = prop.get(_DROP_CAP) in ("drop", "margin")
+        elif deletions and not mark_deleted:
+            for mark in prop:
+                tag = mark.tag
+                if tag == DEL or tag == MOVE_FROM:
+                    mark_deleted = True
+                    break
+    return _ParagraphProps(style_id, numpr, outline, jc, bool(drop_cap), mark_deleted)
 
 
 def _checkbox_checked(begin: etree._Element) -> bool:

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from lxml import etree
 
-from mnote.text import latex_to_text
-
 from .namespaces import M, M_VAL, W, m
 
 _MAX_DEPTH = 80
@@ -232,4 +230,9 @@ def omml_to_latex(el: etree._Element) -> str:
 def omml_to_text(el: etree._Element) -> tuple[str, str]:
     """(readable linear text, LaTeX) for an ``m:oMath``."""
     latex = omml_to_latex(el)
+    # Imported here: most documents have no equation, and ``mnote.text``
+    # (every text helper, with their regular expressions) would be most of
+    # the preview child's start-up for them.
+    from mnote.text import latex_to_text
+
     return latex_to_text(latex), latex

@@ -20,8 +20,8 @@ import re
 import struct
 import zipfile
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import unquote
 
 from lxml import etree
@@ -30,12 +30,16 @@ from .limits import DEFAULT_LIMITS, MB, Limits, PreviewRejected, invalid, mb_tex
 from .namespaces import PKG_REL, strict_tree_to_transitional, strict_xmlns_to_transitional
 
 _CHUNK = 1 * MB
+# Members compressed to at most this are read whole (see ``_read_whole``).
+_WHOLE_READ_MAX = 8 * MB
+# A local file header: signature, version, flags, method, time, date, CRC,
+# sizes (skipped), then the lengths of the name and the extra field.
+_LOCAL_HEADER = struct.Struct("<4s2xH18xHH")
 # A central-directory record is 46 bytes plus name, extra field and comment.
 _MAX_DIRECTORY_RECORD = 46 + 3 * 1024
 
 
-@dataclass(frozen=True)
-class Relationship:
+class Relationship(NamedTuple):  # a tuple: made by the hundred per document, cheaply
     id: str
     kind: str  # last segment of the relationship type: "image", "hyperlink", "footnotes", ...
     target: str  # as written (for external targets: the URL)
@@ -93,14 +97,14 @@ def _safe_member_name(name: str) -> str | None:
     name = name.replace("\\", "/")
     if "\x00" in name or name.startswith("/") or (len(name) > 1 and name[1] == ":"):
         return None
-    if any(segment == ".." for segment in name.split("/")):
+    if ".." in name and ".." in name.split("/"):
         return None
     return name
 
 
 def resolve_target(source_part: str, target: str) -> str | None:
     """A relationship target as a part name; None if it climbs out of the package."""
-    if any(ch in target for ch in "%#\\"):
+    if "%" in target or "#" in target or "\\" in target:
         target = unquote(target.split("#", 1)[0]).replace("\\", "/")
     return part_name(source_part, target)
 
@@ -298,6 +302,9 @@ class ZipPackage:
         limit = min(info.file_size, self.limits.max_member_bytes)
         if part.lower().endswith((".xml", ".rels")):
             limit = min(limit, self.limits.max_xml_part_bytes)
+        data = self._read_whole(info, limit)
+        if data is not None:
+            return data
         chunks: list[bytes] = []
         size = 0
         try:
@@ -320,6 +327,53 @@ class ZipPackage:
         except RuntimeError as e:  # zipfile's "File is encrypted"
             raise self.invalid(f"{part[:80]} cannot be read ({e})") from e
         return b"".join(chunks)
+
+    def _read_whole(self, info: zipfile.ZipInfo, limit: int) -> bytes | None:
+        """A small member read and inflated in one go, without ``zipfile``'s
+        file object around it (most of a small part's read time); None when
+        anything is out of the ordinary, so that ``read``'s chunked path reads
+        it and says what is wrong exactly as it always did. The result is only
+        returned when its length and CRC are what the directory says."""
+        if (
+            info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+            or info.flag_bits & 0x61  # encrypted, "compressed patch", strong encryption
+            or info.compress_size > _WHOLE_READ_MAX
+            or info.file_size > limit
+            or self._read_total + info.file_size > self.limits.max_total_bytes
+        ):
+            return None
+        try:
+            self._fp.seek(info.header_offset)
+            header = self._fp.read(_LOCAL_HEADER.size)
+            if len(header) != _LOCAL_HEADER.size:
+                return None
+            signature, flags, name_length, extra_length = _LOCAL_HEADER.unpack(header)
+            if signature != b"PK\x03\x04" or flags & 0x1:
+                return None
+            name = self._fp.read(name_length)
+            expected = info.orig_filename
+            # Both encodings keep ASCII as it is (and Python's cp437 codec is slow).
+            encoding = "ascii" if expected.isascii() else "utf-8" if flags & 0x800 else "cp437"
+            expected = expected.encode(encoding)
+            if name != expected:
+                return None  # zipfile refuses a name that differs from the directory's
+            self._fp.seek(extra_length, 1)
+            raw = self._fp.read(info.compress_size)
+            if len(raw) != info.compress_size:
+                return None
+            if info.compress_type == zipfile.ZIP_STORED:
+                data = raw
+            else:
+                inflater = zlib.decompressobj(-15)
+                data = inflater.decompress(raw, limit + 1)
+                if not inflater.eof:
+                    return None
+        except (zlib.error, OSError, UnicodeError, ValueError):
+            return None
+        if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
+            return None
+        self._read_total += len(data)
+        return data
 
     def stream(self, part: str) -> BoundedStream | None:
         """A part as a file-like stream for incremental parsing (a big sheet),
@@ -360,7 +414,8 @@ class ZipPackage:
         return self.parse_xml(data, part)
 
     def parse_xml(self, data: bytes, part: str) -> etree._Element:
-        blocks = len(_BLOCK_TAGS.findall(data))
+        # A match is at least five bytes: a part shorter than that many blocks needs no count.
+        blocks = len(_BLOCK_TAGS.findall(data)) if len(data) > 5 * self.limits.max_blocks else 0
         if blocks > self.limits.max_blocks:
             raise PreviewRejected(
                 f"This document is too large to preview ({part[:80]} has {blocks:,} paragraphs and table cells; "

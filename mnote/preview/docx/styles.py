@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from lxml import etree
 
+from .limits import PreviewRejected
 from .namespaces import W_VAL, w
 
 _HEADING_NAME = re.compile(r"heading\s*([1-9])", re.IGNORECASE)
@@ -41,45 +42,61 @@ class RunFormat(NamedTuple):
 
     def merged(self, rpr: etree._Element | None) -> RunFormat:
         """This format with a ``w:rPr``'s direct formatting applied."""
-        if rpr is None:
-            return self
-        code, bold, italic, underline, strike, vert, hidden, symbol_font = self
-        changed = False
-        for child in rpr:
-            kind = _RPR_KINDS.get(child.tag)
-            if kind is None:
-                continue
-            changed = True
+        return self if rpr is None else _merge(self, rpr, None)
+
+
+def _merge(fmt: RunFormat, rpr: etree._Element, styles: Styles | None) -> RunFormat:
+    """``fmt`` with a ``w:rPr``'s direct formatting applied, in one pass over
+    it; with ``styles``, a leading ``w:rStyle`` first replaces ``fmt`` with
+    its character style's formatting."""
+    code, bold, italic, underline, strike, vert, hidden, symbol_font = fmt
+    changed = False
+    first = True
+    for child in rpr:
+        kind = _RPR_KINDS.get(child.tag)
+        if kind is None:
+            first = False
+            continue
+        if kind == _CHAR_STYLE:
+            if first and styles is not None:
+                fmt = styles.run_format(child.get(W_VAL))
+                code, bold, italic, underline, strike, vert, hidden, symbol_font = fmt
+            first = False
+            continue
+        first = False
+        changed = True
+        if kind <= _HIDDEN:
             value = child.get(W_VAL)
-            if kind <= _HIDDEN:
-                on = value is None or value not in _OFF
-                if kind == _BOLD:
-                    bold = on
-                elif kind == _ITALIC:
-                    italic = on
-                elif kind == _STRIKE:
-                    strike = on
-                else:
-                    hidden = on
-            elif kind == _UNDERLINE:
-                underline = value != "none"
-            elif kind == _VERT:
-                vert = value if value in ("superscript", "subscript") else ""
+            on = value is None or value not in _OFF
+            if kind == _BOLD:
+                bold = on
+            elif kind == _ITALIC:
+                italic = on
+            elif kind == _STRIKE:
+                strike = on
             else:
-                font = (child.get(_ASCII) or child.get(_HANSI) or "").strip().lower()
-                if font:
-                    code = font in _MONOSPACE_FONTS
-                    symbol_font = font if font in SYMBOL_FONTS else ""
-        if not changed:
-            return self
-        return RunFormat(code, bold, italic, underline, strike, vert, hidden, symbol_font)
+                hidden = on
+        elif kind == _UNDERLINE:
+            underline = child.get(W_VAL) != "none"
+        elif kind == _VERT:
+            value = child.get(W_VAL)
+            vert = value if value in ("superscript", "subscript") else ""
+        else:
+            font = (child.get(_ASCII) or child.get(_HANSI) or "").strip().lower()
+            if font:
+                code = font in _MONOSPACE_FONTS
+                symbol_font = font if font in SYMBOL_FONTS else ""
+    if not changed:
+        return fmt
+    return RunFormat(code, bold, italic, underline, strike, vert, hidden, symbol_font)
 
 
 SYMBOL_FONTS = frozenset({"symbol", "wingdings", "wingdings 2", "wingdings 3", "webdings"})
 
 _ASCII, _HANSI = w("ascii"), w("hAnsi")
-_BOLD, _ITALIC, _STRIKE, _HIDDEN, _UNDERLINE, _VERT, _FONTS = range(7)
+_BOLD, _ITALIC, _STRIKE, _HIDDEN, _UNDERLINE, _VERT, _FONTS, _CHAR_STYLE = range(8)
 _RPR_KINDS = {
+    w("rStyle"): _CHAR_STYLE,
     w("b"): _BOLD,
     w("i"): _ITALIC,
     w("strike"): _STRIKE,
@@ -139,7 +156,36 @@ def _int(value: str | None) -> int | None:
         return None
 
 
+def without_latent_styles(data: bytes) -> bytes:
+    """``styles.xml`` without its ``w:latentStyles`` block: a list of the
+    built-in styles' user-interface settings (hundreds of ``w:lsdException``,
+    most of the part's bytes in files Word writes) that no preview reads, cut
+    out before parsing. Anything unusual (no such block, a style inside it)
+    leaves the bytes as they are."""
+    start = data.find(b"<w:latentStyles")
+    if start < 0 or data[start + 15 : start + 16] not in (b" ", b">", b"\t", b"\r", b"\n"):
+        return data
+    end = data.find(b"</w:latentStyles>", start)
+    if end < 0 or data.find(b"<w:style", start, end) >= 0:
+        return data
+    return data[:start] + data[end + 17 :]
+
+
 class Styles:
+    @classmethod
+    def from_package(cls, package, part: str | None) -> Styles:
+        """The styles of a package's styles part (``part`` None: no styles)."""
+        data = package.read(part) if part else None
+        if data is None:
+            return cls(None)
+        trimmed = without_latent_styles(data)
+        try:
+            return cls(package.parse_xml(trimmed, part))
+        except PreviewRejected:
+            if trimmed is data:
+                raise
+            return cls(package.parse_xml(data, part))  # say what is wrong with the part as written
+
     def __init__(self, root: etree._Element | None):
         self._elements: dict[str, etree._Element] = {}
         self._styles: dict[str, _Style | None] = {}
@@ -222,6 +268,11 @@ class Styles:
                 break
         self._numpr_cache[style_id] = (num_id, ilvl)
         return num_id, ilvl
+
+    def format_of(self, rpr: etree._Element) -> RunFormat:
+        """The formatting of a run with this ``w:rPr``: its character style
+        (``w:rStyle``, which comes first), then its direct formatting."""
+        return _merge(PLAIN, rpr, self)
 
     def run_format(self, style_id: str | None) -> RunFormat:
         """Formatting a character style applies (base first, then derived)."""
