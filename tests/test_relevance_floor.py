@@ -22,12 +22,14 @@ FAR = "The canteen opens at eight and closes after lunch."
 
 
 class LightRAGWithEmbeddedRerank:
-    """/query/data answers ``chunks``; the rerank measures their confidence as ``confidence``."""
+    """/query/data answers ``chunks`` (the dense order); the rerank puts the
+    last first and gives each passage its cosine from ``cosines``."""
 
-    def __init__(self, chunks, confidence):
+    def __init__(self, chunks, cosines):
         self.chunks = chunks
-        self.confidence = confidence
+        self.cosines = cosines
         self.rerank_asks: list[dict] = []
+        self.query_asks: list[dict] = []
 
     def handler(self, request: httpx.Request) -> httpx.Response:
         if request.url.path == "/health":
@@ -36,18 +38,17 @@ class LightRAGWithEmbeddedRerank:
                       "rerank_model": RERANK_MODEL, "rerank_binding_host": RERANK_URL}
             return httpx.Response(status, json={**body, "configuration": config})
         if request.url.path == "/query/data":
+            self.query_asks.append(json.loads(request.content))
             refs = list({c["file_path"]: {"reference_id": c["reference_id"], "file_path": c["file_path"]}
                          for c in self.chunks}.values())
             return httpx.Response(200, json={"status": "success", "data": {"chunks": self.chunks, "references": refs}})
         if str(request.url) == RERANK_URL:
             body = json.loads(request.content)
             self.rerank_asks.append(body)
-            results = [{"index": i, "relevance_score": 1.0 - i / 10, "query_similarity": 0.8}
-                       for i, _ in enumerate(body["documents"])]
-            answer = {"model": RERANK_MODEL, "results": results}
-            if body.get("return_confidence"):
-                answer["confidence"] = self.confidence
-            return httpx.Response(200, json=answer)
+            order = reversed(range(len(body["documents"])))
+            results = [{"index": i, "relevance_score": 1.0 - n / 10, "query_similarity": self.cosines[i]}
+                       for n, i in enumerate(order)]
+            return httpx.Response(200, json={"model": RERANK_MODEL, "results": results})
         raise AssertionError(f"unexpected request {request.url}")
 
 
@@ -60,19 +61,26 @@ def library(db, lightrag_dirs):
             "minutes": _source(root, "minutes/2026-10.md", "minutes.md")}
 
 
-def _serve(settings, confidence: float) -> LightRAGWithEmbeddedRerank:
+# A flat field (both passages as near) is a weak match; one passage standing
+# out is not (match_confidence: the best cosine above the median, plus a tenth
+# of the query's words the passages hold).
+FLAT = (0.80, 0.80)
+STANDS_OUT = (0.90, 0.70)
+
+
+def _serve(settings, cosines) -> LightRAGWithEmbeddedRerank:
     chunks = [_chunk("handbook.docx", 0, NEAR), _chunk("minutes.md", 1, FAR)]
-    fake = LightRAGWithEmbeddedRerank(chunks, confidence)
+    fake = LightRAGWithEmbeddedRerank(chunks, cosines)
     settings.MNOTE_LIGHTRAG_TRANSPORT = httpx.MockTransport(fake.handler)
     return fake
 
 
-def _below() -> float:
-    return confidence.FLOOR - 0.01
+def _below():
+    return FLAT
 
 
-def _above() -> float:
-    return confidence.FLOOR + 0.01
+def _above():
+    return STANDS_OUT
 
 
 def test_a_search_nothing_matches_well_says_so_and_folds_its_cards_one_click_away(member_client, settings, library):
@@ -84,8 +92,17 @@ def test_a_search_nothing_matches_well_says_so_and_folds_its_cards_one_click_awa
     folded = page[start:page.index("</details>", start)]
     assert "Show the 2 weak matches anyway" in folded
     assert folded.count('class="card source-card') == 2
-    # the rerank was asked about the cards' whole passages, as LightRAG stored them, in the page's order
-    assert fake.rerank_asks[-1]["documents"] == [NEAR, FAR]
+    # One rerank call per search, by the search, of LightRAG's candidates as it
+    # stored them; LightRAG does not rerank them itself as well.
+    assert [ask["documents"] for ask in fake.rerank_asks] == [[NEAR, FAR]]
+    assert fake.query_asks[-1]["enable_rerank"] is False
+
+
+def test_the_page_shows_the_cards_in_the_reranks_order(member_client, settings, library):
+    _serve(settings, _above())
+    page = member_client.get("/search/", {"q": "who approves a purchase", "mode": "library"}).content.decode()
+
+    assert page.index("minutes.md") < page.index("handbook.docx")
 
 
 def test_htmx_gets_the_same_note_and_folded_cards_in_the_results_partial(member_client, settings, library):

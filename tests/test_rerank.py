@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from mnote.stack.rerank import tokens
+from mnote.text.relevance import tokens
 from tests.test_model_endpoint import _request, _start, _stop
 
 

@@ -65,13 +65,18 @@ class ModelServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], embedder: Embedder, quiet: bool = False,
                  test_answers=None, test_knobs: bool = False, lightrag_working_dir: str | None = None):
         self.embedder = embedder
-        # The rerank's query-passage cosines: LightRAG's stored chunk vectors
-        # (read from its working directory) against the query's vector.
+        # The rerank's query-passage cosines: the chunk vectors this endpoint
+        # computed for LightRAG (kept in its working directory; older ones read
+        # from NanoVectorDB's file there) against the query's vector.
         self.similarities = None
         if lightrag_working_dir:
-            from mnote.stack.rerank import QUERY_INPUT_TYPE, QueryVectors, StoredVectors, similarity_source
+            from mnote.stack.rerank import (
+                QUERY_INPUT_TYPE, PassageVectors, QueryVectors, StoredVectors, similarity_source,
+            )
 
-            stored = StoredVectors(os.path.join(lightrag_working_dir, "vdb_chunks.json"))
+            stored = PassageVectors(os.path.join(lightrag_working_dir, PassageVectors.FILE_NAME),
+                                    fallback=StoredVectors(os.path.join(lightrag_working_dir, "vdb_chunks.json")))
+            embedder.keep_passages = stored.record
             query_vectors = QueryVectors(lambda texts: embedder.embed(texts, QUERY_INPUT_TYPE)[0])
             self.similarities = similarity_source(stored, query_vectors)
         self.quiet = quiet
@@ -115,8 +120,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="embed chunks holding tables, drawings or equations at LightRAG's flush, exactly as "
                          "stored, instead of ahead without their ids (searches wait for that flush)")
     ap.add_argument("--lightrag-working-dir", default=None,
-                    help="LightRAG's working directory: the rerank reads its stored chunk vectors "
-                         "(vdb_chunks.json) to weigh in the query-passage similarity")
+                    help="LightRAG's working directory: the chunk vectors computed for LightRAG are kept "
+                         "there (older ones read from its vdb_chunks.json) for the rerank's query-passage similarity")
     ap.add_argument("--no-calibrate", action="store_true", help="skip timing the engine at start-up")
     ap.add_argument("--test-knobs", action="store_true",
                     help="serve POST /testing/knobs (slow down or fail ingest embeddings); tests only")
