@@ -98,11 +98,11 @@ def test_a_search_nothing_matches_well_says_so_and_folds_its_cards_one_click_awa
     assert fake.query_asks[-1]["enable_rerank"] is False
 
 
-def test_the_page_shows_the_cards_in_the_reranks_order(member_client, settings, library):
+def test_the_results_come_in_the_reranks_order(member_client, settings, library):
     _serve(settings, _above())
-    page = member_client.get("/search/", {"q": "who approves a purchase", "mode": "library"}).content.decode()
+    result = post(member_client, "/api/search", {"query": "who approves a purchase"}).json()
 
-    assert page.index("minutes.md") < page.index("handbook.docx")
+    assert [r["fileName"] for r in result["results"]] == ["2026-10.md", "handbook.docx"]
 
 
 def test_htmx_gets_the_same_note_and_folded_cards_in_the_results_partial(member_client, settings, library):
@@ -169,3 +169,15 @@ def test_without_the_embedded_rerank_no_floor_is_applied(member_client, settings
     assert "Nothing in the library matches this search well." not in page
     assert result["lowConfidence"] is False
     assert fake.rerank_asks == []
+
+
+def test_a_rerank_that_does_not_answer_leaves_lightrags_order_and_no_floor(member_client, settings, library):
+    fake = _serve(settings, _below())
+    original = fake.handler
+    settings.MNOTE_LIGHTRAG_TRANSPORT = httpx.MockTransport(
+        lambda request: httpx.Response(503) if str(request.url) == RERANK_URL else original(request)
+    )
+    result = post(member_client, "/api/search", {"query": "canteen vegetarian menu"}).json()
+
+    assert [r["fileName"] for r in result["results"]] == ["handbook.docx", "2026-10.md"]
+    assert result["lowConfidence"] is False
