@@ -180,6 +180,14 @@ def _unit_weights(sentence_units: list[set[str]], query: set[str]) -> dict[str, 
     }
 
 
+@lru_cache(maxsize=1024)
+def _sentences_of(text: str) -> tuple[list[tuple[int, int]], list[frozenset[str]]]:
+    """A text's sentences and the content units of each: kept per text (the
+    same chunks come back search after search, for other queries)."""
+    spans = sentence_spans(text)
+    return spans, [frozenset(content_units(text[s:e])) for s, e in spans]
+
+
 def evidence_span(
     text: str, query: str, *, width: int = EVIDENCE_WIDTH, meaning: list[float] | None = None
 ) -> tuple[int, int]:
@@ -191,11 +199,11 @@ def evidence_span(
     to 1; from the embedder), blended in at MEANING_WEIGHT. A sentence
     longer than ``width`` alone is cut between words around the query's
     terms. The start of the text when nothing matches."""
-    spans = sentence_spans(text)
+    spans, sentence_units = _sentences_of(text)
     if not spans:
         return 0, 0
     query_set = set(query_units(query))
-    units = [set(content_units(text[s:e])) & query_set for s, e in spans]
+    units = [held & query_set for held in sentence_units]
     weights = _unit_weights(units, query_set)
     total = sum(weights.values()) or 1.0
     blend = meaning if meaning is not None and len(meaning) == len(spans) else None
