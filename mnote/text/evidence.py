@@ -1,4 +1,4 @@
-"""Locator evidence windows, the de-duplication fingerprint, MNote's lexical score and term marks."""
+"""Locator evidence windows and sentences, the de-duplication fingerprint, MNote's lexical score and term marks."""
 
 import hashlib
 import math
@@ -14,11 +14,12 @@ from mnote.text.terms import (
     _is_latin_word_char,
     _term_spans,
     _window_bounds,
+    content_units,
     is_real_heading,
     query_terms,
+    query_units,
 )
 from mnote.text.sentences import sentence_spans
-from mnote.text.terms import content_units, query_units
 
 def _densest_cluster(text: str, query: str, width: int) -> tuple[int, int] | None:
     """The span holding the most distinct query terms (longer terms weigh
