@@ -88,12 +88,12 @@ def jieba_tokens(text: str) -> list[str]:
     search mode) instead of characters and character pairs: for measuring."""
     import jieba
 
-    from mnote.stack import rerank as r
+    from mnote.text import relevance as r
 
     out, words = [], []
     for match in r._TOKEN.finditer(text.lower()):
         run = match.group(0)
-        if r._CJK_RUN.match(run):
+        if r.CJK_CHARACTER.match(run):
             cut = [w for w in jieba.lcut_for_search(run) if w.strip()]
             out.extend(cut)
             words.extend(cut)

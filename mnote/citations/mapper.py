@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
 
-from mnote.text import ensure_query_terms, evidence_window, lexical_score
-from mnote.citations.matching import _cleaned, _evidence, _fingerprint, _match_block
+from mnote.text import evidence_sentences, lexical_score, with_heading
+from mnote.citations.matching import _cleaned, _fingerprint, _match_block
 from mnote.citations.matching import forget_text_memos as _forget_matching_memos
 from mnote.citations.models import Citation
 from mnote.citations.references import precision_label, reference_base, reference_url
@@ -302,15 +302,11 @@ def _place(mapping: _Mapping, source: Source, index: DocIndex, facts: "_SourceFa
         return None
     mapping.seen.add(key)
     heading_path = block.heading_path if block else []
-    if block:
-        evidence_source, twice = sidecar.display_text(block)
-    else:
-        evidence_source, twice = display, None
-    evidence = _evidence(evidence_source, query, twice=twice, heading_path=heading_path)
+    # The card quotes the chunk's sentences that answer the query, and the
+    # locator asks the preview to mark those same words.
+    short_display = evidence_sentences(display, query, cleaned=True)
+    evidence = with_heading(short_display, heading_path)
     precision, position = _locator_position(block, sidecar)
-    short_display = display if len(display) <= DISPLAY_QUOTE_LIMIT else _evidence(display, query, width=DISPLAY_QUOTE_LIMIT)
-    # Shortened first, then checked: the quote never loses the user's query terms.
-    short_display = ensure_query_terms(short_display, raw, query, cleaned=display)
     locator = {
         "precision": str(precision),
         "degraded": precision == Citation.Precision.FILE,
@@ -333,8 +329,8 @@ def _place(mapping: _Mapping, source: Source, index: DocIndex, facts: "_SourceFa
     anchored = str(((locator.get("anchor") or {}).get("textQuote") or {}).get("exact") or "")
     if anchored.strip():
         # The card quotes the words the preview marks, not LightRAG's text of them.
-        short_display = anchored if len(anchored) <= DISPLAY_QUOTE_LIMIT else evidence_window(anchored, query, width=DISPLAY_QUOTE_LIMIT)
-        short_display = locator["displayQuote"] = ensure_query_terms(short_display, raw, query, cleaned=display)
+        short_display = anchored if len(anchored) <= DISPLAY_QUOTE_LIMIT else evidence_sentences(anchored, query)
+        locator["displayQuote"] = short_display
     return _Place(block, block_how, stored, display, evidence, short_display, precision, position.get("page"), locator)
 
 

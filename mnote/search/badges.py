@@ -24,6 +24,7 @@ from mnote.search.markers import (
     strip_llm_markers,
 )
 from mnote.text import content_units, is_cjk_unit, query_units, stemmed_words
+from mnote.text.sentences import sentence_spans, split_sentences, without_list_marker
 
 __all__ = [
     "MIN_SUPPORT",
@@ -69,74 +70,6 @@ class AnsweredSentence:
     space_before: str = ""
 
 
-# -------------------------------------------------------------- sentences
-
-_CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_CLOSERS = "\"'”’」』）)】\\]"
-_BOUNDARY = re.compile(rf"[。！？；]+[{_CLOSERS}]*|[.!?]+[{_CLOSERS}]*(?=\s|[{_CJK_CHARS}]|$)")
-_LIST_MARKER = re.compile(r"\s*(?:#{1,6}\s+|[-*+•]\s+|(?:\d{1,3}|[a-zA-Z])[.)]\s+|>\s*)+")
-# Words that end in a full stop without ending the sentence.
-_ABBREVIATIONS = frozenset(
-    "e.g i.e al cf vs approx ca fig figs eq eqs vol vols pp sec ch tab ref refs dr mr mrs ms prof"
-    " inc ltd co jr sr st dept est incl resp wt u.s u.k".split()
-)
-# "No." abbreviates "number" only when a number follows.
-_NUMBER_ABBREVIATIONS = frozenset({"no", "nos", "p", "art"})
-
-
-def _without_list_marker(text: str) -> str:
-    marker = _LIST_MARKER.match(text)
-    return text[marker.end() :] if marker else text
-
-
-def _ends_sentence(text: str, segment_start: int, line_end: int, boundary: re.Match) -> bool:
-    mark = boundary.group()
-    if mark[0] in "。！？；" or "!" in mark or "?" in mark:
-        return True
-    following = text[boundary.end() : line_end].lstrip(" \t")
-    if following[:1].islower():
-        return False
-    # The segment's last word, split in Python: a search for r"(\S*)$" retries at
-    # every character of a long run without spaces, quadratic in its length.
-    segment = text[segment_start : boundary.start()]
-    last = "" if not segment or segment[-1].isspace() else segment.split()[-1]
-    word = last.lstrip("([\"'“‘").lower()
-    # No rule for initials ("J. Smith"): in technical text "3.7 V. The" ends far more sentences.
-    if word in _ABBREVIATIONS:
-        return False
-    return not (word in _NUMBER_ABBREVIATIONS and following[:1].isdigit())
-
-
-def _sentence_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each sentence; every line (list item, heading) starts one."""
-    spans = []
-    line_start = 0
-    for line in text.splitlines(keepends=True):
-        line_end = line_start + len(line.rstrip("\r\n"))
-        marker = _LIST_MARKER.match(text, line_start, line_end)
-        segment_start = line_start
-        for boundary in _BOUNDARY.finditer(text, marker.end() if marker else line_start, line_end):
-            if _ends_sentence(text, segment_start, line_end, boundary):
-                spans.append((segment_start, boundary.end()))
-                segment_start = boundary.end()
-        spans.append((segment_start, line_end))
-        line_start += len(line)
-    trimmed = []
-    for start, end in spans:
-        piece = text[start:end]
-        if piece.strip():
-            start += len(piece) - len(piece.lstrip())
-            trimmed.append((start, start + len(piece.strip())))
-    return trimmed
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of English and Chinese text, one line at least per sentence.
-
-    Splits after 。！？； and after . ! ? followed by a space; keeps decimals
-    (4.2), abbreviations (e.g., Fig. 3, et al.) and list numbers (1.) whole.
-    """
-    return [text[start:end] for start, end in _sentence_spans(text)]
 
 
 def _space_between(text: str, previous_end: int | None, start: int) -> str:
@@ -151,7 +84,7 @@ def _space_between(text: str, previous_end: int | None, start: int) -> str:
 # ---------------------------------------------------------------- support
 
 def _units(text: str) -> list[str]:
-    return content_units(_without_list_marker(text))
+    return content_units(without_list_marker(text))
 
 
 class _Evidence:
@@ -167,7 +100,7 @@ class _Evidence:
 
 
 def _flat(text: str) -> str:
-    text = _without_list_marker(text)
+    text = without_list_marker(text)
     return " ".join(re.sub(r"[*_`#>|]", " ", text).lower().split())
 
 
@@ -293,7 +226,7 @@ class BadgePlacer:
     def _emit(self, *, final: bool) -> list[AnsweredSentence]:
         converted = _outside_code(_without_reference_section(self._raw), _numeric_to_ref)
         text, refs = map_ref_markers(strip_llm_markers(converted), self._by_chunk)
-        spans = _sentence_spans(text)
+        spans = sentence_spans(text)
         ready = len(spans) if final else max(len(spans) - 1, 0)
         held = len(text)
         if not final:

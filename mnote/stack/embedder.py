@@ -73,6 +73,9 @@ QUERY_LANE, INGEST_LANE, AHEAD_LANE = 0, 1, 2
 # one short text); see lane_of for the rest.
 QUERY_MAX_CHARS = 2000
 QUERY_BATCH_MAX_CHARS = 1200
+# A passage in the query lane this long is a small document's only chunk (a
+# query is shorter): its vector is kept for the rerank like any stored chunk's.
+STORED_PASSAGE_MIN_CHARS = 200
 # Ingest and ahead work is computed at most this many texts at a time (fewer
 # on a slow machine), so a flush gets the engine after one piece.
 PIECE = 4
@@ -252,6 +255,9 @@ class Embedder:
         self._ahead_queue: list[tuple[bytes, str, bool]] = []
         self._ahead_pending: dict[bytes, threading.Event] = {}
         self._ahead_thread: threading.Thread | None = None
+        # Told the vectors of the passages LightRAG stores (its ingest
+        # requests), whatever its vector storage: the rerank reads them back.
+        self.keep_passages = None  # (texts, vectors) -> None
         # Test knobs (only reachable when the server runs with --test-knobs).
         self.ingest_delay = 0.0
         self.fail_ingest = 0
@@ -324,15 +330,22 @@ class Embedder:
                 out[i], used = found
                 tokens += used
         self.hits += len(texts) - len(missing)
-        if not missing:
-            return out, tokens
-        if lane == QUERY_LANE:
+        counts = []
+        if missing and lane == QUERY_LANE:
             vectors, counts = self._embed([items[i] for i in missing], lane)
-        else:
+            out[missing] = vectors
+        elif missing:
             self.misses += len(missing)
             with self.lanes.batch():
                 vectors, counts = self._embed([items[i] for i in missing], lane)
-        out[missing] = vectors
+            out[missing] = vectors
+        if self.keep_passages is not None:
+            # LightRAG embeds its searches' queries as passages too: a lone
+            # short text in the query lane is one of those, not stored content.
+            stored = [i for i, (text, is_query) in enumerate(items)
+                      if not is_query and (lane != QUERY_LANE or len(text) >= STORED_PASSAGE_MIN_CHARS)]
+            if stored:
+                self.keep_passages([items[i][0] for i in stored], out[stored])
         return out, tokens + sum(counts)
 
     def _cached(self, key: bytes):

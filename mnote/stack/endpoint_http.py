@@ -316,13 +316,18 @@ class ModelServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], embedder: Embedder, quiet: bool = False,
                  test_answers=None, test_knobs: bool = False, lightrag_working_dir: str | None = None):
         self.embedder = embedder
-        # The rerank's query-passage cosines: LightRAG's stored chunk vectors
-        # (read from its working directory) against the query's vector.
+        # The rerank's query-passage cosines: the chunk vectors this endpoint
+        # computed for LightRAG (kept in its working directory; older ones read
+        # from NanoVectorDB's file there) against the query's vector.
         self.similarities = None
         if lightrag_working_dir:
-            from mnote.stack.rerank import QUERY_INPUT_TYPE, QueryVectors, StoredVectors, similarity_source
+            from mnote.stack.rerank import (
+                QUERY_INPUT_TYPE, PassageVectors, QueryVectors, StoredVectors, similarity_source,
+            )
 
-            stored = StoredVectors(os.path.join(lightrag_working_dir, "vdb_chunks.json"))
+            stored = PassageVectors(os.path.join(lightrag_working_dir, PassageVectors.FILE_NAME),
+                                    fallback=StoredVectors(os.path.join(lightrag_working_dir, "vdb_chunks.json")))
+            embedder.keep_passages = stored.record
             query_vectors = QueryVectors(lambda texts: embedder.embed(texts, QUERY_INPUT_TYPE)[0])
             self.similarities = similarity_source(stored, query_vectors)
         self.quiet = quiet

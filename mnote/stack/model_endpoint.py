@@ -86,8 +86,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="embed chunks holding tables, drawings or equations at LightRAG's flush, exactly as "
                          "stored, instead of ahead without their ids (searches wait for that flush)")
     ap.add_argument("--lightrag-working-dir", default=None,
-                    help="LightRAG's working directory: the rerank reads its stored chunk vectors "
-                         "(vdb_chunks.json) to weigh in the query-passage similarity")
+                    help="LightRAG's working directory: the chunk vectors computed for LightRAG are kept "
+                         "there (older ones read from its vdb_chunks.json) for the rerank's query-passage similarity")
     ap.add_argument("--no-calibrate", action="store_true", help="skip timing the engine at start-up")
     ap.add_argument("--test-knobs", action="store_true",
                     help="serve POST /testing/knobs (slow down or fail ingest embeddings); tests only")

@@ -29,40 +29,13 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from mnote.text.relevance import CJK_CHARACTER, tokens
+
 RERANK_MODEL = "mnote-bm25-dense-fusion"
 MAX_DOCUMENTS = 500
 # How the query is embedded for the cosine against LightRAG's stored "passage"
 # vectors: as an e5 query (measured better than as a passage on the tuned part).
 QUERY_INPUT_TYPE = "query"
-
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_TOKEN = re.compile(rf"[{_CJK}]+|[^\W_]+", re.UNICODE)
-_CJK_RUN = re.compile(rf"[{_CJK}]")
-# Words that say nothing about which paragraph is meant (English; Chinese
-# bigrams carry their own weight through IDF).
-_STOPWORDS = frozenset(
-    "a an and are as at be by for from has have in is it its of on or that the this to was were will with "
-    "what which who how when where why do does did can should would could i you we they he she".split()
-)
-
-
-def tokens(text: str) -> list[str]:
-    """Lower-cased words and their neighbour pairs; Chinese runs as single
-    characters and character pairs (no word segmenter ships offline)."""
-    out: list[str] = []
-    words: list[str] = []
-    for match in _TOKEN.finditer(text.lower()):
-        run = match.group(0)
-        if _CJK_RUN.match(run):
-            out.extend(run)
-            out.extend(run[i : i + 2] for i in range(len(run) - 1))
-            words.append(run)
-        elif run not in _STOPWORDS:
-            out.append(run)
-            words.append(run)
-    out.extend(f"{a}_{b}" for a, b in zip(words, words[1:]))
-    return out
-
 
 @functools.lru_cache(maxsize=2048)
 def passage_tokens(text: str) -> tuple[str, ...]:
@@ -104,7 +77,7 @@ _FILLER = re.compile(r"lorem ipsum|dolor sit amet", re.IGNORECASE)
 def substance(text: str) -> int:
     """Words a passage says: Latin words of two letters or more, and Chinese
     characters two to a word."""
-    return len(_LATIN_WORD.findall(text)) + len(_CJK_RUN.findall(text)) // 2
+    return len(_LATIN_WORD.findall(text)) + len(CJK_CHARACTER.findall(text)) // 2
 
 
 def lexical_scores(query: str, documents: list[str]) -> list[float]:
@@ -253,46 +226,50 @@ class StoredVectors:
         return [vectors.get(_content_key(t)) for t in texts]
 
 
-# The relevance floor's measure (see match_confidence): how far the best of the
-# first passages stands out from the rest, plus this much of the query's words
-# they hold. Chosen on the question set's tuned part (bench/rerank_tuning.py).
-CONFIDENCE_FIRST = 3
-COVERAGE_WEIGHT = 0.1
+class PassageVectors:
+    """The vectors of the passages LightRAG had this endpoint embed for its
+    vector storage (the embedder hands them over: ``Embedder.keep_passages``),
+    kept in a SQLite file by the text's hash, so the rerank finds a chunk's
+    vector whatever storage LightRAG keeps its own copy in (NanoVectorDB's
+    file, PostgreSQL, ...). Chunks embedded before this file existed are
+    looked up in ``fallback`` (:class:`StoredVectors`), when given."""
 
+    FILE_NAME = "mnote_passage_vectors.sqlite3"
 
-@functools.lru_cache(maxsize=1024)  # the cards' chunks were just reranked by LightRAG's call
-def token_set(text: str) -> frozenset[str]:
-    return frozenset(passage_tokens(text))
+    def __init__(self, path, fallback: "StoredVectors | None" = None):
+        import sqlite3
 
+        self.path = path
+        self.fallback = fallback
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL) WITHOUT ROWID")
 
-def word_coverage(query: str, documents: list[str], first: int = CONFIDENCE_FIRST) -> float:
-    """The share of the query's words (weighted by their rarity among the
-    documents; a word none of them has weighs most) that the first documents hold."""
-    words = {t for t in tokens(query) if "_" not in t}
-    if not words or not documents:
-        return 0.0
-    held = [token_set(d) for d in documents]
-    n = len(held)
-    weight = {w: math.log((n + 1) / (1 + sum(w in h for h in held))) + 1 for w in words}
-    found = set().union(*held[:first])
-    return sum(weight[w] for w in words if w in found) / sum(weight.values())
+    def record(self, texts: list[str], vectors) -> None:
+        """Keep each text's vector (a row of float32s, length 1)."""
+        rows = [(_content_key(t), v.astype("<f2").tobytes()) for t, v in zip(texts, vectors)]
+        with self._lock:
+            self._db.executemany("INSERT OR REPLACE INTO vectors (key, vector) VALUES (?, ?)", rows)
 
+    def lookup(self, texts: list[str]) -> list:
+        """Each text's unit vector, or None where none was kept (nor is in the fallback)."""
+        import struct
 
-def match_confidence(query: str, documents: list[str], cosines: list[float | None]) -> float | None:
-    """How well the first documents (in the order given: the page's) match the
-    query, for the relevance floor: the best cosine among the first
-    CONFIDENCE_FIRST above the median cosine of all of them (a question the
-    library answers has a passage that stands out from the rest; one it does
-    not answer gets a flat field), plus COVERAGE_WEIGHT times
-    :func:`word_coverage`. None without cosines."""
-    known = [c for c in cosines if c is not None]
-    best = [c for c in cosines[:CONFIDENCE_FIRST] if c is not None]
-    if not best:
-        return None
-    known.sort()
-    middle = len(known) // 2
-    median = known[middle] if len(known) % 2 else (known[middle - 1] + known[middle]) / 2
-    return round(max(best) - median + COVERAGE_WEIGHT * word_coverage(query, documents), 6)
+        keys = [_content_key(t) for t in texts]
+        found: dict[bytes, bytes] = {}
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                piece = keys[start : start + 500]
+                marks = ",".join("?" * len(piece))
+                found.update(self._db.execute(f"SELECT key, vector FROM vectors WHERE key IN ({marks})", piece))
+        out = [None if found.get(k) is None else unit(struct.unpack(f"<{len(found[k]) // 2}e", found[k])) for k in keys]
+        missing = [i for i, v in enumerate(out) if v is None]
+        if missing and self.fallback is not None:
+            for i, vector in zip(missing, self.fallback.lookup([texts[i] for i in missing])):
+                out[i] = vector
+        return out
 
 
 class RerankRequestError(ValueError):
@@ -300,8 +277,8 @@ class RerankRequestError(ValueError):
 
 
 class QueryVectors:
-    """The unit vectors of recent queries: LightRAG's rerank call and the
-    app's confidence check that follows it ask about the same query."""
+    """The unit vectors of recent queries: a question's search and the
+    answer LightRAG writes for it ask the rerank about the same query."""
 
     SIZE = 256
 
@@ -344,10 +321,9 @@ def similarity_source(stored: StoredVectors, query_vector):
 def rerank_response(body: dict, similarities=None) -> dict:
     """The answer to one ``/v1/rerank`` request (Cohere/Jina shape).
     ``similarities``: ``(query, texts) -> cosines`` (:func:`similarity_source`);
-    each result then also carries its ``query_similarity``, and with
-    ``return_confidence`` the answer carries the documents' ``confidence``
-    (:func:`match_confidence`, in the order sent), which the app's relevance
-    floor reads."""
+    each result then also carries its ``query_similarity``: the app, which
+    asks for its search's rerank itself, decides its relevance floor from
+    them (:func:`mnote.text.relevance.match_confidence`) without a second call."""
     query = body.get("query")
     documents = body.get("documents")
     if not isinstance(query, str) or not query.strip():
@@ -367,14 +343,8 @@ def rerank_response(body: dict, similarities=None) -> dict:
     if top_n is not None and (not isinstance(top_n, int) or top_n < 1):
         raise RerankRequestError("'top_n' must be a positive integer")
     cosines = similarities(query, texts) if similarities is not None and texts else None
-    if body.get("return_confidence") is True:
-        # The app's relevance floor asks about the cards LightRAG's call just
-        # ordered: their order stays (no second ranking, no BM25 again).
-        order = list(range(len(texts)))
-        scores = [0.0] * len(texts)
-    else:
-        scores = fused_scores(query, texts, cosines)
-        order = sorted(range(len(texts)), key=lambda i: (-scores[i], i))
+    scores = fused_scores(query, texts, cosines)
+    order = sorted(range(len(texts)), key=lambda i: (-scores[i], i))
     if top_n is not None:
         order = order[:top_n]
     results = []
@@ -383,7 +353,4 @@ def rerank_response(body: dict, similarities=None) -> dict:
         if cosines is not None:
             result["query_similarity"] = cosines[i]
         results.append(result)
-    answer = {"model": RERANK_MODEL, "results": results}
-    if body.get("return_confidence") is True and cosines is not None:
-        answer["confidence"] = match_confidence(query, texts, cosines)
-    return answer
+    return {"model": RERANK_MODEL, "results": results}

@@ -4,7 +4,7 @@ No Django here: every stage above (citations, answers, preview, workspace) may u
 """
 
 from mnote.text.display import clean_display_text, ensure_query_terms, is_unreadable
-from mnote.text.evidence import evidence_window, fingerprint, lexical_score, mark_terms
+from mnote.text.evidence import evidence_sentences, evidence_window, fingerprint, lexical_score, mark_terms, with_heading
 from mnote.text.latex import latex_to_text
 from mnote.text.terms import content_units, is_cjk_unit, is_real_heading, query_terms, query_units, stemmed_words
 
@@ -12,6 +12,7 @@ __all__ = [
     "clean_display_text",
     "content_units",
     "ensure_query_terms",
+    "evidence_sentences",
     "evidence_window",
     "fingerprint",
     "is_cjk_unit",
@@ -23,4 +24,5 @@ __all__ = [
     "query_terms",
     "query_units",
     "stemmed_words",
+    "with_heading",
 ]

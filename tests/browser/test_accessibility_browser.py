@@ -8,7 +8,7 @@ axe-core comes from npm at the version package-lock.json pins
 (`make install-browser` puts it in node_modules/); it is evaluated in each
 page by the test, never served by the app.
 
-    .venv/bin/python -m pytest -q tests/test_accessibility_browser.py
+    .venv/bin/python -m pytest -q tests/browser/test_accessibility_browser.py
 """
 
 import json

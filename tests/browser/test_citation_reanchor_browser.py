@@ -11,7 +11,6 @@ from tests.factories import CARE_NOTES as TEXT, CARE_QUOTE as QUOTE, cited_care_
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
 
-
 def marked(page, *, located: bool = True) -> str:
     """The words the preview marks, once it has placed its passage (or, with
     nothing to place, once the document is shown)."""
@@ -89,18 +88,7 @@ def test_the_page_names_the_case_and_the_preview_marks_the_words_where_they_are_
     edited, member_client, member_page, live_server, library_dir
 ):
     new_text, case, words = CASES[edited]
-    notes = library_dir / "notes"
-    notes.mkdir()
-    path = notes / "care.md"
-    path.write_text(TEXT)
-    root = IndexedRoot.objects.create(name="Notes", path="notes")
-    source = Source.objects.create(root=root, relative_path="care.md", absolute_path=str(path), status="indexed",
-                                   sha256=hashlib.sha256(TEXT.encode()).hexdigest(), lightrag_doc_id="doc-care")
-    citation = Citation.objects.create(
-        source=source, source_path="Notes/care.md", source_sha256=source.sha256, precision="paragraph",
-        locator={"precision": "paragraph", "evidenceText": QUOTE, "headingPath": ["Valves"]},
-        heading_path=["Valves"], display_quote=QUOTE,
-    )
+    path, source, citation = cited_care_notes(library_dir)
     assert member_client.get(citation.get_absolute_url()).status_code == 200
     citation.refresh_from_db()
     assert citation.quote_selector["exact"] == QUOTE  # kept on the first open

@@ -11,7 +11,7 @@ The web app and its worker are this test's own processes on the fresh
 folder; the search engine is the session's LightRAG (an external one to
 run_stack, as MNOTE_LIGHTRAG_URL makes it), so no second LightRAG starts.
 
-    .venv/bin/python -m pytest -q tests/test_first_minutes_browser.py
+    .venv/bin/python -m pytest -q tests/browser/test_first_minutes_browser.py
 """
 
 import json

@@ -22,12 +22,14 @@ FAR = "The canteen opens at eight and closes after lunch."
 
 
 class LightRAGWithEmbeddedRerank:
-    """/query/data answers ``chunks``; the rerank measures their confidence as ``confidence``."""
+    """/query/data answers ``chunks`` (the dense order); the rerank puts the
+    last first and gives each passage its cosine from ``cosines``."""
 
-    def __init__(self, chunks, confidence):
+    def __init__(self, chunks, cosines):
         self.chunks = chunks
-        self.confidence = confidence
+        self.cosines = cosines
         self.rerank_asks: list[dict] = []
+        self.query_asks: list[dict] = []
 
     def handler(self, request: httpx.Request) -> httpx.Response:
         if request.url.path == "/health":
@@ -36,18 +38,17 @@ class LightRAGWithEmbeddedRerank:
                       "rerank_model": RERANK_MODEL, "rerank_binding_host": RERANK_URL}
             return httpx.Response(status, json={**body, "configuration": config})
         if request.url.path == "/query/data":
+            self.query_asks.append(json.loads(request.content))
             refs = list({c["file_path"]: {"reference_id": c["reference_id"], "file_path": c["file_path"]}
                          for c in self.chunks}.values())
             return httpx.Response(200, json={"status": "success", "data": {"chunks": self.chunks, "references": refs}})
         if str(request.url) == RERANK_URL:
             body = json.loads(request.content)
             self.rerank_asks.append(body)
-            results = [{"index": i, "relevance_score": 1.0 - i / 10, "query_similarity": 0.8}
-                       for i, _ in enumerate(body["documents"])]
-            answer = {"model": RERANK_MODEL, "results": results}
-            if body.get("return_confidence"):
-                answer["confidence"] = self.confidence
-            return httpx.Response(200, json=answer)
+            order = reversed(range(len(body["documents"])))
+            results = [{"index": i, "relevance_score": 1.0 - n / 10, "query_similarity": self.cosines[i]}
+                       for n, i in enumerate(order)]
+            return httpx.Response(200, json={"model": RERANK_MODEL, "results": results})
         raise AssertionError(f"unexpected request {request.url}")
 
 
@@ -60,19 +61,26 @@ def library(db, lightrag_dirs):
             "minutes": indexed_source(root, "minutes/2026-10.md", lightrag_name="minutes.md")}
 
 
-def serve_scripted(settings, confidence: float) -> LightRAGWithEmbeddedRerank:
+# A flat field (both passages as near) is a weak match; one passage standing
+# out is not (match_confidence: the best cosine above the median, plus a tenth
+# of the query's words the passages hold).
+FLAT = (0.80, 0.80)
+STANDS_OUT = (0.90, 0.70)
+
+
+def serve_scripted(settings, cosines) -> LightRAGWithEmbeddedRerank:
     chunks = [named_chunk("handbook.docx", 0, NEAR), named_chunk("minutes.md", 1, FAR)]
-    fake = LightRAGWithEmbeddedRerank(chunks, confidence)
+    fake = LightRAGWithEmbeddedRerank(chunks, cosines)
     settings.MNOTE_LIGHTRAG_TRANSPORT = httpx.MockTransport(fake.handler)
     return fake
 
 
-def _below() -> float:
-    return confidence.FLOOR - 0.01
+def _below():
+    return FLAT
 
 
-def _above() -> float:
-    return confidence.FLOOR + 0.01
+def _above():
+    return STANDS_OUT
 
 
 def test_a_search_nothing_matches_well_says_so_and_folds_its_cards_one_click_away(member_client, settings, library):
@@ -84,8 +92,17 @@ def test_a_search_nothing_matches_well_says_so_and_folds_its_cards_one_click_awa
     folded = page[start:page.index("</details>", start)]
     assert "Show the 2 weak matches anyway" in folded
     assert folded.count('class="card source-card') == 2
-    # the rerank was asked about the cards' whole passages, as LightRAG stored them, in the page's order
-    assert fake.rerank_asks[-1]["documents"] == [NEAR, FAR]
+    # One rerank call per search, by the search, of LightRAG's candidates as it
+    # stored them; LightRAG does not rerank them itself as well.
+    assert [ask["documents"] for ask in fake.rerank_asks] == [[NEAR, FAR]]
+    assert fake.query_asks[-1]["enable_rerank"] is False
+
+
+def test_the_results_come_in_the_reranks_order(member_client, settings, library):
+    serve_scripted(settings, _above())
+    result = post(member_client, "/api/search", {"query": "who approves a purchase"}).json()
+
+    assert [r["fileName"] for r in result["results"]] == ["2026-10.md", "handbook.docx"]
 
 
 def test_htmx_gets_the_same_note_and_folded_cards_in_the_results_partial(member_client, settings, library):
@@ -152,3 +169,15 @@ def test_without_the_embedded_rerank_no_floor_is_applied(member_client, settings
     assert "Nothing in the library matches this search well." not in page
     assert result["lowConfidence"] is False
     assert fake.rerank_asks == []
+
+
+def test_a_rerank_that_does_not_answer_leaves_lightrags_order_and_no_floor(member_client, settings, library):
+    fake = serve_scripted(settings, _below())
+    original = fake.handler
+    settings.MNOTE_LIGHTRAG_TRANSPORT = httpx.MockTransport(
+        lambda request: httpx.Response(503) if str(request.url) == RERANK_URL else original(request)
+    )
+    result = post(member_client, "/api/search", {"query": "canteen vegetarian menu"}).json()
+
+    assert [r["fileName"] for r in result["results"]] == ["handbook.docx", "2026-10.md"]
+    assert result["lowConfidence"] is False

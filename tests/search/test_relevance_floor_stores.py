@@ -1,9 +1,5 @@
-"""The relevance floor is asked of the embedded rerank only where it can
-measure it: it reads the candidates' stored vectors from LightRAG's
-NanoVectorDB file, so with the vectors in PostgreSQL (the scaled set-up) a
-search does not send it the cards' passages for a confidence it cannot give."""
-
-import httpx
+"""The relevance floor is measured by the embedded rerank with whatever
+vector store LightRAG uses."""
 
 from mnote.lightrag.responses import Health
 from mnote.search import confidence
@@ -21,25 +17,8 @@ def _health(vector_storage: str) -> Health:
     return Health.from_body({**body, "configuration": configuration})
 
 
-def _rerank(settings, asks: list) -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        asks.append(request)
-        return httpx.Response(200, json={"model": RERANK_MODEL, "results": [], "confidence": 0.0})
-
-    settings.MNOTE_LIGHTRAG_TRANSPORT = httpx.MockTransport(handler)
-
-
-def test_with_lightrags_vectors_in_postgresql_the_floor_is_unknown_and_not_asked(settings):
-    asks = []
-    _rerank(settings, asks)
-
-    assert confidence.weak_match("canteen menu", ["The canteen opens at eight."], _health("PGVectorStorage")) is None
-    assert asks == []
-
-
-def test_with_its_own_vector_files_the_floor_is_asked_and_applied(settings):
-    asks = []
-    _rerank(settings, asks)
-
-    assert confidence.weak_match("canteen menu", ["The canteen opens at eight."], _health("NanoVectorDBStorage")) is True
-    assert [str(a.url) for a in asks] == [RERANK_URL]
+def test_the_rerank_measures_the_floor_whatever_store_lightrag_keeps_its_vectors_in():
+    # The rerank keeps the chunk vectors it computed for LightRAG itself, so
+    # the scaled set-up (vectors in PostgreSQL) gets the floor too.
+    for storage in ("PGVectorStorage", "NanoVectorDBStorage"):
+        assert confidence.embedded_rerank_url(_health(storage)) == RERANK_URL

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from mnote.stack.rerank import tokens
+from mnote.text.relevance import tokens
 from tests.model_endpoint_process import endpoint_request, start_endpoint, stop_endpoint
 
 

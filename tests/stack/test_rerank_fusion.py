@@ -13,8 +13,9 @@ import pytest
 
 from mnote.stack import rerank
 from mnote.stack.rerank import (
-    Fusion, StoredVectors, fused_scores, match_confidence, similarity_source, substance, word_coverage,
+    Fusion, StoredVectors, fused_scores, similarity_source, substance,
 )
+from mnote.text.relevance import match_confidence, word_coverage
 from tests.model_endpoint_process import endpoint_request, start_endpoint, stop_endpoint
 
 
@@ -129,11 +130,28 @@ def test_the_rerank_returns_each_stored_passages_similarity_to_the_query(endpoin
 
     assert status == 200
     assert [r["index"] for r in json.loads(body)["results"]][0] == 1
-    # the app's floor asks about its cards in the page's order: kept, and measured
-    status, _, body = endpoint_request(base, "/v1/rerank", {"model": "m", "query": query, "documents": documents,
-                                                      "return_confidence": True})
-    assert [r["index"] for r in json.loads(body)["results"]] == [0, 1, 2]
-    assert isinstance(json.loads(body)["confidence"], float)
     assert results[1]["query_similarity"] > results[0]["query_similarity"]
     assert results[2]["query_similarity"] is None
     assert rerank.RERANK_MODEL == json.loads(body)["model"]
+
+
+def test_the_rerank_knows_the_passages_it_embedded_for_lightrag_whatever_its_vector_storage(endpoint_with_vectors):
+    base, working = endpoint_with_vectors
+    # A flush of LightRAG's chunks (no vector file of LightRAG's is written:
+    # PostgreSQL, say, keeps them).
+    passages = [
+        "Re-aluminise the primary and secondary mirrors every 24 months in the coating plant.",
+        "The azimuth bearing oil pressure must stay between 2 and 3 bar while the telescope slews.",
+        "Clean the mirror with carbon dioxide snow, never when the dome humidity is above 80 percent.",
+        "Report every accident or near miss to the safety officer on the same day.",
+    ]
+    status, _, _ = endpoint_request(base, "/v1/embeddings", {"model": "m", "input": passages})
+    assert status == 200
+
+    status, _, body = endpoint_request(base, "/v1/rerank", {"model": "m", "query": "how often is the mirror recoated",
+                                                      "documents": passages})
+    results = json.loads(body)["results"]
+
+    assert status == 200
+    assert all(isinstance(r["query_similarity"], float) for r in results)
+    assert (working / rerank.PassageVectors.FILE_NAME).is_file()
