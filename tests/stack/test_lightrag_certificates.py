@@ -8,12 +8,10 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from mnote.stack.processes import StackConfig, config_from_environ, lightrag_server_env
+from tests.paths import REPO_DIR
 
-REPO = Path(__file__).resolve().parent.parent
-LIGHTRAG_PYTHON = REPO / ".venv-lightrag" / "bin" / "python"
+LIGHTRAG_PYTHON = REPO_DIR / ".venv-lightrag" / "bin" / "python"
 
 # What LightRAG's OpenAI client builds per call (httpx2's default context), and the trust it has.
 CLIENT_CONTEXT = """
@@ -44,7 +42,6 @@ def test_an_external_model_keeps_the_trust_store_of_the_environment(tmp_path):
     assert "SSL_CERT_FILE" not in env and "SSL_CERT_DIR" not in env
 
 
-@pytest.mark.skipif(not LIGHTRAG_PYTHON.exists(), reason="LightRAG's virtualenv is not installed")
 def test_lightrags_client_then_parses_no_certificate_and_still_verifies(tmp_path):
     env = lightrag_server_env(StackConfig(data_dir=tmp_path, api_key="k"))
     child_env = {**os.environ, "SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt"}  # as a user's shell may set it
