@@ -302,9 +302,12 @@ def _place(mapping: _Mapping, source: Source, index: DocIndex, facts: "_SourceFa
         return None
     mapping.seen.add(key)
     heading_path = block.heading_path if block else []
-    # The card quotes the chunk's sentences that answer the query, and the
-    # locator asks the preview to mark those same words.
-    short_display = evidence_sentences(display, query, cleaned=True)
+    # The card quotes the sentences that answer the query, and the locator
+    # asks the preview to mark those same words: the cited block's sentences
+    # when the chunk maps to a block (a chunk spans several, and the preview
+    # marks words in the block it lands on), else the chunk's.
+    evidence_source = sidecar.display_text(block)[1] if block else display
+    short_display = evidence_sentences(evidence_source, query, cleaned=True)
     evidence = with_heading(short_display, heading_path)
     precision, position = _locator_position(block, sidecar)
     locator = {

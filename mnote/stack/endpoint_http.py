@@ -314,19 +314,24 @@ class ModelServer(ThreadingHTTPServer):
     allow_reuse_address = True
 
     def __init__(self, address: tuple[str, int], embedder: Embedder, quiet: bool = False,
-                 test_answers=None, test_knobs: bool = False, lightrag_working_dir: str | None = None):
+                 test_answers=None, test_knobs: bool = False, lightrag_working_dir: str | None = None,
+                 passage_vectors: str | None = None):
         self.embedder = embedder
         # The rerank's query-passage cosines: the chunk vectors this endpoint
-        # computed for LightRAG (kept in its working directory; older ones read
-        # from NanoVectorDB's file there) against the query's vector.
+        # computed for LightRAG (kept in ``passage_vectors``, by default in
+        # LightRAG's working directory; older ones read from NanoVectorDB's
+        # file there) against the query's vector. The stack keeps them in its
+        # own folder, so that with every LightRAG store in PostgreSQL LightRAG's
+        # working directory holds no file at all.
         self.similarities = None
-        if lightrag_working_dir:
+        if lightrag_working_dir or passage_vectors:
             from mnote.stack.rerank import (
                 QUERY_INPUT_TYPE, PassageVectors, QueryVectors, StoredVectors, similarity_source,
             )
 
-            stored = PassageVectors(os.path.join(lightrag_working_dir, PassageVectors.FILE_NAME),
-                                    fallback=StoredVectors(os.path.join(lightrag_working_dir, "vdb_chunks.json")))
+            fallback = StoredVectors(os.path.join(lightrag_working_dir, "vdb_chunks.json")) if lightrag_working_dir else None
+            stored = PassageVectors(passage_vectors or os.path.join(lightrag_working_dir, PassageVectors.FILE_NAME),
+                                    fallback=fallback)
             embedder.keep_passages = stored.record
             query_vectors = QueryVectors(lambda texts: embedder.embed(texts, QUERY_INPUT_TYPE)[0])
             self.similarities = similarity_source(stored, query_vectors)

@@ -55,7 +55,7 @@ def make_server(host: str = "127.0.0.1", port: int = 0, quiet: bool = False,
                 default_type: str = "passage", threads: int | None = None,
                 max_queued_batches: int = DEFAULT_MAX_QUEUED_BATCHES, calibrate: bool = True,
                 test_knobs: bool = False, test_answers: bool = False, markup_ahead: bool = True,
-                lightrag_working_dir: str | None = None) -> ModelServer:
+                lightrag_working_dir: str | None = None, passage_vectors: str | None = None) -> ModelServer:
     """Load the model and time it, then bind (so a listening server is a
     ready, measured one)."""
     embedder = Embedder(default_query=(default_type == "query"), num_threads=threads,
@@ -68,7 +68,7 @@ def make_server(host: str = "127.0.0.1", port: int = 0, quiet: bool = False,
 
         answering = TestAnswers()
     return ModelServer((host, port), embedder, quiet=quiet, test_answers=answering, test_knobs=test_knobs,
-                       lightrag_working_dir=lightrag_working_dir)
+                       lightrag_working_dir=lightrag_working_dir, passage_vectors=passage_vectors)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lightrag-working-dir", default=None,
                     help="LightRAG's working directory: the chunk vectors computed for LightRAG are kept "
                          "there (older ones read from its vdb_chunks.json) for the rerank's query-passage similarity")
+    ap.add_argument("--passage-vectors", default=None,
+                    help="where to keep the chunk vectors computed for LightRAG (a SQLite file; "
+                         "default: in --lightrag-working-dir)")
     ap.add_argument("--no-calibrate", action="store_true", help="skip timing the engine at start-up")
     ap.add_argument("--test-knobs", action="store_true",
                     help="serve POST /testing/knobs (slow down or fail ingest embeddings); tests only")
@@ -97,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
 
     httpd = make_server(args.host, args.port, args.quiet, args.default_type, args.threads,
                         max(1, args.max_queued_batches), not args.no_calibrate, args.test_knobs, args.test_answers,
-                        markup_ahead=not args.exact_markup, lightrag_working_dir=args.lightrag_working_dir)
+                        markup_ahead=not args.exact_markup, lightrag_working_dir=args.lightrag_working_dir,
+                        passage_vectors=args.passage_vectors)
     stop = threading.Event()
 
     def _on_signal(signum: int, frame: Any) -> None:

@@ -413,6 +413,8 @@ class EmbeddedStack:
                     "--quiet",
                     "--lightrag-working-dir",
                     str(self.config.working_dir),
+                    "--passage-vectors",
+                    str(self.config.data_dir / "mnote_passage_vectors.sqlite3"),
                     *(["--test-answers"] if self.config.test_answers else []),
                     *(["--test-knobs"] if self.config.test_knobs else []),
                 ],
