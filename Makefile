@@ -22,7 +22,9 @@ PY := $(VENV)/bin/python
 # every store in PostgreSQL, two servers on one database (their own LightRAGs
 # and model endpoint would cost the SQLite pass as much again), and several
 # workers on one PostgreSQL (they need it whichever pass runs them; the
-# PostgreSQL pass, beside the longer SQLite one, has the time).
+# PostgreSQL pass, beside the longer SQLite one, has the time); and, to even
+# the two passes out, the two longest browser tests (axe over every page, and a
+# team's first minutes on a fresh data folder).
 POSTGRES_PASS ?= -m "postgres or postgres_only"
 SQLITE_PASS := -m "not postgres_only"
 

@@ -25,7 +25,9 @@ from tests.paths import REPO_DIR
 from tests.docx_factory import heading, make_docx, para
 from tests.pdf_factory import make_pdf
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
+# In the PostgreSQL pass only: it runs beside the longer SQLite pass and has
+# the time for this test's minute of browser work.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.postgres_only]
 
 AXE = REPO_DIR / "node_modules" / "axe-core" / "axe.min.js"
 WIDTHS = {"desktop": 1280, "phone": 390}

@@ -31,7 +31,9 @@ import pytest
 from mnote.stack.managed import free_port
 from tests.paths import REPO_DIR
 
-pytestmark = [pytest.mark.browser, pytest.mark.integration]
+# In the PostgreSQL pass only: it runs beside the longer SQLite pass and has
+# the time for this test's minute of browser work.
+pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.postgres_only]
 
 FIRST_PAGE_SECONDS = 10
 PASSAGE = "The observatory dome is closed whenever the wind gusts above forty kilometres per hour."
