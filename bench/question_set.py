@@ -189,7 +189,7 @@ def run_questions(args, data_dir: Path, library: Path, started: float) -> int:
     from mnote.library.sync import sync_root
     from mnote.lightrag.provider import lightrag_client
     from mnote.search.answers import full_library_search
-    from mnote.stack.rerank import tokens
+    from mnote.text.relevance import tokens
 
     call_command("migrate", verbosity=0)
     user, _ = get_user_model().objects.get_or_create(username="bench-admin", defaults={"is_staff": True})

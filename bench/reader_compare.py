@@ -66,6 +66,7 @@ import lxml.html  # noqa: E402
 from mnote.kinds import kind_of  # noqa: E402
 from mnote.preview.docx.limits import PreviewRejected  # noqa: E402
 from mnote.preview.renderers import PreviewContext, renderer_for  # noqa: E402
+from mnote.preview.sheet_render import column_name  # noqa: E402
 
 BEFORE = "44f5588"  # the commit this comparison's changes started from
 _WORD = re.compile(r"[^\W\d_]{2,}")
@@ -418,7 +419,7 @@ def hostile_files(folder: Path) -> dict[str, list[Path]]:
         % (n, n, n, n, n)
         for n in range(1, 300_001)
     )
-    wide = b'<row r="1">' + b"".join(b'<c r="%s1"><v>1</v></c>' % _col(n).encode() for n in range(16384)) + b"</row>"
+    wide = b'<row r="1">' + b"".join(b'<c r="%s1"><v>1</v></c>' % column_name(n).encode() for n in range(16384)) + b"</row>"
     for name, sheet in {
         "long-300k-rows.xlsx": sheet_head + rows + b"</sheetData></worksheet>",
         # As Excel, LibreOffice and openpyxl write it: the sheet's extent stated first.
@@ -480,15 +481,6 @@ def hostile_files(folder: Path) -> dict[str, list[Path]]:
     }.items():
         files["odt"].append(_zip(folder / name, {**members, "content.xml": replaced}))
     return files
-
-
-def _col(index: int) -> str:
-    name = ""
-    index += 1
-    while index:
-        index, rest = divmod(index - 1, 26)
-        name = chr(65 + rest) + name
-    return name
 
 
 def corpus_files(corpus: Path, folder: Path) -> dict[str, list[Path]]:

@@ -10,7 +10,6 @@ from django.contrib.auth.decorators import login_not_required
 from django.http import JsonResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
-from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 
 from mnote.accounts.roles import is_admin

@@ -8,10 +8,8 @@ from contextlib import asynccontextmanager
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
-import anyio
 import httpx
 import pytest
 from mcp import ClientSession
@@ -21,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mnote.api.models import ApiToken
 from tests.factories import add_gamma, restricted_root
 from tests.lightrag_fakes import QUERY
+from tests.own_loop import run_on_own_loop
 from tests.paths import REPO_DIR
 
 TOOLS = {"status", "search", "query", "open_reference"}
@@ -39,20 +38,7 @@ async def _session_calls(open_transport, calls):
 def run_client(transport, calls):
     """The client's own event loop in a thread of its own: Playwright's sync
     API may keep one running in the test thread."""
-    outcome = {}
-
-    def run():
-        try:
-            outcome["result"] = anyio.run(_session_calls, transport, list(calls))
-        except BaseException as e:  # re-raised in the test thread
-            outcome["error"] = e
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join(300)
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["result"]
+    return run_on_own_loop(_session_calls, transport, list(calls), timeout=300)
 
 
 def over_http(url: str, key: str, *calls):

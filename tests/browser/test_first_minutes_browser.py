@@ -20,15 +20,14 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from contextlib import asynccontextmanager
 
-import anyio
 import httpx
 import pytest
 
 from mnote.stack.managed import free_port
+from tests.own_loop import run_on_own_loop
 from tests.paths import REPO_DIR
 
 # In the PostgreSQL pass only: it runs beside the longer SQLite pass and has
@@ -139,20 +138,7 @@ def mcp_search(config: dict, query: str) -> tuple[set, dict]:
             assert not result.isError, result.content
             return tools, json.loads(result.content[0].text)
 
-    outcome = {}
-
-    def thread():
-        try:
-            outcome["result"] = anyio.run(run)
-        except BaseException as e:  # re-raised in the test thread
-            outcome["error"] = e
-
-    worker = threading.Thread(target=thread)
-    worker.start()
-    worker.join(120)
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["result"]
+    return run_on_own_loop(run, timeout=120)
 
 
 def test_a_team_starts_invites_uploads_searches_shares_and_connects_an_agent(chromium, fresh_site, tmp_path):
