@@ -40,6 +40,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from question_library import build
+from stack_harness import index_library
 from search_quality import REPO_DIR, folded
 
 RESULTS_FILE = REPO_DIR / "bench" / "results" / "search_questions.json"
@@ -184,9 +185,6 @@ def run_questions(args, data_dir: Path, library: Path, started: float) -> int:
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
-    from mnote.library.worker import wait_until_settled
-    from mnote.library.models import IndexedRoot, Source
-    from mnote.library.sync import sync_root
     from mnote.lightrag.provider import lightrag_client
     from mnote.search.answers import full_library_search
     from mnote.text.relevance import tokens
@@ -194,14 +192,7 @@ def run_questions(args, data_dir: Path, library: Path, started: float) -> int:
     call_command("migrate", verbosity=0)
     user, _ = get_user_model().objects.get_or_create(username="bench-admin", defaults={"is_staff": True})
     files = build(library)
-    if not IndexedRoot.objects.exists():
-        for name in ("handbook", "demo"):
-            sync_root(IndexedRoot.objects.create(name=name, path=name))
-    index_started = time.monotonic()
-    with lightrag_client() as client:
-        settled = wait_until_settled(client, timeout=args.max_index_seconds, interval=2)
-    index_seconds = round(time.monotonic() - index_started, 1)
-    indexed = {s.library_path: s for s in Source.objects.citable().select_related("root")}
+    indexed, settled, index_seconds = index_library(["handbook", "demo"], args.max_index_seconds)
     by_lightrag_name = {s.lightrag_name: path for path, s in indexed.items()}
     questions = load_questions(args.questions)
     problems = gold_problems(questions, library)

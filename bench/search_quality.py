@@ -58,6 +58,8 @@ import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+from stack_harness import index_library  # bench/stack_harness.py, beside this file
+
 REPO_DIR = Path(__file__).resolve().parent.parent
 RESULTS_FILE = REPO_DIR / "bench" / "results" / "search_quality.json"
 DEMO_DIR = REPO_DIR / "mnote" / "demo" / "library"
@@ -295,10 +297,8 @@ def run(args, data_dir: Path, library: Path, started: float) -> int:
     from mnote.citations.sidecar import load_chunk_store
     from mnote.text import clean_display_text, is_unreadable
     from mnote.search.answers import full_library_search
-    from mnote.library.worker import wait_until_settled
-    from mnote.library.models import IndexedRoot, Source
+    from mnote.library.models import IndexedRoot
     from mnote.lightrag.provider import lightrag_client
-    from mnote.library.sync import sync_root
 
     call_command("migrate", verbosity=0)
     user, _ = get_user_model().objects.get_or_create(username="bench-admin", defaults={"is_staff": True})
@@ -307,13 +307,7 @@ def run(args, data_dir: Path, library: Path, started: float) -> int:
         for path in choose_corpus(args.corpus, args.files, args.max_paragraphs):
             shutil.copy(path, library / "corpus" / path.name)
         shutil.copytree(DEMO_DIR, library / "demo")
-        for name in ("corpus", "demo"):
-            sync_root(IndexedRoot.objects.create(name=name, path=name))
-    index_started = time.monotonic()
-    with lightrag_client() as client:
-        settled = wait_until_settled(client, timeout=args.max_index_seconds, interval=2)
-    index_seconds = round(time.monotonic() - index_started, 1)
-    indexed = {s.library_path: s for s in Source.objects.citable().select_related("root")}
+    indexed, settled, index_seconds = index_library(["corpus", "demo"], args.max_index_seconds)
     by_lightrag_name = {s.lightrag_name: path for path, s in indexed.items()}
     queries = [q for q in build_queries(library, args.per_file) if q["file"] in indexed]
     print(f"{len(indexed)} files indexed (settled: {settled}, {index_seconds} s); {len(queries)} queries", flush=True)

@@ -213,3 +213,22 @@ def logged_in_client(base_url: str) -> httpx.Client:
     if response.status_code != 302 or "sessionid" not in client.cookies:
         raise SystemExit(f"login failed: HTTP {response.status_code}")
     return client
+
+
+def index_library(root_names: list[str], max_seconds: float) -> tuple[dict, bool, float]:
+    """Register each root (folders of the app's library) unless a kept data
+    folder has them already, and wait until LightRAG has indexed them. Returns
+    (the citable sources by library path, whether LightRAG settled, seconds)."""
+    from mnote.library.models import IndexedRoot, Source
+    from mnote.library.sync import sync_root
+    from mnote.library.worker import wait_until_settled
+    from mnote.lightrag.provider import lightrag_client
+
+    if not IndexedRoot.objects.exists():
+        for name in root_names:
+            sync_root(IndexedRoot.objects.create(name=name, path=name))
+    started = time.monotonic()
+    with lightrag_client() as client:
+        settled = wait_until_settled(client, timeout=max_seconds, interval=2)
+    indexed = {s.library_path: s for s in Source.objects.citable().select_related("root")}
+    return indexed, settled, round(time.monotonic() - started, 1)
