@@ -47,7 +47,12 @@ question flatters it. Per round: searches/s, each machine's share of its core
 average; the summary gives the median of the rounds' ratios (target: 2 machines
 >= 1.6x 1) beside two CPU-capacity estimates: each machine on a core of its own
 with the web tier elsewhere (what the ratio could be), and everything on this
-machine's cores (what it can be here). Ports ``--pair-ports`` (8470-8473) and
+machine's cores (what it can be here). Then the LightRAG tier alone, the same
+rounds: wrk asks the servers' ``/query/data`` straight (one wrk a server, the
+clients shared out) with the body a search sends — the rerank candidates'
+width and LightRAG's own rerank step on the machine's endpoint — so the two
+machines are the two CPU-bound halves of the 2-core machine with no web tier
+beside them on the same cores; both rows are printed. Ports ``--pair-ports`` (8470-8473) and
 ``--pair-web-ports`` (8474, 8475).
 
     .venv/bin/python bench/scale_bench.py --no-search --lightrag-pair [--rounds 4 --seconds 5 --clients 8]
@@ -224,18 +229,16 @@ def connections_per_worker(port: int, workers: list[int]) -> list[int]:
     return [held.count(pid) for pid in workers]
 
 
-def run_wrk(wrk: str, script: Path, port: int, seconds: float, clients: int, env: dict, *,
-            sample=None) -> tuple[dict, float]:  # fmt: skip
-    """One wrk run: its JSON summary and the CPU seconds wrk itself used;
-    ``sample`` is called once, halfway through."""
-    process = subprocess.Popen(
-        [wrk, "-t1", f"-c{clients}", f"-d{max(1, round(seconds))}s", "--timeout", "60s", "-s", str(script),
-         f"http://127.0.0.1:{port}/api/search"],
+def start_wrk(wrk: str, script: Path, url: str, seconds: float, clients: int, env: dict) -> subprocess.Popen:
+    """One wrk process POSTing to ``url`` with ``clients`` connections."""
+    return subprocess.Popen(
+        [wrk, "-t1", f"-c{clients}", f"-d{max(1, round(seconds))}s", "--timeout", "60s", "-s", str(script), url],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
-    if sample:
-        time.sleep(seconds / 2)
-        sample()
+
+
+def finish_wrk(process: subprocess.Popen) -> tuple[dict, float]:
+    """A wrk run's JSON summary and the CPU seconds wrk itself used."""
     out = process.stdout.read()
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
@@ -243,6 +246,22 @@ def run_wrk(wrk: str, script: Path, port: int, seconds: float, clients: int, env
     if process.returncode or not lines:
         raise SystemExit(f"wrk failed:\n{out}")
     return json.loads(lines[-1]), usage.ru_utime + usage.ru_stime
+
+
+def run_wrk(wrk: str, script: Path, targets: list[str], seconds: float, clients: int, env: dict, *,
+            sample=None) -> tuple[dict, float]:  # fmt: skip
+    """One wrk run per target URL at once, the clients shared out among them:
+    their summaries added up (latency percentiles: the slowest target's) and
+    the CPU seconds wrk used; ``sample`` is called once, halfway through."""
+    shares = [clients // len(targets) + (1 if n < clients % len(targets) else 0) for n in range(len(targets))]
+    processes = [start_wrk(wrk, script, url, seconds, share, env) for url, share in zip(targets, shares)]
+    if sample:
+        time.sleep(seconds / 2)
+        sample()
+    runs = [finish_wrk(process) for process in processes]
+    summary = {key: sum(run[0][key] for run in runs) for key in ("requests", "bad", "socket_errors")}
+    summary.update({key: max(run[0][key] for run in runs) for key in ("duration_us", "p50_us", "p99_us")})
+    return summary, sum(run[1] for run in runs)
 
 
 def process_cpu(pids: list[int]) -> dict[int, float]:
@@ -264,11 +283,13 @@ class Case:
                  *, query: str = QUERY, others: dict[str, int] | None = None, questions: list[str] | None = None):  # fmt: skip
         self.name, self.port, self.web, self.token, self.postgres = name, port, web, token, postgres
         self.query = questions[0] if questions else query
+        # Where wrk sends its requests (one wrk per URL, the clients shared out).
+        self.targets = [f"http://127.0.0.1:{port}/api/search"]
         # The other processes whose CPU a round counts (name -> pid of the process tree).
         self.others = others or {}
         self.script = folder / f"search-{name}.lua"
         if questions:
-            self.script.write_text(questions_script(questions))
+            self.script.write_text(questions_script([{"query": q, "mode": "naive"} for q in questions]))
         else:
             self.script.write_text(WRK_SCRIPT.replace("BODY", json.dumps({"query": query, "mode": "naive"})))
         self.env = {**os.environ, "BENCH_TOKEN": token}
@@ -280,12 +301,12 @@ class Case:
             raise SystemExit(f"{self.name}: no citation in a search's answer: {answer.status_code} {answer.text[:300]}")
 
 
-def questions_script(questions: list[str]) -> str:
-    """WRK_SCRIPT asking ``questions`` in turn, one a request: each request
+def questions_script(requests: list[dict], script: str = WRK_SCRIPT) -> str:
+    """``script`` sending the JSON ``requests`` in turn, one a request: each
     pre-built once in ``init`` (Lua long strings hold the JSON bodies, which
     json.dumps keeps ASCII), so wrk's CPU a request stays that of one body."""
-    bodies = ",\n".join(f"[==[{json.dumps({'query': q, 'mode': 'naive'})}]==]" for q in questions)
-    return WRK_SCRIPT.replace("wrk.body = [[BODY]]", f"""local bodies = {{
+    bodies = ",\n".join(f"[==[{json.dumps(request)}]==]" for request in requests)
+    return script.replace("wrk.body = [[BODY]]", f"""local bodies = {{
 {bodies}
 }}
 local prepared, turn = {{}}, 0
@@ -302,12 +323,12 @@ def measure(case: Case, seconds: float, clients: int) -> dict:
     """One round: ``clients`` connections POST /api/search for ``seconds``;
     searches per second, latencies, and who used the cores meanwhile."""
     wrk = ensure_wrk()
-    parties = {"web": case.web.pid, "postgres": case.postgres, **case.others}
-    workers = worker_pids(case.web.pid)
+    parties = {"web": case.web.pid if case.web else None, "postgres": case.postgres, **case.others}
+    workers = worker_pids(case.web.pid) if case.web else []
     before = {name: tree_cpu(pid) for name, pid in parties.items() if pid}
     workers_before, machine_before = process_cpu(workers), machine_times()
     held = []
-    summary, wrk_cpu = run_wrk(wrk, case.script, case.port, seconds, clients, case.env,
+    summary, wrk_cpu = run_wrk(wrk, case.script, case.targets, seconds, clients, case.env,
                                sample=lambda: held.extend(connections_per_worker(case.port, workers)))  # fmt: skip
     machine = {k: v - machine_before[k] for k, v in machine_times().items()}
     workers_after = process_cpu(workers)
@@ -326,7 +347,7 @@ def measure(case: Case, seconds: float, clients: int) -> dict:
         "per_second": round(searches / (summary["duration_us"] / 1e6), 1),
         "p50_ms": round(summary["p50_us"] / 1000, 1),
         "p99_ms": round(summary["p99_us"] / 1000, 1),
-        "web_cpu_ms_per_search": per_search(cpu["web"], searches),
+        "web_cpu_ms_per_search": per_search(cpu.get("web"), searches),
         "postgres_cpu_ms_per_search": per_search(cpu.get("postgres"), searches),
         # Each web worker's share of one core: an idle worker beside a busy one
         # means the connections were spread unevenly.
@@ -365,7 +386,7 @@ def interleave(base: Case, scaled: Case, *, rounds: int, seconds: float, clients
     for case in (base, scaled):
         case.check()
         if warmup:
-            run_wrk(ensure_wrk(), case.script, case.port, warmup, clients, case.env)
+            run_wrk(ensure_wrk(), case.script, case.targets, warmup, clients, case.env)
     rows = []
     for n in range(rounds):
         order = (base, scaled) if n % 2 == 0 else (scaled, base)
@@ -385,7 +406,8 @@ def round_line(n: int, row: dict, base: str, scaled: str) -> str:
         core = {k: v * CORES for k, v in c.items()}
         machines = "".join(f" {m} {sum(core.get(p, 0) for p in parts):.2f} core" for m, parts in MACHINES.items()
                            if any(p in core for p in parts))  # fmt: skip
-        return (f"{r['per_second']:6.1f}/s p99 {r['p99_ms']:5.0f} ms web {r['web_cpu_ms_per_search']:5.1f} ms/search "
+        web = r["web_cpu_ms_per_search"]
+        return (f"{r['per_second']:6.1f}/s p99 {r['p99_ms']:5.0f} ms web {web if web is None else f'{web:5.1f}'} ms/search "
                 f"workers {r['web_worker_core_share']} conns {r['connections_per_worker']} "
                 f"steal {c['steal']:.0%} other {c['other_processes']:.0%} "
                 f"irq {c['interrupts']:.0%} idle {c['idle']:.0%} load {r['load_average']}" + machines)
@@ -409,7 +431,7 @@ def total(rows: list[dict], name: str) -> dict:
         "median_p99_ms": median([r["p99_ms"] for r in mine]),
         "searches": searches,
         "errors": sum(r["errors"] for r in mine),
-        "web_cpu_ms_per_search": per_search(seconds["web"], searches),
+        "web_cpu_ms_per_search": per_search(seconds.get("web"), searches),
         "postgres_cpu_ms_per_search": per_search(seconds.get("postgres"), searches),
         "cpu_share": {k: round(v / capacity, 3) for k, v in seconds.items()} if capacity else {},
         "cpu_ms_per_search": {k: per_search(v, searches) for k, v in seconds.items()
@@ -591,6 +613,13 @@ def lightrag_pair(folder: Path, postgres, ports: list[int], stacks: list, *, pin
         second.start()
 
 
+def machine_pids(stacks: list) -> dict[str, int]:
+    """Each machine's server and endpoint, whose CPU a round counts."""
+    first, second = stacks
+    return {"lightrag_server_1": first.lightrag.process.pid, "model_endpoint_1": first.model_endpoint.process.pid,
+            "lightrag_server_2": second.lightrag.process.pid, "model_endpoint_2": second.model_endpoint.process.pid}  # fmt: skip
+
+
 def pair_cases(folder: Path, postgres, stacks: list, web_ports: list[int], threads: int, own_sessions: bool,
                webs: list) -> tuple[Case, Case]:  # fmt: skip
     """MNote indexed once through the first server, and its two gunicorns."""
@@ -611,8 +640,7 @@ def pair_cases(folder: Path, postgres, stacks: list, web_ports: list[int], threa
         raise SystemExit(f"indexing the demo library failed:\n{indexed.stderr[-2000:]}")
     print(f"demo library (en) indexed through the first LightRAG in {time.monotonic() - started:.0f} s", flush=True)
     token = indexed.stdout.strip().splitlines()[-1]
-    others = {"lightrag_server_1": first.lightrag.process.pid, "model_endpoint_1": first.model_endpoint.process.pid,
-              "lightrag_server_2": second.lightrag.process.pid, "model_endpoint_2": second.model_endpoint.process.pid}  # fmt: skip
+    others = machine_pids(stacks)
     questions = pair_questions()
     cases = []
     for name, urls, port in (
@@ -625,6 +653,53 @@ def pair_cases(folder: Path, postgres, stacks: list, web_ports: list[int], threa
                           own_sessions=own_sessions))  # fmt: skip
         cases.append(Case(name, port, webs[-1], token, postgres_pid(postgres), case_dir, questions=questions,
                           others=others))  # fmt: skip
+    return cases[0], cases[1]
+
+
+# The LightRAG tier alone: wrk asks the servers' /query/data straight, with
+# the body a search sends (the rerank candidates' width, LightRAG's own rerank
+# step on the machine's model endpoint), so the two machines are measured
+# without MNote's web tier sharing their cores; the same rounds' fashion.
+# The candidates a search asks LightRAG for (mnote.search.answers.RERANK_CANDIDATES;
+# importing it here would need Django set up in the bench's own process).
+SEARCH_CHUNK_TOP_K = 60
+LIGHTRAG_WRK_SCRIPT = WRK_SCRIPT.replace(
+    'wrk.headers["Authorization"] = "Bearer " .. os.getenv("BENCH_TOKEN")', 'wrk.headers["X-API-Key"] = os.getenv("BENCH_TOKEN")'
+).replace('\'"citationId"\'', '\'"chunk_id"\'')
+
+
+class LightRAGCase(Case):
+    """wrk straight at one or more LightRAG servers (one wrk each)."""
+
+    def __init__(self, name: str, urls: list[str], api_key: str, postgres: int | None, folder: Path, *,
+                 questions: list[str], others: dict[str, int]):  # fmt: skip
+        self.name, self.port, self.web, self.token, self.postgres = name, None, None, api_key, postgres
+        self.query, self.others = questions[0], others
+        self.targets = [f"{url}/query/data" for url in urls]
+        self.requests = [{"query": q, "mode": "naive", "include_references": True, "include_chunk_content": True,
+                          "chunk_top_k": SEARCH_CHUNK_TOP_K, "enable_rerank": True} for q in questions]  # fmt: skip
+        self.script = folder / f"query-data-{name}.lua"
+        self.script.write_text(questions_script(self.requests, LIGHTRAG_WRK_SCRIPT))
+        self.env = {**os.environ, "BENCH_TOKEN": api_key}
+
+    def check(self) -> None:
+        for url in self.targets:
+            answer = httpx.post(url, json=self.requests[0], headers={"X-API-Key": self.token}, timeout=60)
+            if answer.status_code != 200 or not (answer.json().get("data") or {}).get("chunks"):
+                raise SystemExit(f"{self.name}: no chunk in {url}'s answer: {answer.status_code} {answer.text[:300]}")
+
+
+def lightrag_cases(folder: Path, postgres, stacks: list) -> tuple[Case, Case]:
+    """The LightRAG tier alone: the first machine against both."""
+    first, second = stacks
+    others = machine_pids(stacks)
+    questions, key = pair_questions(), first.config.resolved_api_key()
+    cases = []
+    for name, urls in (("lightrag_tier_1_machine", [first.config.lightrag_url]),
+                       ("lightrag_tier_2_machines", [first.config.lightrag_url, second.config.lightrag_url])):  # fmt: skip
+        case_dir = folder / name
+        case_dir.mkdir()
+        cases.append(LightRAGCase(name, urls, key, postgres_pid(postgres), case_dir, questions=questions, others=others))
     return cases[0], cases[1]
 
 
@@ -646,7 +721,9 @@ def pair_capacity(row: dict, *, here: bool) -> float:
     n, cpu = row["searches"], row["cpu_seconds"]
     bounds = [n / seconds for seconds in machine_seconds(row).values() if seconds > 0.05]
     if here:
-        bounds += [CORES * n / sum(cpu.get(k, 0) for k in PAIR_PARTIES), 2 * n / cpu["web"]]
+        bounds.append(CORES * n / sum(cpu.get(k, 0) for k in PAIR_PARTIES))
+        if cpu.get("web"):
+            bounds.append(2 * n / cpu["web"])
     return min(bounds)
 
 
@@ -741,6 +818,11 @@ def main():
                                                   warmup=args.warmup, capacity_ratio=pair_capacity_ratio)  # fmt: skip
             for case in pair:
                 results["lightrag_pair"][case.name] = total(results["lightrag_pair"]["rounds"], case.name)
+            tier = lightrag_cases(folder, postgres, stacks)
+            results["lightrag_tier"] = interleave(*tier, rounds=args.rounds, seconds=args.seconds, clients=args.clients,
+                                                  warmup=args.warmup, capacity_ratio=pair_capacity_ratio)  # fmt: skip
+            for case in tier:
+                results["lightrag_tier"][case.name] = total(results["lightrag_tier"]["rounds"], case.name)
             for web in webs:
                 os.killpg(web.pid, 15)
                 web.wait(30)
@@ -802,6 +884,18 @@ def main():
             print(f"{name}: median {r['median_per_second']}/s, p99 {r['median_p99_ms']} ms, {r['errors']} errors; "
                   f"CPU ms per search {json.dumps(r['cpu_ms_per_search'])}; "
                   f"share of a core {json.dumps(r['core_share'])}")  # fmt: skip
+        tier_rows = results["lightrag_tier"]["rounds"]
+        tier_estimates = [row["cpu_capacity_ratio"] for row in tier_rows if row["cpu_capacity_ratio"]]
+        summary.update(
+            lightrag_tier_median_round_ratio=round_median([row["ratio"] for row in tier_rows if row["ratio"]]),
+            lightrag_tier_round_ratios=[row["ratio"] for row in tier_rows],
+            lightrag_tier_capacity_machines_median=round_median([e["machines"] for e in tier_estimates]),
+        )
+        for name in ("lightrag_tier_1_machine", "lightrag_tier_2_machines"):
+            r = results["lightrag_tier"][name]
+            print(f"{name}: median {r['median_per_second']}/s, p99 {r['median_p99_ms']} ms, {r['errors']} errors; "
+                  f"CPU ms per search {json.dumps(r['cpu_ms_per_search'])}; "
+                  f"share of a core {json.dumps(r['core_share'])}")  # fmt: skip
         met = "MET" if summary["lightrag_pair_median_round_ratio"] >= PAIR_TARGET else "NOT met"
         print(f"TARGET search throughput, 2 LightRAG machines (server + model endpoint, "
               f"{'a core each' if not args.pair_unpinned else 'unpinned'}) / 1: median of {len(rows)} rounds "
@@ -810,6 +904,11 @@ def main():
               f"{summary['lightrag_pair_capacity_machines_median']}x with each machine on its own core and the web "
               f"tier elsewhere, {summary['lightrag_pair_capacity_here_median']}x with the web tier, PostgreSQL and "
               f"wrk on these {CORES} cores too; load average {summary['load_averages']}")  # fmt: skip
+        met = "MET" if summary["lightrag_tier_median_round_ratio"] >= PAIR_TARGET else "NOT met"
+        print(f"TARGET the LightRAG tier alone (wrk at /query/data, no web tier on the cores), 2 machines / 1: "
+              f"median of {len(tier_rows)} rounds {summary['lightrag_tier_median_round_ratio']}x "
+              f"(rounds {summary['lightrag_tier_round_ratios']}; target >= {PAIR_TARGET}x: {met}); CPU-capacity "
+              f"estimate {summary['lightrag_tier_capacity_machines_median']}x")  # fmt: skip
     if args.ingest:
         one, two = results["ingest_1_workers"]["seconds"], results["ingest_2_workers"]["seconds"]
         summary["ingest_speedup_2_workers"] = round(one / two, 2)
