@@ -240,7 +240,6 @@
       pageIndex = null;
       grams.clear();
       localIndexWorthIt = null;
-      history.replaceState(history.state, "", url);
       return true;
     } catch (error) {
       return false;
