@@ -32,6 +32,7 @@ from mnote.preview.render_rate import RenderRateLimited
 from mnote.preview.renderers import PreviewContext, asset_loader_for, page_finder_for, pages_renderer_for, renderer_for
 from mnote.preview.rendering import REJECTIONS, render_version, rendered
 from mnote.preview.text_render import TextRejected
+from mnote.text.evidence import evidence_core
 
 _LOCATOR_KEYS = {
     "precision", "degraded", "resourceKind", "sourceId", "sourcePath", "page", "bbox", "blockId", "paraIds",
@@ -178,6 +179,7 @@ def document(request, source_id: int):
             if paged and rows_page == 1 and not request.GET.get("rows_page") and locator and locator.get("evidenceText"):
                 rows_page = _page_of_passage(source, kind, path, sha256, str(locator["evidenceText"])) or 1
             ctx = _preview_context(source, path, rows_page)
+            context["rows_page"] = rows_page if paged else None
             result = context["rendered"] = rendered(request.user, kind, handle, sha256, ctx)
             if result.get("textMap"):
                 context["text_version"] = render_version(sha256, ctx)
@@ -218,7 +220,14 @@ def anchor(request, source_id: int):
     try:
         with open_source_file(source) as handle:
             sha256 = opened_sha256(source, handle)
-            page = form.cleaned_data["rows_page"] if pages_renderer_for(kind) is not None else None
+            page = None
+            if pages_renderer_for(kind) is not None:
+                # A citation sent to an open sheet may be on another page
+                # than the one shown: the passage's page, which the page
+                # then shows (the answer names it).
+                page = form.cleaned_data["rows_page"] or _page_of_passage(
+                    source, kind, Path(source.absolute_path), sha256, form.cleaned_data["evidence"]
+                ) or 1
             ctx = _preview_context(source, Path(source.absolute_path), page or 1)
             text_map = text_map_of(render_version(sha256, ctx), lambda: rendered(request.user, kind, handle, sha256, ctx))
     except SourceUnavailable as e:
@@ -232,7 +241,7 @@ def anchor(request, source_id: int):
     locator = {"evidenceText": form.cleaned_data["evidence"], "chunkId": form.cleaned_data["chunk_id"], "searchQuery": form.cleaned_data["query"],
                "headingPath": [form.cleaned_data["heading"]] if form.cleaned_data["heading"] else []}
     found = anchor_locator(text_map, locator, chunk=_chunk_text(source, locator), tail=form.cleaned_data["tail"]) if text_map else None
-    response = JsonResponse({"anchor": found, "version": text_map.version if text_map else ""})
+    response = JsonResponse({"anchor": found, "version": text_map.version if text_map else "", "rowsPage": page})
     # The view's own wall and CPU time (this thread), for the browser's
     # resource timing: the jump-accuracy bench reports them per locate.
     response["Server-Timing"] = (
@@ -306,6 +315,7 @@ def pdf_find(request, source_id: int):
     try:
         with open_source_file(source) as handle:
             match = find_text(handle, evidence, query=query, page_hint=page_hint)
+            focus = _pdf_focus(handle, evidence, query, match) if match else None
     except SourceUnavailable as e:
         return error_response(e.status, "gone", e.message)
     except (PdfRejected, OSError) as e:
@@ -314,5 +324,18 @@ def pdf_find(request, source_id: int):
         return JsonResponse({"page": None})
     return JsonResponse(
         {"page": match.page, "rects": match.rects, "score": match.score, "text": match.matched_text, "method": match.method,
-         "parts": match.parts}
+         "parts": match.parts, "focus": focus}
     )
+
+
+def _pdf_focus(handle, evidence: str, query: str, match) -> dict | None:
+    """The page and boxes of the evidence's sentence that holds the query,
+    when the evidence is longer than it: a card's evidence is padded with
+    the sentences around that one, which may sit on the page before, and
+    the preview opens the page holding the answer, not the padding's."""
+    start, end = evidence_core(evidence, query)
+    core = evidence[start:end]
+    if not core.strip() or len(core) == len(evidence):
+        return None
+    found = find_text(handle, core, query=query, page_hint=match.page)
+    return {"page": found.page, "rects": found.rects} if found else None

@@ -250,3 +250,20 @@ def evidence_sentences(text: str, query: str, *, width: int = EVIDENCE_WIDTH, cl
         text = clean_display_text(text)
     start, end = evidence_span(text, query, width=width)
     return text[start:end]
+
+
+def evidence_core(text: str, query: str) -> tuple[int, int]:
+    """Where in an evidence text (the sentences a card quotes) the sentence
+    is that holds most of the query's terms, without the sentences
+    :func:`evidence_span` padded it with: the place a preview takes the
+    reader to when the evidence runs over a page break or a long passage.
+    The whole text when no sentence holds a term of the query."""
+    spans, sentence_units = _sentences_of(text)
+    query_set = set(query_units(query))
+    if not spans or not query_set:
+        return 0, len(text)
+    units = [held & query_set for held in sentence_units]
+    weights = _unit_weights(units, query_set)
+    scores = [sum(weights[u] for u in held) for held in units]
+    best = max(range(len(spans)), key=lambda i: (scores[i], -i))
+    return spans[best] if scores[best] > 0 else (0, len(text))

@@ -66,6 +66,7 @@
   // --- highlighting -----------------------------------------------------------
   let shown = [];
   function clearHighlight() {
+    stopFollowing();
     for (const element of shown) {
       if (element.tagName === "MARK") {
         const parent = element.parentNode;
@@ -73,7 +74,7 @@
         element.replaceWith(...element.childNodes);
         parent.normalize();
       } else {
-        element.classList.remove("mnote-hit", "mnote-hit-outline");
+        element.classList.remove("mnote-hit", "mnote-hit-outline", "mnote-focus");
       }
     }
     shown = [];
@@ -105,22 +106,63 @@
     return marks;
   }
 
-  function highlight(marks) {
+  function highlight(marks, query) {
     shown = marks;
-    scrollToCenter(marks[0]);
+    const focus = focusOf(marks, query || "");
+    for (const mark of focus) mark.classList.add("mnote-focus");
+    follow(focus[0] || marks[0]);
     window.setTimeout(() => {
       for (const mark of marks) if (shown.includes(mark)) mark.classList.add("mnote-hit-outline");
     }, 1600);
   }
 
   // Scroll this frame only: scrollIntoView would scroll the parent page too.
-  function scrollToCenter(element) {
+  function scrollToCenter(element, behavior = "smooth") {
     const rect = element.getBoundingClientRect();
     // Centre in what the context panel leaves visible.
     const contextPanel = document.getElementById("context-panel");
     const visible = window.innerHeight - (contextPanel && !contextPanel.hidden ? contextPanel.offsetHeight : 0);
     const offset = Math.max((visible - Math.min(rect.height, visible)) / 2, 0);
-    window.scrollTo({ top: window.scrollY + rect.top - offset, behavior: "smooth" });
+    window.scrollTo({ top: window.scrollY + rect.top - offset, behavior });
+  }
+
+  // Scroll to the mark, and again each time the layout moves it: pictures
+  // and web fonts arrive after the page (a deck's pictures load above the
+  // mark and push it out of view). Until the reader scrolls on their own, a
+  // new locate replaces it, or the page has long settled.
+  const FOLLOW_MS = 15000;
+  const READER_MOVES = ["wheel", "touchstart", "keydown", "mousedown"];
+  let stopFollowing = () => {};
+  function follow(element) {
+    stopFollowing();
+    let settled = false;
+    let lastHeight = doc.offsetHeight;
+    const again = () => {
+      if (!element.isConnected) return stop();
+      if (doc.offsetHeight === lastHeight && settled) return;
+      lastHeight = doc.offsetHeight;
+      scrollToCenter(element, "instant");
+    };
+    const observer = new ResizeObserver(() => {
+      // The first call only reports the size the document has now.
+      if (settled) again();
+      settled = true;
+    });
+    const onLoad = (event) => { if (event.target.tagName === "IMG") again(); };
+    const timer = window.setTimeout(() => stop(), FOLLOW_MS);
+    function stop() {
+      observer.disconnect();
+      document.removeEventListener("load", onLoad, true);
+      for (const type of READER_MOVES) window.removeEventListener(type, stop, true);
+      window.clearTimeout(timer);
+      stopFollowing = () => {};
+    }
+    stopFollowing = stop;
+    observer.observe(doc);
+    document.addEventListener("load", onLoad, true);
+    for (const type of READER_MOVES) window.addEventListener(type, stop, { capture: true, passive: true });
+    if (document.fonts && document.fonts.status !== "loaded") document.fonts.ready.then(() => { if (stopFollowing === stop) scrollToCenter(element, "instant"); });
+    scrollToCenter(element);
   }
 
   function showNote(visible) {
@@ -161,12 +203,46 @@
     if (headings.length) url.searchParams.set("heading", headings[headings.length - 1]);
     if (locator.chunkId) url.searchParams.set("chunk_id", locator.chunkId);
     if (locator.searchQuery) url.searchParams.set("query", locator.searchQuery.slice(0, 300));
+    // A sheet of one page: that page. A sheet of many: the server finds the
+    // page that holds the passage, and says which (rowsPage).
+    if (doc.dataset.rowsPage && !manyRowsPages()) url.searchParams.set("rows_page", doc.dataset.rowsPage);
     try {
       const response = await fetch(url, { credentials: "same-origin" });
       const data = response.ok ? await response.json() : null;
-      return data && data.anchor ? data.anchor : null;
+      return data && data.anchor ? { ...data.anchor, rowsPage: data.rowsPage } : null;
     } catch (error) {
       return null; // not found, and the note says so
+    }
+  }
+
+  // --- the pages of a big sheet ------------------------------------------------
+  function manyRowsPages() {
+    return !!doc.querySelector("nav.sheet-pages");
+  }
+
+  // Shows another page of the sheet in place (the page stays, and so do the
+  // parent's messages): the page's HTML as the preview serves it.
+  async function showRowsPage(number) {
+    const url = new URL(window.location.href);
+    url.searchParams.delete("c");
+    url.searchParams.delete("locator");
+    url.searchParams.set("rows_page", number);
+    try {
+      const response = await fetch(url, { credentials: "same-origin" });
+      if (!response.ok) return false;
+      const fresh = new DOMParser().parseFromString(await response.text(), "text/html").getElementById("document");
+      if (!fresh || fresh.dataset.rowsPage !== String(number)) return false;
+      clearHighlight();
+      doc.replaceChildren(...Array.from(fresh.childNodes)); // a copy: the live list empties as nodes move
+      doc.dataset.textVersion = fresh.dataset.textVersion || "";
+      doc.dataset.rowsPage = fresh.dataset.rowsPage;
+      // The page's own indexes were of the other page's text.
+      pageIndex = null;
+      grams.clear();
+      localIndexWorthIt = null;
+      return true;
+    } catch (error) {
+      return false;
     }
   }
 
@@ -308,7 +384,8 @@
   }
 
   function surelyAbsent(locator) {
-    if (locator.chunkId || !localIndexWorthIt) return false;
+    // Another page of a big sheet may hold it: the server looks there.
+    if (locator.chunkId || !localIndexWorthIt || manyRowsPages()) return false;
     const evidence = locator.evidenceText || locator.displayQuote || "";
     // Long evidence goes to the server as head and tail: its rules differ.
     if (!evidence.trim() || encodeURIComponent(evidence).length > EVIDENCE_URL_CHARS) return false;
@@ -339,6 +416,80 @@
     }
   }
 
+  // --- whole words, and a sheet's cited row ----------------------------------
+  // A passage found close (not identical) or a quote cut from a longer text
+  // may start or end inside a word: the mark takes the whole word (not in
+  // CJK text, which has no word boundaries).
+  const WORD_CHAR = /[\p{L}\p{N}]/u;
+  const WORD_REACH = 40;
+  function inWord(text, i) {
+    return i >= 0 && i < text.length && WORD_CHAR.test(text[i]) && !isCjk(text[i]);
+  }
+
+  function wordStart([node, at]) {
+    let i = at;
+    while (i > 0 && at - i < WORD_REACH && inWord(node.data, i - 1) && inWord(node.data, i)) i--;
+    return [node, i];
+  }
+
+  function wordEnd([node, at]) {
+    let i = at;
+    while (i < node.data.length && i - at < WORD_REACH && inWord(node.data, i - 1) && inWord(node.data, i)) i++;
+    return [node, i];
+  }
+
+  // A sheet's rows are its blocks. Evidence over many rows (a chunk of a
+  // sheet has no sentences) marks the row that holds the query, cell by
+  // cell: a query word found in fewer of the passage's rows says more.
+  const SHEETS = new Set(["xlsx", "csv"]);
+  function citedRow(range, query) {
+    const rows = Array.from(doc.querySelectorAll("tr[data-block-index]")).filter((row) => range.intersectsNode(row));
+    if (rows.length < 2) return null;
+    const best = holdingQuery(rows.map((row) => row.textContent), query);
+    if (best === null) return null;
+    const cells = Array.from(rows[best].querySelectorAll("td")).filter((cell) => range.intersectsNode(cell) && cell.textContent.trim());
+    if (!cells.length) return null;
+    const narrowed = document.createRange();
+    narrowed.setStartBefore(cells[0]);
+    narrowed.setEndAfter(cells[cells.length - 1]);
+    return narrowed;
+  }
+
+  // Which of some texts holds the query best (the first of equals), or null
+  // when none holds a word of it: a word found in fewer of them says more.
+  function holdingQuery(texts, query) {
+    const terms = Array.from(new Set(query.split(/[^\p{L}\p{N}]+/u).map(skeletonOf).filter((term) => term.length >= 2)));
+    if (!terms.length || texts.length < 2) return null;
+    const skeletons = texts.map(skeletonOf);
+    const holding = terms.map((term) => skeletons.filter((skel) => skel.includes(term)).length);
+    let best = null;
+    let bestScore = 0;
+    skeletons.forEach((skel, i) => {
+      const score = terms.reduce((sum, term, t) => sum + (skel.includes(term) ? 1 / holding[t] : 0), 0);
+      if (score > bestScore) [best, bestScore] = [i, score];
+    });
+    return best;
+  }
+
+  // The marks of the block that holds the query best: what the preview
+  // scrolls to when the evidence runs over several blocks (a card's
+  // evidence is padded with what stands around the answer, such as the
+  // titles of the slides before it).
+  function focusOf(marks, query) {
+    const blocks = [];
+    const byBlock = new Map();
+    for (const mark of marks) {
+      const block = ownerOf(mark.firstChild);
+      if (!byBlock.has(block)) {
+        byBlock.set(block, []);
+        blocks.push(block);
+      }
+      byBlock.get(block).push(mark);
+    }
+    const best = holdingQuery(blocks.map((block) => byBlock.get(block).map((mark) => mark.textContent).join(" ")), query);
+    return best === null ? [] : byBlock.get(blocks[best]);
+  }
+
   async function textLocate(locator) {
     // Only this locate's measures are kept.
     performance.clearMeasures("mnote:anchor");
@@ -354,6 +505,7 @@
       via = "server";
       anchor = await fetchAnchor(locator);
     }
+    if (anchor && anchor.rowsPage && String(anchor.rowsPage) !== doc.dataset.rowsPage && !(await showRowsPage(anchor.rowsPage))) anchor = null;
     const t1 = performance.now();
     measure("mnote:anchor", t0, t1, via);
     if (!anchor) return notFound();
@@ -363,22 +515,25 @@
     let end = domPoint(anchor.end.block, anchor.end.offset, true);
     if (end && anchor.trail) end = takeTrail(end, anchor.trail);
     if (!start || !end) return notFound();
-    const range = document.createRange();
-    range.setStart(start[0], start[1]);
-    range.setEnd(end[0], end[1]);
+    let range = document.createRange();
+    range.setStart(...wordStart(start));
+    range.setEnd(...wordEnd(end));
+    if (SHEETS.has(kind)) range = citedRow(range, locator.searchQuery || "") || range;
     const text = range.toString();
     const marks = markRange(range);
     if (!marks.length) return notFound();
-    highlight(marks);
+    highlight(marks, locator.searchQuery);
     showNote(false);
     markContext(text);
     measure("mnote:draw", t1, performance.now());
-    const first = doc.querySelector(`[data-block-index="${anchor.start.block}"]`);
+    // The blocks marked (a sheet's cited row may lie inside the anchor's).
+    const first = ownerOf(marks[0].firstChild);
+    const last = ownerOf(marks[marks.length - 1].firstChild);
     return {
       status: anchor.status,
       score: anchor.score,
-      blockIndex: anchor.start.block,
-      endBlockIndex: anchor.end.block,
+      blockIndex: first ? Number(first.dataset.blockIndex) : anchor.start.block,
+      endBlockIndex: last ? Number(last.dataset.blockIndex) : anchor.end.block,
       paraId: (first && first.dataset.paraId) || null,
       text: text.slice(0, 200),
       quote: text.slice(0, 20000),
@@ -407,12 +562,12 @@
     return layer;
   }
 
-  function drawRects(page, rects) {
+  function drawRects(page, rects, extraClass) {
     const layer = pageLayer(page);
     if (!layer) return null;
     for (const [x0, y0, x1, y1] of rects) {
       const rect = document.createElement("div");
-      rect.className = "mnote-rect mnote-hit";
+      rect.className = extraClass ? `mnote-rect mnote-hit ${extraClass}` : "mnote-rect mnote-hit";
       rect.style.left = `${x0 * 100}%`;
       rect.style.top = `${y0 * 100}%`;
       rect.style.width = `${(x1 - x0) * 100}%`;
@@ -427,7 +582,7 @@
     if (locator.precision === "bbox" && locator.page && locator.bbox) {
       const holder = drawRects(locator.page, [locator.bbox]);
       if (holder) {
-        scrollToCenter(holder.querySelector(".mnote-rect"));
+        follow(holder.querySelector(".mnote-rect"));
         showNote(false);
         return { status: "exact", score: 1, blockIndex: null, paraId: null, text: (locator.displayQuote || "").slice(0, 200) };
       }
@@ -444,11 +599,17 @@
         // A passage across a page break is marked on every page it covers.
         const parts = match.parts && match.parts.length ? match.parts : [{ page: match.page, rects: match.rects }];
         const layers = parts.map((part) => drawRects(part.page, part.rects)).filter(Boolean);
+        // The sentence that holds the query is drawn stronger, and the
+        // preview opens its page: the evidence around it may start a page
+        // earlier.
+        const focus = match.focus && match.focus.rects && match.focus.rects.length ? drawRects(match.focus.page, match.focus.rects, "mnote-focus") : null;
         if (layers.length) {
-          scrollToCenter(layers[0].querySelector(".mnote-rect") || layers[0]);
+          const target = (focus && focus.querySelector(".mnote-focus")) || layers[0].querySelector(".mnote-rect") || layers[0];
+          follow(target);
           showNote(false);
+          const page = focus ? match.focus.page : match.page;
           return { status: "fuzzy", score: round(match.score), blockIndex: null, paraId: null, text: (match.text || "").slice(0, 200),
-                   pages: parts.map((part) => part.page) };
+                   page, pages: parts.map((part) => part.page) };
         }
       }
     } catch (error) {
