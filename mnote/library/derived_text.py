@@ -31,7 +31,7 @@ from django.conf import settings
 from mnote.kinds import kind_of
 from mnote.library.models import Source
 from mnote.library.source_files import SourceUnavailable, open_source_file
-from mnote.preview.plain_text import rendered_block_texts
+from mnote.preview.plain_text import refusal_on_sight, rendered_block_texts
 
 # Source.parser_hint of a file LightRAG reads as MNote's text of it.
 MNOTE_TEXT = Source.MNOTE_TEXT
@@ -62,6 +62,14 @@ def can_give_text(source: Source) -> bool:
     """Whether MNote can read the kind's text (its preview renders the words)."""
     kind = kind_of(source.file_name)
     return bool(kind.renderer) and kind.indexed and kind.name not in _NO_TEXT_MAP
+
+
+def preview_refusal(source: Source) -> str:
+    """Why the preview will never show this file (a DOCX declaring a DTD, a
+    "zip bomb" …), seen without rendering it, or "". Such a file is not sent
+    to LightRAG, which might read it: its citations would open a refusal."""
+    with open_source_file(source) as handle:
+        return refusal_on_sight(handle, source.file_name)
 
 
 def derived_text_dir() -> Path:
