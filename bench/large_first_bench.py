@@ -11,7 +11,9 @@ Each scenario: sync one root (the large file queued first, by an earlier
 queue time), then the worker's own loop (``work_once``) until every small
 file is indexed: the seconds until the last one is (and the median). The
 target: small files behind the large one searchable within 1.5x the time
-they take alone. Writes bench/results/large_first_bench.json.
+they take alone. ``large_in_pipeline``: the small files are written and
+synced only once LightRAG has taken the large document (it is being
+processed), the case the size ordering cannot help. Writes bench/results/large_first_bench.json.
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ def large_document(chunks: int) -> str:
     return "# The large manual\n\n" + "\n\n".join(sections)
 
 
-def scenario(tmp: Path, name: str, small: int, large_chunks: int, alone_kb: int | None, ports) -> dict:
+def scenario(tmp: Path, name: str, small: int, large_chunks: int, alone_kb: int | None, ports, *,
+             in_pipeline: bool = False) -> dict:
     from django.conf import settings
     from django.core.management import call_command
     from django.utils import timezone as dj_timezone
@@ -63,8 +66,13 @@ def scenario(tmp: Path, name: str, small: int, large_chunks: int, alone_kb: int 
     folder.mkdir(parents=True)
     if large_chunks:
         (folder / "large-manual.md").write_text(large_document(large_chunks))
-    for i in range(small):
-        (folder / f"note-{i:03d}.md").write_text(small_note(i))
+
+    def write_smalls():
+        for i in range(small):
+            (folder / f"note-{i:03d}.md").write_text(small_note(i))
+
+    if not in_pipeline:
+        write_smalls()
     lightrag_port, model_port = ports or (None, None)
     stack = start_stack(data_dir, lightrag_port=lightrag_port, model_port=model_port)
     try:
@@ -75,11 +83,30 @@ def scenario(tmp: Path, name: str, small: int, large_chunks: int, alone_kb: int 
         settings.MNOTE_SCAN_ALONE_KB = alone_kb if alone_kb is not None else 10**9  # off: every file "small"
         call_command("flush", interactive=False, verbosity=0)
         root = IndexedRoot.objects.create(name="Notes", path="notes")
+        large_row = root.sources.filter(relative_path="large-manual.md")
+        large_taken_seconds = None
+        if in_pipeline:
+            # The large document alone, until LightRAG has taken it (its scan
+            # started and LightRAG lists it as being worked on); the small
+            # files arrive only then.
+            sync_root(root, batch_limit=100_000)
+            t_large = time.monotonic()
+            with lightrag_client() as client:
+                while time.monotonic() - t_large < 3600:
+                    work_once(client)
+                    taken = [d for d in client.iter_documents() if d.status in ("processing", "processed")]
+                    if taken:
+                        break
+                    time.sleep(0.5)
+            large_taken_seconds = round(time.monotonic() - t_large, 1)
+            write_smalls()
         t0 = time.monotonic()
         sync_root(root, batch_limit=100_000)
-        # The large file was queued first (the oldest in the queue).
-        root.sources.filter(relative_path="large-manual.md").update(updated_at=dj_timezone.now() - timedelta(minutes=1))
+        if not in_pipeline:
+            # The large file was queued first (the oldest in the queue).
+            large_row.update(updated_at=dj_timezone.now() - timedelta(minutes=1))
         done_at: dict[str, float] = {}
+        large_done_seconds = None
         smalls = root.sources.exclude(relative_path="large-manual.md")
         with lightrag_client() as client:
             while len(done_at) < small and time.monotonic() - t0 < 3600:
@@ -89,6 +116,8 @@ def scenario(tmp: Path, name: str, small: int, large_chunks: int, alone_kb: int 
                     print(f"  LightRAG: {e}", flush=True)
                 for path in smalls.filter(status=Source.Status.INDEXED).values_list("relative_path", flat=True):
                     done_at.setdefault(path, time.monotonic() - t0)
+                if large_done_seconds is None and large_row.filter(status=Source.Status.INDEXED).exists():
+                    large_done_seconds = round(time.monotonic() - t0, 1)
                 time.sleep(0.5)
         large = root.sources.filter(relative_path="large-manual.md").values_list("status", "chunk_count").first()
         times = sorted(done_at.values())
@@ -97,6 +126,7 @@ def scenario(tmp: Path, name: str, small: int, large_chunks: int, alone_kb: int 
                 "last_small_seconds": round(times[-1], 1) if times else None,
                 "median_small_seconds": round(statistics.median(times), 1) if times else None,
                 "large_state_when_smalls_done": large,
+                "large_taken_after_seconds": large_taken_seconds, "large_indexed_seconds": large_done_seconds,
                 "embedding_seconds_per_chunk": stack.config.embedding_limits.env().get("MNOTE_EMBEDDING_SECONDS_PER_CHUNK")
                 if stack.config.embedding_limits else None}
     finally:
@@ -108,6 +138,9 @@ def main(argv=None) -> int:
     ap.add_argument("--small", type=int, default=20)
     ap.add_argument("--large-chunks", type=int, default=60)
     ap.add_argument("--ports", type=int, help="first of two loopback ports to use (default: free ones)")
+    ap.add_argument("--scenarios", default="alone,large_first_ordered,large_first_unordered",
+                    help="comma-separated, 'alone' first: alone, large_first_ordered, large_first_unordered, "
+                         "large_in_pipeline (the small files arrive once LightRAG has taken the large one)")
     args = ap.parse_args(argv)
     clean_environ()
     tmp = Path(tempfile.mkdtemp(prefix="mnote-large-first-"))
@@ -127,9 +160,11 @@ def main(argv=None) -> int:
         # The threshold scaled with the document (about 1 KB of this Markdown a
         # chunk; 600 chunks of real prose are past the default 256 KB).
         alone_kb = max(1, args.large_chunks // 2)
-        for name, large, alone_kb in (("alone", 0, alone_kb), ("large_first_ordered", args.large_chunks, alone_kb),
-                                      ("large_first_unordered", args.large_chunks, None)):
-            result = scenario(tmp, name, args.small, large, alone_kb, ports)
+        known = {"alone": (0, alone_kb), "large_first_ordered": (args.large_chunks, alone_kb),
+                 "large_first_unordered": (args.large_chunks, None), "large_in_pipeline": (args.large_chunks, alone_kb)}
+        for name in args.scenarios.split(","):
+            large, threshold = known[name]
+            result = scenario(tmp, name, args.small, large, threshold, ports, in_pipeline=name == "large_in_pipeline")
             print(result, flush=True)
             runs.append(result)
     finally:
