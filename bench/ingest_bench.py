@@ -245,7 +245,13 @@ class Run:
         cpu_after = self.cpu()
         after = self.endpoint_stats()
         log_path = self.stack.config.lightrag_dir / "lightrag.log"
-        profile = engine_profile(self.engine_turns(wall_start), wall_start, wall_end, lightrag_log_events(log_path))
+        log_events = lightrag_log_events(log_path)
+        profile = engine_profile(self.engine_turns(wall_start), wall_start, wall_end, log_events)
+        # Every chunk LightRAG made during the ingest, of documents finished or
+        # not: a run cut by --max-minutes leaves a large document half done,
+        # and the indexed files' chunks alone would not count the work on it.
+        extracted = {message.rsplit(" ", 1)[-1] for when, message in log_events
+                     if when >= wall_start and message.startswith("Chunk ") and " extracted " in message}
         # Every lane: chunks embedded ahead (during extraction), ingest batches,
         # and a single chunk sent alone rides the query lane. (In the run with
         # searchers this includes their query embeddings too.)
@@ -272,6 +278,8 @@ class Run:
             "retried": sum(1 for s in rows if s.generation > 0),
             "chunks": chunks,
             "chunks_per_minute": round(chunks / (seconds / 60), 1) if seconds else None,
+            "chunks_made": max(len(extracted), chunks),
+            "chunks_made_per_minute": round(max(len(extracted), chunks) / (seconds / 60), 1) if seconds else None,
             # How much of the ingest the embedding engine was computing for LightRAG:
             # the rest is LightRAG's own per-document work, waits and retries.
             "embedder_compute_seconds": round(ingest_compute, 1),
@@ -597,6 +605,9 @@ def main(argv=None) -> int:
     # right after the ingest; the second minutes later, after the search run,
     # when the machine's load may have moved (the target stays the mean).
     result["ratio_ingest_to_each_bare"] = [round(ingest["chunks_per_minute"] / b["chunks_per_minute"], 3) for b in bares]
+    # The same, counting every chunk LightRAG made (documents still in
+    # progress at the cap too): equal to the above when the run settled.
+    result["ratio_chunks_made_to_bare"] = round(ingest["chunks_made_per_minute"] / bare_cpm, 3)
     result["targets"] = {
         "no_file_gave_up": ingest["failed_gave_up"] == 0 and ingest["settled"],
         "ingest_at_least_0.8x_bare": result["ratio_ingest_to_bare"] >= 0.8,
@@ -621,6 +632,8 @@ def main(argv=None) -> int:
           f"({ingest['chunks_per_minute']} / {round(bare_cpm, 1)}, the mean of "
           f"{[b['chunks_per_minute'] for b in bares]}; against each {result['ratio_ingest_to_each_bare']}; "
           f"engine work bare/ingest {result.get('engine_work_ratio_bare_to_ingest')})")
+    print(f"    counting every chunk LightRAG made ({ingest['chunks_made']}, of documents still in progress too): "
+          f"{result['ratio_chunks_made_to_bare']} ({ingest['chunks_made_per_minute']} per min; settled: {ingest['settled']})")
     profile = ingest.get("engine_profile", {})
     print(f"    engine busy {profile.get('busy_share')} of the ingest; idle s by where: {profile.get('idle_seconds')}; "
           f"CPU s/chunk {ingest_cpu} (bare endpoint {bare_cpu}; engine CPU bare/ingest "

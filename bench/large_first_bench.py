@@ -49,8 +49,19 @@ def large_document(chunks: int) -> str:
     return "# The large manual\n\n" + "\n\n".join(sections)
 
 
+def insert_texts(config, texts: dict[str, str]) -> None:
+    """LightRAG's own way in while its pipeline is busy (a scan is refused
+    then): ``POST /documents/text``, each note under its own source name."""
+    import httpx
+
+    headers = {"X-API-Key": config.resolved_api_key()}
+    with httpx.Client(base_url=config.lightrag_url, headers=headers, timeout=60) as http:
+        for name, text in texts.items():
+            http.post("/documents/text", json={"text": text, "file_source": name}).raise_for_status()
+
+
 def scenario(tmp: Path, name: str, small: int, large_chunks: int, alone_kb: int | None, ports, *,
-             in_pipeline: bool = False) -> dict:
+             in_pipeline: bool = False, via_text: bool = False, parallel_insert: int = 1, max_seconds: float = 3600) -> dict:
     from django.conf import settings
     from django.core.management import call_command
     from django.utils import timezone as dj_timezone
@@ -74,7 +85,8 @@ def scenario(tmp: Path, name: str, small: int, large_chunks: int, alone_kb: int 
     if not in_pipeline:
         write_smalls()
     lightrag_port, model_port = ports or (None, None)
-    stack = start_stack(data_dir, lightrag_port=lightrag_port, model_port=model_port)
+    stack = start_stack(data_dir, lightrag_port=lightrag_port, model_port=model_port,
+                        embedding_overrides={"parallel_insert": parallel_insert})
     try:
         config = stack.config
         settings.MNOTE_LIBRARY_BASE_DIR = data_dir / "library"
@@ -92,15 +104,18 @@ def scenario(tmp: Path, name: str, small: int, large_chunks: int, alone_kb: int 
             sync_root(root, batch_limit=100_000)
             t_large = time.monotonic()
             with lightrag_client() as client:
-                while time.monotonic() - t_large < 3600:
+                while time.monotonic() - t_large < max_seconds:
                     work_once(client)
                     taken = [d for d in client.iter_documents() if d.status in ("processing", "processed")]
                     if taken:
                         break
                     time.sleep(0.5)
             large_taken_seconds = round(time.monotonic() - t_large, 1)
-            write_smalls()
+            if not via_text:
+                write_smalls()
         t0 = time.monotonic()
+        if via_text:
+            return _via_text(name, config, small, large_chunks, t0, large_taken_seconds, parallel_insert, max_seconds)
         sync_root(root, batch_limit=100_000)
         if not in_pipeline:
             # The large file was queued first (the oldest in the queue).
@@ -109,7 +124,7 @@ def scenario(tmp: Path, name: str, small: int, large_chunks: int, alone_kb: int 
         large_done_seconds = None
         smalls = root.sources.exclude(relative_path="large-manual.md")
         with lightrag_client() as client:
-            while len(done_at) < small and time.monotonic() - t0 < 3600:
+            while len(done_at) < small and time.monotonic() - t0 < max_seconds:
                 try:
                     work_once(client)
                 except LightRAGError as e:
@@ -133,6 +148,36 @@ def scenario(tmp: Path, name: str, small: int, large_chunks: int, alone_kb: int 
         stack.stop()
 
 
+def _via_text(name, config, small, large_chunks, t0, large_taken_seconds, parallel_insert, max_seconds) -> dict:
+    """The small notes sent as texts (not files MNote links and LightRAG
+    scans), timed until LightRAG lists each processed."""
+    from mnote.lightrag.provider import lightrag_client
+
+    notes = {f"note-{i:03d}.md": small_note(i) for i in range(small)}
+    stack_config = config
+    insert_texts(config, notes)
+    done_at: dict[str, float] = {}
+    large_done_seconds = None
+    with lightrag_client() as client:
+        while len(done_at) < small and time.monotonic() - t0 < max_seconds:
+            for document in client.iter_documents():
+                if document.status != "processed":
+                    continue
+                if document.file_path in notes:
+                    done_at.setdefault(document.file_path, time.monotonic() - t0)
+                elif large_done_seconds is None:
+                    large_done_seconds = round(time.monotonic() - t0, 1)
+            time.sleep(1)
+    times = sorted(done_at.values())
+    return {"scenario": name, "small_files": small, "large_chunks_asked": large_chunks, "via": "POST /documents/text",
+            "max_parallel_insert": parallel_insert, "small_indexed": len(times),
+            "last_small_seconds": round(times[-1], 1) if times else None,
+            "median_small_seconds": round(statistics.median(times), 1) if times else None,
+            "large_taken_after_seconds": large_taken_seconds, "large_indexed_seconds": large_done_seconds,
+            "embedding_seconds_per_chunk": stack_config.embedding_limits.env().get("MNOTE_EMBEDDING_SECONDS_PER_CHUNK")
+            if stack_config.embedding_limits else None}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--small", type=int, default=20)
@@ -140,7 +185,10 @@ def main(argv=None) -> int:
     ap.add_argument("--ports", type=int, help="first of two loopback ports to use (default: free ones)")
     ap.add_argument("--scenarios", default="alone,large_first_ordered,large_first_unordered",
                     help="comma-separated, 'alone' first: alone, large_first_ordered, large_first_unordered, "
-                         "large_in_pipeline (the small files arrive once LightRAG has taken the large one)")
+                         "large_in_pipeline (the small files arrive once LightRAG has taken the large one); "
+                         "texts_alone, texts_in_pipeline: the same, the small notes sent by POST /documents/text")
+    ap.add_argument("--max-minutes", type=float, default=60, help="a scenario's cap (the small files not done by then: not counted)")
+    ap.add_argument("--parallel-insert", type=int, default=1, help="LightRAG's MAX_PARALLEL_INSERT (the stack's: 1)")
     args = ap.parse_args(argv)
     clean_environ()
     tmp = Path(tempfile.mkdtemp(prefix="mnote-large-first-"))
@@ -161,10 +209,13 @@ def main(argv=None) -> int:
         # chunk; 600 chunks of real prose are past the default 256 KB).
         alone_kb = max(1, args.large_chunks // 2)
         known = {"alone": (0, alone_kb), "large_first_ordered": (args.large_chunks, alone_kb),
-                 "large_first_unordered": (args.large_chunks, None), "large_in_pipeline": (args.large_chunks, alone_kb)}
+                 "large_first_unordered": (args.large_chunks, None), "large_in_pipeline": (args.large_chunks, alone_kb),
+                 "texts_alone": (0, alone_kb), "texts_in_pipeline": (args.large_chunks, alone_kb)}
         for name in args.scenarios.split(","):
             large, threshold = known[name]
-            result = scenario(tmp, name, args.small, large, threshold, ports, in_pipeline=name == "large_in_pipeline")
+            result = scenario(tmp, name, args.small, large, threshold, ports, in_pipeline=name.endswith("in_pipeline"),
+                              via_text=name.startswith("texts_"), parallel_insert=args.parallel_insert,
+                              max_seconds=args.max_minutes * 60)
             print(result, flush=True)
             runs.append(result)
     finally:
