@@ -264,6 +264,7 @@ class Run:
         indexed = [s for s in rows if s.status == Source.Status.INDEXED]
         failed = [s for s in rows if s.status == Source.Status.FAILED]
         chunks = sum(s.chunk_count or 0 for s in indexed)
+        made = max(len(extracted), chunks)
         return {
             "settled": settled,
             "seconds": round(seconds, 1),
@@ -278,14 +279,16 @@ class Run:
             "retried": sum(1 for s in rows if s.generation > 0),
             "chunks": chunks,
             "chunks_per_minute": round(chunks / (seconds / 60), 1) if seconds else None,
-            "chunks_made": max(len(extracted), chunks),
-            "chunks_made_per_minute": round(max(len(extracted), chunks) / (seconds / 60), 1) if seconds else None,
+            "chunks_made": made,
+            "chunks_made_per_minute": round(made / (seconds / 60), 1) if seconds else None,
             # How much of the ingest the embedding engine was computing for LightRAG:
             # the rest is LightRAG's own per-document work, waits and retries.
             "embedder_compute_seconds": round(ingest_compute, 1),
             "embedder_texts": embedded,
             "embedder_busy_share": round(ingest_compute / seconds, 3) if seconds else None,
-            "embedder_seconds_per_chunk": round(ingest_compute / chunks, 3) if chunks else None,
+            # Per chunk made (the engine's work on a half-done document is in
+            # its seconds too): equal to per chunk indexed once the run settled.
+            "embedder_seconds_per_chunk": round(ingest_compute / made, 3) if made else None,
             # Texts of LightRAG's flushes found embedded ahead / computed under its lock.
             "flush_cache_hits": hits,
             "flush_cache_misses": misses,
@@ -294,7 +297,7 @@ class Run:
             # The engine's idle time by where it fell (load-independent in kind,
             # if not in size), and each party's CPU per chunk.
             "engine_profile": profile,
-            "cpu_seconds_per_chunk": {party: round((cpu_after[party] - cpu_before[party]) / chunks, 3) if chunks else None
+            "cpu_seconds_per_chunk": {party: round((cpu_after[party] - cpu_before[party]) / made, 3) if made else None
                                       for party in cpu_after},
             "failures": [
                 {"file": s.relative_path, "kind": s.failure_kind, "error": s.last_error[:300]} for s in failed
