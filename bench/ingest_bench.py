@@ -245,7 +245,13 @@ class Run:
         cpu_after = self.cpu()
         after = self.endpoint_stats()
         log_path = self.stack.config.lightrag_dir / "lightrag.log"
-        profile = engine_profile(self.engine_turns(wall_start), wall_start, wall_end, lightrag_log_events(log_path))
+        log_events = lightrag_log_events(log_path)
+        profile = engine_profile(self.engine_turns(wall_start), wall_start, wall_end, log_events)
+        # Every chunk LightRAG made during the ingest, of documents finished or
+        # not: a run cut by --max-minutes leaves a large document half done,
+        # and the indexed files' chunks alone would not count the work on it.
+        extracted = {message.rsplit(" ", 1)[-1] for when, message in log_events
+                     if when >= wall_start and message.startswith("Chunk ") and " extracted " in message}
         # Every lane: chunks embedded ahead (during extraction), ingest batches,
         # and a single chunk sent alone rides the query lane. (In the run with
         # searchers this includes their query embeddings too.)
@@ -258,6 +264,7 @@ class Run:
         indexed = [s for s in rows if s.status == Source.Status.INDEXED]
         failed = [s for s in rows if s.status == Source.Status.FAILED]
         chunks = sum(s.chunk_count or 0 for s in indexed)
+        made = max(len(extracted), chunks)
         return {
             "settled": settled,
             "seconds": round(seconds, 1),
@@ -272,12 +279,16 @@ class Run:
             "retried": sum(1 for s in rows if s.generation > 0),
             "chunks": chunks,
             "chunks_per_minute": round(chunks / (seconds / 60), 1) if seconds else None,
+            "chunks_made": made,
+            "chunks_made_per_minute": round(made / (seconds / 60), 1) if seconds else None,
             # How much of the ingest the embedding engine was computing for LightRAG:
             # the rest is LightRAG's own per-document work, waits and retries.
             "embedder_compute_seconds": round(ingest_compute, 1),
             "embedder_texts": embedded,
             "embedder_busy_share": round(ingest_compute / seconds, 3) if seconds else None,
-            "embedder_seconds_per_chunk": round(ingest_compute / chunks, 3) if chunks else None,
+            # Per chunk made (the engine's work on a half-done document is in
+            # its seconds too): equal to per chunk indexed once the run settled.
+            "embedder_seconds_per_chunk": round(ingest_compute / made, 3) if made else None,
             # Texts of LightRAG's flushes found embedded ahead / computed under its lock.
             "flush_cache_hits": hits,
             "flush_cache_misses": misses,
@@ -286,7 +297,7 @@ class Run:
             # The engine's idle time by where it fell (load-independent in kind,
             # if not in size), and each party's CPU per chunk.
             "engine_profile": profile,
-            "cpu_seconds_per_chunk": {party: round((cpu_after[party] - cpu_before[party]) / chunks, 3) if chunks else None
+            "cpu_seconds_per_chunk": {party: round((cpu_after[party] - cpu_before[party]) / made, 3) if made else None
                                       for party in cpu_after},
             "failures": [
                 {"file": s.relative_path, "kind": s.failure_kind, "error": s.last_error[:300]} for s in failed
@@ -597,6 +608,9 @@ def main(argv=None) -> int:
     # right after the ingest; the second minutes later, after the search run,
     # when the machine's load may have moved (the target stays the mean).
     result["ratio_ingest_to_each_bare"] = [round(ingest["chunks_per_minute"] / b["chunks_per_minute"], 3) for b in bares]
+    # The same, counting every chunk LightRAG made (documents still in
+    # progress at the cap too): equal to the above when the run settled.
+    result["ratio_chunks_made_to_bare"] = round(ingest["chunks_made_per_minute"] / bare_cpm, 3)
     result["targets"] = {
         "no_file_gave_up": ingest["failed_gave_up"] == 0 and ingest["settled"],
         "ingest_at_least_0.8x_bare": result["ratio_ingest_to_bare"] >= 0.8,
@@ -621,6 +635,8 @@ def main(argv=None) -> int:
           f"({ingest['chunks_per_minute']} / {round(bare_cpm, 1)}, the mean of "
           f"{[b['chunks_per_minute'] for b in bares]}; against each {result['ratio_ingest_to_each_bare']}; "
           f"engine work bare/ingest {result.get('engine_work_ratio_bare_to_ingest')})")
+    print(f"    counting every chunk LightRAG made ({ingest['chunks_made']}, of documents still in progress too): "
+          f"{result['ratio_chunks_made_to_bare']} ({ingest['chunks_made_per_minute']} per min; settled: {ingest['settled']})")
     profile = ingest.get("engine_profile", {})
     print(f"    engine busy {profile.get('busy_share')} of the ingest; idle s by where: {profile.get('idle_seconds')}; "
           f"CPU s/chunk {ingest_cpu} (bare endpoint {bare_cpu}; engine CPU bare/ingest "

@@ -10,6 +10,7 @@ from django.db.models import Count, Q
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
+from mnote.library.derived_text import clean_derived_texts
 from mnote.library.ingest import owe_delete, queue_for_ingest, submit_delete
 from mnote.library.models import IndexedRoot, Job, Source
 from mnote.library.text_size import is_held_back
@@ -47,6 +48,7 @@ def reindex_source(source: Source) -> str:
 def delete_index(source: Source) -> None:
     """Drop what LightRAG derived from this file; the file stays."""
     submit_delete(source, missing=False)
+    clean_derived_texts()
 
 
 def prune_registry() -> int:
@@ -60,6 +62,7 @@ def prune_registry() -> int:
     _, per_model = prunable.delete()
     deleted = per_model.get(Source._meta.label, 0)
     Job.objects.filter(state__in=[Job.State.DONE, Job.State.FAILED], source__isnull=True).delete()
+    clean_derived_texts()
     return deleted
 
 
@@ -94,9 +97,10 @@ def remove_root(root: IndexedRoot) -> RootRemoval:
         deleting = 0
         for source in sources:
             if source.lightrag_doc_id or source.status in Source.IN_PROGRESS:
-                delete_index(source)
+                submit_delete(source, missing=False)
                 deleting += 1
         root.delete()
+    clean_derived_texts()  # MNote's texts of the root's files, once the transaction has let the rows go
     return RootRemoval(root.name, len(sources), deleting)
 
 

@@ -12,12 +12,18 @@ The link in LightRAG's inputs points at that file under the source's own
 LightRAG name plus ``.txt``, so LightRAG's documents and references map back
 to the source's row, and a cited chunk opens the original at its words.
 
+A text is kept while a row of the library may still hand it to LightRAG
+(``clean_derived_texts``): when its file is gone, changed, taken out or its
+root removed, the text goes at the next sync, action or reconcile.
+
 This module is the one place the library reaches the preview's renderers
 (``preview.plain_text``), which sit below it: they need only the file.
 """
 
 import os
+import re
 import tempfile
+import time
 from pathlib import Path
 
 from django.conf import settings
@@ -25,7 +31,7 @@ from django.conf import settings
 from mnote.kinds import kind_of
 from mnote.library.models import Source
 from mnote.library.source_files import SourceUnavailable, open_source_file
-from mnote.preview.plain_text import rendered_block_texts
+from mnote.preview.plain_text import refusal_on_sight, rendered_block_texts
 
 # Source.parser_hint of a file LightRAG reads as MNote's text of it.
 MNOTE_TEXT = Source.MNOTE_TEXT
@@ -56,6 +62,14 @@ def can_give_text(source: Source) -> bool:
     """Whether MNote can read the kind's text (its preview renders the words)."""
     kind = kind_of(source.file_name)
     return bool(kind.renderer) and kind.indexed and kind.name not in _NO_TEXT_MAP
+
+
+def preview_refusal(source: Source) -> str:
+    """Why the preview will never show this file (a DOCX declaring a DTD, a
+    "zip bomb" …), seen without rendering it, or "". Such a file is not sent
+    to LightRAG, which might read it: its citations would open a refusal."""
+    with open_source_file(source) as handle:
+        return refusal_on_sight(handle, source.file_name)
 
 
 def derived_text_dir() -> Path:
@@ -90,3 +104,63 @@ def write_derived_text(source: Source, real_path: Path) -> Path:
         out.write(text + "\n")
     os.replace(out.name, path)
     return path
+
+
+# Rows LightRAG reads, or may read again, through MNote's text of their file:
+# on their way in, indexed (LightRAG's record of the scanned input links to
+# the text, and a reindex of the same content takes it again), failed (a
+# retry sends it again), or a duplicate of it (sent when the original goes).
+_KEEP_TEXT = (
+    Source.Status.QUEUED, Source.Status.INDEXING, Source.Status.RETRYING, Source.Status.INDEXED,
+    Source.Status.FAILED, Source.Status.DUPLICATE,
+)
+# Only MNote's own files in the folder: a text, or a write that died halfway.
+_TEXT_NAME = re.compile(r"[0-9a-f]{64}\.txt")
+_PART_NAME = re.compile(r"tmp[0-9a-z_]{1,32}\.part")
+# A ".part" younger than this may be a write still going on.
+PART_PATIENCE_SECONDS = 3600
+
+
+def texts_still_wanted() -> set[str]:
+    """The hashes of content some row of the library may hand LightRAG as MNote's text."""
+    rows = Source.objects.filter(parser_hint=MNOTE_TEXT, status__in=_KEEP_TEXT, deleted_at__isnull=True)
+    return set(rows.order_by().values_list("sha256", flat=True).distinct())
+
+
+def clean_derived_texts() -> int:
+    """Remove MNote's texts no row of the library refers to any more (the
+    file gone, changed, taken out, its root removed), and writes that died
+    halfway. Only MNote's own files in its data folder; never a user's.
+    Returns how many files went."""
+    try:
+        # Listed before the rows are read: a text written meanwhile (for a
+        # row queued meanwhile) is not in the listing, so never removed.
+        entries = list(os.scandir(derived_text_dir()))
+    except FileNotFoundError:
+        return 0
+    if not entries:
+        return 0
+    wanted = texts_still_wanted()
+    old_part = time.time() - PART_PATIENCE_SECONDS
+    removed = 0
+    for entry in entries:
+        if _TEXT_NAME.fullmatch(entry.name):
+            unwanted = entry.name.removesuffix(".txt") not in wanted
+        elif _PART_NAME.fullmatch(entry.name):
+            unwanted = _mtime(entry) < old_part
+        else:
+            continue
+        if unwanted and entry.is_file(follow_symlinks=False):
+            try:
+                os.unlink(entry.path)
+            except FileNotFoundError:
+                continue  # another worker's clean got there first
+            removed += 1
+    return removed
+
+
+def _mtime(entry: os.DirEntry) -> float:
+    try:
+        return entry.stat(follow_symlinks=False).st_mtime
+    except FileNotFoundError:
+        return time.time()

@@ -22,7 +22,13 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from mnote.library.derived_text import DerivedTextLater, NoDerivedText, wants_mnote_text, write_derived_text
+from mnote.library.derived_text import (
+    DerivedTextLater,
+    NoDerivedText,
+    preview_refusal,
+    wants_mnote_text,
+    write_derived_text,
+)
 from mnote.library.jobs import claim_due_jobs
 from mnote.library.models import Job, Source
 from mnote.library.source_files import SourceUnavailable, open_source_file, source_real_path
@@ -312,6 +318,11 @@ def _link_into_inputs(batch: list[Source]) -> tuple[dict[int, str], bool]:
                 if source.parser_hint == Source.MNOTE_TEXT:
                     # LightRAG reads MNote's text of the file, from MNote's data folder.
                     real = write_derived_text(source, real)
+                elif refusal := preview_refusal(source):
+                    # LightRAG might read it, but a citation of it would open
+                    # the preview's refusal: not searchable, and it says why.
+                    fail_without_text(source, refusal)
+                    continue
             except SourceUnavailable as e:
                 unlink_from_inputs(source)  # one an earlier attempt made
                 source.status = Source.Status.NOT_INDEXED
@@ -357,8 +368,9 @@ READER_REFUSED = "MNote's reader of the file refused it: "
 
 
 def fail_without_text(source: Source, refusal: str) -> None:
-    """A file sent as MNote's text of it when there is none to give: failed
-    for good, with the reader's own words when it refused the file."""
+    """A file MNote's reader refused, or found no text in when LightRAG was
+    to be given MNote's text of it: failed for good, never sent, with the
+    reader's own words when it refused the file."""
     unlink_from_inputs(source)
     source.status = Source.Status.FAILED
     source.failure_kind = Source.Failure.PERMANENT

@@ -16,6 +16,7 @@ from datetime import UTC, timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from mnote.library.derived_text import clean_derived_texts
 from mnote.library.ingest import mark_indexed, owe_delete, queue_many, refresh_fingerprint
 from mnote.library.models import Job, Source
 from mnote.lightrag import LightRAGClient
@@ -37,10 +38,12 @@ class ReconcileReport:
     adopted: list[str] = field(default_factory=list)  # documents a row turned out to own
     deleted: list[tuple[str, str]] = field(default_factory=list)  # (document, why)
     deletes_reissued: list[str] = field(default_factory=list)
+    derived_texts_removed: int = 0  # MNote's texts of files no row refers to any more
 
     @property
     def changed(self) -> bool:
-        return any((self.indexed, self.updated, self.resent, self.adopted, self.deleted, self.deletes_reissued))
+        return any((self.indexed, self.updated, self.resent, self.adopted, self.deleted, self.deletes_reissued,
+                    self.derived_texts_removed))
 
     def lines(self) -> list[str]:
         out = [f"indexed (LightRAG had processed it): {name}" for name in self.indexed]
@@ -49,6 +52,8 @@ class ReconcileReport:
         out += [f"adopted (the document of a registry row under a name it had lost): {name}" for name in self.adopted]
         out += [f"deleted {name}: {why}" for name, why in self.deleted]
         out += [f"delete asked again (the earlier one never went through): {name}" for name in self.deletes_reissued]
+        if self.derived_texts_removed:
+            out.append(f"MNote's texts of files no longer in the library removed: {self.derived_texts_removed}")
         return out
 
 
@@ -82,6 +87,9 @@ def reconcile(client: LightRAGClient) -> ReconcileReport:
         ]
         if orphans:
             _adopt_or_delete(orphans, report)
+    # After the rows are settled: a text left by a crash between a change
+    # and its clean, or by an earlier version that never cleaned, goes now.
+    report.derived_texts_removed = clean_derived_texts()
     for line in report.lines():
         log.info("reconcile: %s", line)
     return report

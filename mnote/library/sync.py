@@ -15,6 +15,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from mnote.library import sync_rows
+from mnote.library.derived_text import clean_derived_texts
 from mnote.library.expansion import PathRefused, expand_root, included
 from mnote.library.ingest import (
     mark_queued_many,
@@ -112,6 +113,7 @@ def _sync_root(root: IndexedRoot, batch_limit: int | None) -> SyncSummary:
     summary = SyncSummary(root=root.name)
     look = wanted = None
     texts = []
+    disabled = False
     for attempt in range(_ATTEMPTS):
         last = attempt == _ATTEMPTS - 1
         if not last:
@@ -124,7 +126,8 @@ def _sync_root(root: IndexedRoot, batch_limit: int | None) -> SyncSummary:
             root = IndexedRoot.objects.select_for_update().get(pk=root.pk)
             if not root.enabled:
                 _take_out(root, summary)
-                return summary
+                disabled = True
+                break
             if look is None or look.walked != _walk_settings(root):
                 if not last:
                     continue  # enabled or edited since the look: look again
@@ -132,6 +135,12 @@ def _sync_root(root: IndexedRoot, batch_limit: int | None) -> SyncSummary:
             wanted = _apply(root, look, limit, summary, read_now=last, texts=texts)
             if not wanted:
                 break
+    if summary.missing or summary.changed or summary.disabled or summary.held or summary.excluded:
+        # A file gone, changed or taken out: MNote's text of its old content
+        # (if LightRAG was given one) goes once nothing else refers to it.
+        clean_derived_texts()
+    if disabled:
+        return summary
     # Outside the lock: receivers read file bodies. ``texts``: the bodies
     # this sync read anyway, so the workspace index need not read them again.
     root_files_changed.send(sender=IndexedRoot, root=root, texts=texts)

@@ -15,8 +15,15 @@ import json
 from mnote.kinds import kind_of
 
 from . import render_child
+from .docx.limits import PreviewRejected
+from .docx.safe_package import DocxPackage, ZipPackage
+from .pptx_render import PptxPackage
 from .renderers import PreviewContext, renderer_for
+from .sheet_render import XlsxPackage
 from .text_map import TextMap, build_text_map
+
+# The packages LightRAG reads itself, by the reader the preview opens them with.
+_PACKAGES: dict[str, type[ZipPackage]] = {"docx": DocxPackage, "pptx": PptxPackage, "xlsx": XlsxPackage}
 
 
 def block_texts(text_map: TextMap) -> list[str]:
@@ -46,3 +53,31 @@ def rendered_block_texts(handle, name: str, path=None) -> list[str] | None:
         text_map = TextMap.from_compact(result["textMap"]) if "textMap" in result else None
         texts += block_texts(text_map or build_text_map(result.get("html") or ""))
     return texts
+
+
+def refusal_on_sight(handle, name: str) -> str:
+    """Why the preview will refuse this file whatever it renders, seen
+    without rendering it (a package's directory and the heads of its XML
+    parts: a DTD, a "zip bomb", an encrypted or misnamed part), or "". Only
+    for the packages LightRAG reads itself: a file the preview refuses is
+    not one a citation could open. A file merely too large to preview is
+    not refused here (LightRAG may still read it; the text-size limit has
+    its own say)."""
+    package_class = _PACKAGES.get(kind_of(name).name)
+    if package_class is None:
+        return ""
+    handle.seek(0)
+    if not handle.read(4).startswith(b"PK"):
+        # Not a package at all (a legacy or encrypted Office file, a renamed
+        # one): LightRAG fails it too, and says which it is.
+        handle.seek(0)
+        return ""
+    try:
+        with package_class(handle) as package:
+            package.check_declarations()
+    except PreviewRejected as e:
+        if e.message.startswith("This file is not a valid"):
+            return e.message
+    finally:
+        handle.seek(0)
+    return ""

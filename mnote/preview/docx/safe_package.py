@@ -375,6 +375,23 @@ class ZipPackage:
         self._read_total += len(data)
         return data
 
+    def check_declarations(self) -> None:
+        """Refuse the package, as a preview of it would, when one of its XML
+        parts declares a DTD: read without rendering, from each part's head
+        (where a DTD must stand), so a file the preview will never show is
+        known before it is sent anywhere else."""
+        for name in list(self._members):
+            if not name.lower().endswith((".xml", ".rels")):
+                continue
+            stream = self.stream(name)
+            if stream is None:
+                continue
+            try:
+                if _has_doctype(stream.peek_head()):
+                    raise self.invalid(f"{name[:80]} contains a document type declaration (DTD), which {self.writer} never writes")
+            finally:
+                stream.close()
+
     def stream(self, part: str) -> BoundedStream | None:
         """A part as a file-like stream for incremental parsing (a big sheet),
         held to the same limits as ``read``; None if it is absent."""
