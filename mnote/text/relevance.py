@@ -10,6 +10,7 @@ rerank returned) use the same ones.
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import re
 
@@ -40,6 +41,13 @@ def tokens(text: str) -> list[str]:
             words.append(run)
     out.extend(f"{a}_{b}" for a, b in zip(words, words[1:]))
     return out
+
+
+def content_key(text: str) -> bytes:
+    """A passage's key: the rerank keeps each passage's vector under it, and
+    the search names the passages whose cosine it wants by it (hex) instead
+    of sending their text again."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 # The relevance floor's measure (see match_confidence): how far the best of the
