@@ -159,6 +159,7 @@ def _retrieve(client, user, query: str, *, mode, top_k, chunk_top_k, scope, enab
     while True:
         asks += 1
         result = client.query_data(query, mode=mode, top_k=top_k, chunk_top_k=width, enable_rerank=enable_rerank)
+        found = (result.get("data") or {}).get("chunks") or []
         if reranked_pool and not scope:
             result = _first_chunks(result, CARDS_SHOWN)
         mapped = map_query_data(result, **_mapping(user, query, scope, enable_rerank, health, sources))
@@ -176,7 +177,7 @@ def _retrieve(client, user, query: str, *, mode, top_k, chunk_top_k, scope, enab
         width = min(asked * 3, SCOPE_MAX_CHUNK_TOP_K)
     if reranked_pool:
         del mapped.citations[CARDS_SHOWN:]
-    mapped.diagnostics["lowConfidence"] = _weak_match(rerank_url, query, result, mapped)
+    mapped.diagnostics["lowConfidence"] = _weak_match(rerank_url, query, found, mapped)
     mapped.diagnostics["llmAvailable"] = health.has_llm
     mapped.diagnostics["mode"] = lightrag_mode(mode)
     if scope:
@@ -188,15 +189,18 @@ def _retrieve(client, user, query: str, *, mode, top_k, chunk_top_k, scope, enab
     return mapped, (result.get("data") or {}).get("chunks") or [], health
 
 
-def _weak_match(rerank_url: str | None, query: str, result: dict, mapped: MappedResult) -> bool | None:
-    """The relevance floor (:mod:`mnote.search.confidence`) on the cards' passages, in the page's order;
-    None without the embedded rerank."""
+def _weak_match(rerank_url: str | None, query: str, found: list[dict], mapped: MappedResult) -> bool | None:
+    """The relevance floor (:mod:`mnote.search.confidence`) on the cards' passages, in the page's order,
+    among all the candidates LightRAG found; None without the embedded rerank."""
     if rerank_url is None:
         return None
-    contents = {c.get("chunk_id"): str(c.get("content") or "") for c in (result.get("data") or {}).get("chunks") or []}
-    texts = [contents.get(c.chunk_id, "") for c in mapped.citations[:CARDS_SHOWN]]
+    texts = [str(c.get("content") or "") for c in found]
     cosines = card_similarities(rerank_url, query, texts) if texts else []
-    return None if cosines is None else weak_match(query, texts, cosines)
+    if cosines is None:
+        return None
+    by_chunk = {c.get("chunk_id"): (text, cos) for c, text, cos in zip(found, texts, cosines)}
+    cards = [by_chunk.get(c.chunk_id, ("", None)) for c in mapped.citations[:CARDS_SHOWN]]
+    return weak_match(query, [t for t, _ in cards], [c for _, c in cards], texts, cosines)
 
 
 def not_in_lightrag(user, query: str, *, limit: int = 10, root_ids: list[int] | None = None) -> list[dict]:

@@ -42,11 +42,12 @@ log = logging.getLogger(__name__)
 RERANK_MODEL = "mnote-bm25-dense-fusion"
 
 # Below it a search is a weak match: the measure is match_confidence of the
-# page's cards (how far the best of the first three stands out from the median
-# of all, plus a tenth of the query's words they hold). On the tuned part of
+# page's cards among LightRAG's candidates (the best of the first three cards'
+# cosines, how far it stands out from the candidates' median, the query's words
+# the cards hold and those no candidate holds). On the tuned part of
 # bench/questions/handbook.jsonl it holds back 5 % of the answerable questions
-# and 78 % of those with no answer.
-FLOOR = 0.0528
+# and 96 % of those with no answer.
+FLOOR = 0.9408
 TIMEOUT_SECONDS = 3.0
 
 
@@ -97,11 +98,13 @@ def card_similarities(url: str, query: str, texts: list[str]) -> list[float | No
     return [float(c) if isinstance(c, (int, float)) and not isinstance(c, bool) else None for c in cosines]
 
 
-def weak_match(query: str, texts: list[str], cosines: list[float | None]) -> bool | None:
+def weak_match(query: str, texts: list[str], cosines: list[float | None],
+               candidates: list[str] | None = None, candidate_cosines: list[float | None] | None = None) -> bool | None:
     """True when the cards' passages (``texts``, in the page's order, with
-    their cosines to the query) are below the floor; False when above; None
-    when unknown (no cosine for any of them)."""
+    their cosines to the query; ``candidates``: all LightRAG found, with
+    theirs) are below the floor; False when above; None when unknown (no
+    cosine for any of them)."""
     if not texts:
         return True
-    measured = match_confidence(query, texts, cosines)
+    measured = match_confidence(query, texts, cosines, candidates, candidate_cosines)
     return None if measured is None else measured < FLOOR
