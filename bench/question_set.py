@@ -308,7 +308,7 @@ def run_questions(args, data_dir: Path, library: Path, started: float) -> int:
                 row["bm25"] = score(bm_files, bm_quotes, q)
             else:
                 row["page"] = {"floored": floored}
-            row["page"]["confidence"] = page.diagnostics.get("confidence")
+            row["page"]["confidence"] = page.diagnostics.get("matchConfidence")
             shown = [(t, m) for t, m in zip(page_quotes[:5], page_marks) if m.strip()]
             row["page"]["anchored"] = len(shown)
             row["page"]["sameWords"] = sum(" ".join(t.split()) == " ".join(m.split()) for t, m in shown)

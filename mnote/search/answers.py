@@ -177,7 +177,8 @@ def _retrieve(client, user, query: str, *, mode, top_k, chunk_top_k, scope, enab
         width = min(asked * 3, SCOPE_MAX_CHUNK_TOP_K)
     if reranked_pool:
         del mapped.citations[CARDS_SHOWN:]
-    mapped.diagnostics["lowConfidence"] = _weak_match(rerank_url, query, found, mapped)
+    mapped.diagnostics["lowConfidence"], mapped.diagnostics["matchConfidence"] = _weak_match(
+        rerank_url, query, found, mapped)
     mapped.diagnostics["llmAvailable"] = health.has_llm
     mapped.diagnostics["mode"] = lightrag_mode(mode)
     if scope:
@@ -189,15 +190,16 @@ def _retrieve(client, user, query: str, *, mode, top_k, chunk_top_k, scope, enab
     return mapped, (result.get("data") or {}).get("chunks") or [], health
 
 
-def _weak_match(rerank_url: str | None, query: str, found: list[dict], mapped: MappedResult) -> bool | None:
+def _weak_match(rerank_url: str | None, query: str, found: list[dict],
+                mapped: MappedResult) -> tuple[bool | None, float | None]:
     """The relevance floor (:mod:`mnote.search.confidence`) on the cards' passages, in the page's order,
-    among all the candidates LightRAG found; None without the embedded rerank."""
+    among all the candidates LightRAG found, and its measure; None, None without the embedded rerank."""
     if rerank_url is None:
-        return None
+        return None, None
     texts = [str(c.get("content") or "") for c in found]
     cosines = card_similarities(rerank_url, query, texts) if texts else []
     if cosines is None:
-        return None
+        return None, None
     by_chunk = {c.get("chunk_id"): (text, cos) for c, text, cos in zip(found, texts, cosines)}
     cards = [by_chunk.get(c.chunk_id, ("", None)) for c in mapped.citations[:CARDS_SHOWN]]
     return weak_match(query, [t for t, _ in cards], [c for _, c in cards], texts, cosines)

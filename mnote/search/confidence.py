@@ -99,12 +99,14 @@ def card_similarities(url: str, query: str, texts: list[str]) -> list[float | No
 
 
 def weak_match(query: str, texts: list[str], cosines: list[float | None],
-               candidates: list[str] | None = None, candidate_cosines: list[float | None] | None = None) -> bool | None:
-    """True when the cards' passages (``texts``, in the page's order, with
-    their cosines to the query; ``candidates``: all LightRAG found, with
-    theirs) are below the floor; False when above; None when unknown (no
-    cosine for any of them)."""
+               candidates: list[str] | None = None, candidate_cosines: list[float | None] | None = None,
+               ) -> tuple[bool | None, float | None]:
+    """(weak, measured): weak is True when the cards' passages (``texts``, in
+    the page's order, with their cosines to the query; ``candidates``: all
+    LightRAG found, with theirs) are below the floor, False when above, None
+    when unknown (no cosine for any of them); measured is the
+    :func:`match_confidence` it was decided on (for calibrating)."""
     if not texts:
-        return True
+        return True, None
     measured = match_confidence(query, texts, cosines, candidates, candidate_cosines)
-    return None if measured is None else measured < FLOOR
+    return (None if measured is None else measured < FLOOR), measured
