@@ -224,6 +224,19 @@ def _embed(url: str, texts: list[str], input_type: str):
     return [unit(d["embedding"]) for d in reply.json()["data"]]
 
 
+def calibrate_floor(rows: list[dict], most_answerable: float = 0.05) -> dict | None:
+    """The highest floor (mnote.search.confidence.FLOOR) that holds back at
+    most ``most_answerable`` of the answerable questions, from the page's own
+    measure of each (``matchConfidence``); None when the page measured none."""
+    answerable = sorted(r["page"]["confidence"] for r in rows if r["file"] and r["page"].get("confidence") is not None)
+    none = [r["page"]["confidence"] for r in rows if not r["file"] and r["page"].get("confidence") is not None]
+    if not answerable:
+        return None
+    floor = answerable[int(most_answerable * len(answerable))]
+    return {"floor": floor, "noAnswer": sum(c < floor for c in none) / (len(none) or 1),
+            "answerable": sum(c < floor for c in answerable) / len(answerable)}
+
+
 # --- the run ----------------------------------------------------------------------
 
 
@@ -345,6 +358,10 @@ def run_questions(args, data_dir: Path, library: Path, started: float) -> int:
             marked = f"{s['highlight5']:>8.3f}" if "highlight5" in s else f"{'':>8}"
             print(f"{name:<12}{side:<10}{s['n']:>4}{s['first']:>7.3f}{s['top5']:>7.3f}{s['MRR']:>7.3f}{s['quote5']:>8.3f}"
                   f"{marked}{floor}")
+    calibrated = calibrate_floor([r for r in rows if r["split"] == "tuned"])
+    if calibrated:
+        print("\nthe floor the tuned part's page measures call for (at most 5 % of answerable held back): "
+              f"{calibrated['floor']:.4f} -> no-answer {calibrated['noAnswer']:.2f}, answerable {calibrated['answerable']:.2f}")
     seconds = sorted(r["pageSeconds"] for r in rows)
     print(f"\npage seconds per question: median {seconds[len(seconds) // 2]:.2f}, max {seconds[-1]:.2f}")
     RESULTS_FILE.parent.mkdir(parents=True, exist_ok=True)
