@@ -26,6 +26,13 @@ Measures, per side and per split: right file first, right file in the first
 and for the page, how often its "nothing matches well" floor holds back the
 cards of the no-answer questions (should: all) and of answerable ones
 (should: none).
+
+The page's highlight: every indexed file's preview is rendered first (as
+opening it once would; kept in the data dir), so each card's locator
+carries the anchor the preview marks without a request (its TextQuote's
+``exact``). ``highlight5``: the gold passage inside the marked words of one
+of the first 5 cards of the gold file; ``sameWords``: of the cards whose
+preview marks words, the share whose quote is those very words.
 """
 
 from __future__ import annotations
@@ -135,16 +142,53 @@ def file_order(files: list[str]) -> list[str]:
     return list(dict.fromkeys(files))
 
 
-def score(files: list[str], quotes: list[str], q: dict) -> dict:
+def score(files: list[str], quotes: list[str], q: dict, marks: list[str] | None = None) -> dict:
     order = file_order(files)
     rank = next((i + 1 for i, f in enumerate(order[:20]) if f == q["file"]), None)
     gold = folded(q["gold"])
-    return {
+    out = {
         "top1": rank == 1,
         "top5": rank is not None and rank <= 5,
         "rr": 1.0 / rank if rank else 0.0,
         "quote5": any(f == q["file"] and gold in folded(t) for f, t in zip(files[:5], quotes[:5])),
     }
+    if marks is not None:
+        out["highlight5"] = any(f == q["file"] and gold in folded(m) for f, m in zip(files[:5], marks[:5]))
+    return out
+
+
+def marked_words(locator: dict) -> str:
+    """The words a card's preview marks: its anchor's TextQuote (present when
+    the preview was rendered before the search)."""
+    return str(((locator.get("anchor") or {}).get("textQuote") or {}).get("exact") or "")
+
+
+def render_previews(user, paths: list[str]) -> int:
+    """Render the preview of every file named (the render cache keeps it):
+    a search then anchors its cards in them. How many rendered."""
+    from django.conf import settings
+
+    from mnote.kinds import kind_of
+    from mnote.library.ingest import opened_sha256
+    from mnote.library.models import Source
+    from mnote.library.source_files import open_source_file
+    from mnote.preview.renderers import PreviewContext
+    from mnote.preview.rendering import REJECTIONS, rendered
+
+    settings.MNOTE_PREVIEW_RENDERS_PER_MINUTE = 0  # the bench renders the whole library at once
+    done = 0
+    wanted = set(paths)
+    for source in Source.objects.select_related("root"):
+        if source.library_path not in wanted:
+            continue
+        try:
+            with open_source_file(source) as handle:
+                rendered(user, kind_of(source.file_name), handle, opened_sha256(source, handle),
+                         PreviewContext(path=Path(source.absolute_path)))
+            done += 1
+        except (*REJECTIONS, OSError) as e:
+            print(f"no preview of {source.library_path}: {e}")
+    return done
 
 
 def summarise(rows: list[dict]) -> dict:
@@ -155,12 +199,17 @@ def summarise(rows: list[dict]) -> dict:
         n = len(answerable)
         s = {"n": n}
         if n:
-            for key, name in (("top1", "first"), ("top5", "top5"), ("rr", "MRR"), ("quote5", "quote5")):
-                s[name] = round(sum(r[side][key] for r in answerable) / n, 3)
+            for key, name in (("top1", "first"), ("top5", "top5"), ("rr", "MRR"), ("quote5", "quote5"),
+                              ("highlight5", "highlight5")):
+                if all(key in r[side] for r in answerable):
+                    s[name] = round(sum(r[side][key] for r in answerable) / n, 3)
         if side == "page":
             s["noAnswerFloored"] = round(sum(r["page"]["floored"] for r in none) / len(none), 3) if none else None
             s["answerableFloored"] = round(sum(r["page"]["floored"] for r in answerable) / n, 3) if n else None
             s["noAnswerN"] = len(none)
+        if side == "page":
+            anchored = sum(r["page"].get("anchored", 0) for r in rows)
+            s["sameWords"] = round(sum(r["page"].get("sameWords", 0) for r in rows) / anchored, 3) if anchored else None
         out[side] = s
     return out
 
@@ -173,6 +222,19 @@ def _embed(url: str, texts: list[str], input_type: str):
     reply = httpx.post(f"{url}/embeddings", json={"model": "e5", "input": texts, "input_type": input_type}, timeout=600)
     reply.raise_for_status()
     return [unit(d["embedding"]) for d in reply.json()["data"]]
+
+
+def calibrate_floor(rows: list[dict], most_answerable: float = 0.05) -> dict | None:
+    """The highest floor (mnote.search.confidence.FLOOR) that holds back at
+    most ``most_answerable`` of the answerable questions, from the page's own
+    measure of each (``matchConfidence``); None when the page measured none."""
+    answerable = sorted(r["page"]["confidence"] for r in rows if r["file"] and r["page"].get("confidence") is not None)
+    none = [r["page"]["confidence"] for r in rows if not r["file"] and r["page"].get("confidence") is not None]
+    if not answerable:
+        return None
+    floor = answerable[int(most_answerable * len(answerable))]
+    return {"floor": floor, "noAnswer": sum(c < floor for c in none) / (len(none) or 1),
+            "answerable": sum(c < floor for c in answerable) / len(answerable)}
 
 
 # --- the run ----------------------------------------------------------------------
@@ -210,6 +272,7 @@ def run_questions(args, data_dir: Path, library: Path, started: float) -> int:
         from mnote.stack.rerank import StoredVectors, cosine
 
         stored = StoredVectors(Path(settings.MNOTE_LIGHTRAG.working_dir) / "vdb_chunks.json")
+    print(f"{render_previews(user, list(indexed))} previews rendered", flush=True)
     pool = passages(library, [f for f in files if f in indexed])
     bm25 = BM25([tokens(text) or ["\x00"] for _, text in pool])
     rows = []
@@ -243,6 +306,7 @@ def run_questions(args, data_dir: Path, library: Path, started: float) -> int:
             page_seconds = time.perf_counter() - t0
             page_files = [c.source_path for c in page.citations]
             page_quotes = [c.display_quote for c in page.citations]
+            page_marks = [marked_words(c.locator) for c in page.citations]
             scores = bm25.scores(tokens(q["question"]))
             best = sorted(range(len(pool)), key=lambda i: -scores[i])[:40]
             bm_files = [pool[i][0] for i in best]
@@ -251,10 +315,16 @@ def run_questions(args, data_dir: Path, library: Path, started: float) -> int:
             floored = bool(page.diagnostics.get("lowConfidence"))
             if q["file"]:
                 row["lightrag"] = score(lr_files, lr_quotes, q)
-                row["page"] = {**score(page_files, page_quotes, q), "floored": floored}
+                row["page"] = {**score(page_files, page_quotes, q, page_marks), "floored": floored}
+                row["cards"] = [{"file": f, "quote": t, "marked": m, "chunk": c.chunk_id}
+                                for f, t, m, c in zip(page_files[:5], page_quotes, page_marks, page.citations)]
                 row["bm25"] = score(bm_files, bm_quotes, q)
             else:
                 row["page"] = {"floored": floored}
+            row["page"]["confidence"] = page.diagnostics.get("matchConfidence")
+            shown = [(t, m) for t, m in zip(page_quotes[:5], page_marks) if m.strip()]
+            row["page"]["anchored"] = len(shown)
+            row["page"]["sameWords"] = sum(" ".join(t.split()) == " ".join(m.split()) for t, m in shown)
             row["first"] = {"lightrag": file_order(lr_files)[:3], "page": file_order(page_files)[:3],
                             "bm25": file_order(bm_files)[:3]}
             rows.append(row)
@@ -272,7 +342,8 @@ def run_questions(args, data_dir: Path, library: Path, started: float) -> int:
         for lang in ("en", "zh", None):
             sub = [r for r in part if lang is None or r["lang"] == lang]
             parts[f"{split} {lang or 'both'}"] = summarise(sub)
-    print(f"\n{'part':<12}{'side':<10}{'n':>4}{'first':>7}{'top5':>7}{'MRR':>7}{'quote5':>8}   floor: no-answer / answerable")
+    print(f"\n{'part':<12}{'side':<10}{'n':>4}{'first':>7}{'top5':>7}{'MRR':>7}{'quote5':>8}{'marked5':>8}"
+          "   floor: no-answer / answerable; same words")
     for name, sides in parts.items():
         for side, s in sides.items():
             if not s["n"]:
@@ -282,7 +353,15 @@ def run_questions(args, data_dir: Path, library: Path, started: float) -> int:
                 floor = f"   {s['noAnswerFloored']:.2f} of {s['noAnswerN']} / {s['answerableFloored']:.2f}"
             elif side == "page":
                 floor = f"   - / {s['answerableFloored']:.2f}"
-            print(f"{name:<12}{side:<10}{s['n']:>4}{s['first']:>7.3f}{s['top5']:>7.3f}{s['MRR']:>7.3f}{s['quote5']:>8.3f}{floor}")
+            if side == "page" and s.get("sameWords") is not None:
+                floor += f"; {s['sameWords']:.2f}"
+            marked = f"{s['highlight5']:>8.3f}" if "highlight5" in s else f"{'':>8}"
+            print(f"{name:<12}{side:<10}{s['n']:>4}{s['first']:>7.3f}{s['top5']:>7.3f}{s['MRR']:>7.3f}{s['quote5']:>8.3f}"
+                  f"{marked}{floor}")
+    calibrated = calibrate_floor([r for r in rows if r["split"] == "tuned"])
+    if calibrated:
+        print("\nthe floor the tuned part's page measures call for (at most 5 % of answerable held back): "
+              f"{calibrated['floor']:.4f} -> no-answer {calibrated['noAnswer']:.2f}, answerable {calibrated['answerable']:.2f}")
     seconds = sorted(r["pageSeconds"] for r in rows)
     print(f"\npage seconds per question: median {seconds[len(seconds) // 2]:.2f}, max {seconds[-1]:.2f}")
     RESULTS_FILE.parent.mkdir(parents=True, exist_ok=True)

@@ -28,9 +28,10 @@ sys.path.insert(0, str(REPO_DIR))
 sys.path.insert(0, str(REPO_DIR / "bench"))
 
 from mnote.stack.rerank import Fusion, fused_scores, lexical_scores  # noqa: E402
+from mnote.text import relevance  # noqa: E402
 from search_quality import folded  # noqa: E402
 
-FLOOR_TOP = 3  # the floor looks at the best cosine among this many first candidates
+CARDS = 20  # the page shows this many cards (mnote.search.answers.CARDS_SHOWN)
 
 
 def ranked(q: dict, fusion: Fusion | None, cos_key: str) -> list[dict]:
@@ -58,16 +59,21 @@ def measure(questions: list[dict], fusion: Fusion | None, cos_key: str = "cosPas
 
 
 def floor_signal(q: dict, fusion: Fusion | None, cos_key: str) -> float:
+    """The floor's measure (``match_confidence``, as the search takes it):
+    the first CARDS candidates in the rerank's order stand for the page's
+    cards, all 60 for LightRAG's candidates."""
     order = ranked(q, fusion, cos_key)
-    known = [c[cos_key] for c in order[:FLOOR_TOP] if c[cos_key] is not None]
-    return max(known) if known else 0.0
+    cards = order[:CARDS]
+    measured = relevance.match_confidence(
+        q["question"], [c["content"] for c in cards], [c[cos_key] for c in cards],
+        [c["content"] for c in order], [c[cos_key] for c in order])
+    return 0.0 if measured is None else measured
 
 
 def choose_floor(questions: list[dict], fusion, cos_key) -> tuple[float, dict]:
     """The highest threshold that holds back at most 5 % of the answerable
     questions; below it a search is "nothing matches well"."""
     answerable = sorted(floor_signal(q, fusion, cos_key) for q in questions if q["file"])
-    none = [floor_signal(q, fusion, cos_key) for q in questions if not q["file"]]
     allowed = int(0.05 * len(answerable))
     threshold = answerable[allowed] if answerable else 0.0
     return threshold, floor_rates(questions, fusion, cos_key, threshold)
@@ -76,11 +82,32 @@ def choose_floor(questions: list[dict], fusion, cos_key) -> tuple[float, dict]:
 def floor_rates(questions, fusion, cos_key, threshold) -> dict:
     answerable = [floor_signal(q, fusion, cos_key) for q in questions if q["file"]]
     none = [floor_signal(q, fusion, cos_key) for q in questions if not q["file"]]
+    separation = sum((a > n) + 0.5 * (a == n) for a in answerable for n in none) / ((len(answerable) * len(none)) or 1)
     return {
         "noAnswerFloored": sum(s < threshold for s in none) / (len(none) or 1),
         "answerableFloored": sum(s < threshold for s in answerable) / (len(answerable) or 1),
-        "noAnswerSignal": sorted(round(s, 3) for s in none),
+        "separation": round(separation, 4),
     }
+
+
+def tune_floor(tuned: list[dict], fusion, cos_key) -> tuple[dict, float, dict]:
+    """The measure's weights: the most no-answer questions held back at 5 %
+    of answerable ones, then the best separation (the share of answerable /
+    no-answer pairs in the right order). Sets them on the text stage's module."""
+    results = []
+    for stand_out, coverage, absent in itertools.product((0.0, 0.5, 1.0, 2.0, 3.0), (0.0, 0.1, 0.2, 0.3),
+                                                         (0.0, 0.1, 0.2, 0.3)):
+        relevance.STAND_OUT_WEIGHT, relevance.COVERAGE_WEIGHT, relevance.ABSENT_WEIGHT = stand_out, coverage, absent
+        threshold, rates = choose_floor(tuned, fusion, cos_key)
+        results.append(((rates["noAnswerFloored"], rates["separation"], -rates["answerableFloored"]),
+                        {"stand_out": stand_out, "coverage": coverage, "absent": absent}, threshold, rates))
+    results.sort(key=lambda r: r[0], reverse=True)
+    for _, weights, threshold, rates in results[:5]:
+        print(f"floor weights {weights}: < {threshold:.4f} {rates}")
+    _, weights, threshold, rates = results[0]
+    relevance.STAND_OUT_WEIGHT, relevance.COVERAGE_WEIGHT, relevance.ABSENT_WEIGHT = (
+        weights["stand_out"], weights["coverage"], weights["absent"])
+    return weights, threshold, rates
 
 
 def jieba_tokens(text: str) -> list[str]:
@@ -134,9 +161,10 @@ def main(path: str, segmenter: str = "") -> int:
     for _, m, fusion, cos_key in results[:8]:
         print(f"{m}  {fusion}  {cos_key}")
     _, m, fusion, cos_key = results[0]
-    threshold, rates = choose_floor(tuned, fusion, cos_key)
     print(f"\nchosen: {fusion} {cos_key}")
-    print(f"floor (tuned): best {cos_key} among the first {FLOOR_TOP} < {threshold:.4f}: {rates}")
+    print("floor today (tuned):", choose_floor(tuned, fusion, cos_key))
+    weights, threshold, rates = tune_floor(tuned, fusion, cos_key)
+    print(f"floor (tuned): match_confidence {weights} < {threshold:.4f}: {rates}")
     print("held, LightRAG's order:", measure(held, None))
     print("held, today's fusion:  ", measure(held, Fusion()))
     print("held, chosen fusion:   ", measure(held, fusion, cos_key))

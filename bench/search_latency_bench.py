@@ -774,13 +774,13 @@ def main(argv=None) -> int:
         for label, value, target, met in target_rows:
             print(f"  {label:<48} {value:>6.2f}   target {target:<8} {'met' if met else 'NOT met'}")
         print()
-        # With the embedded rerank the app asks for the same candidates unreranked
-        # and sends them to the rerank itself, once: the bare baseline, where
-        # LightRAG calls that rerank, is the like-for-like one (rerank included).
+        # With the embedded rerank LightRAG reranks the app's candidates as it does
+        # the bare baseline's (rerank included); the app then asks the endpoint for
+        # the candidates' cosines by key (the relevance floor).
         bare = query_body("<query>", APP_CHUNK_TOP_K[0])
         body_ok = [{k: v for k, v in b.items() if k != "enable_rerank"} for b in parts["bodies_sent"]] == [bare]
         print(f"the app's /query/data body {'is' if body_ok else 'is NOT'} the bare baseline's but for "
-              f"enable_rerank (the app reranks in one call of its own): {parts['bodies_sent']}")
+              f"enable_rerank: {parts['bodies_sent']}")
         print()
         print(f"where the partial's time goes (Django test client in-process, medians over "
               f"{parts['rounds']} x {parts['queries']} requests; CPU = this thread's, LightRAG and the model endpoint "

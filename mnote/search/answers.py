@@ -10,7 +10,7 @@ from django.db.models import Q
 from django.utils.translation import gettext_noop
 
 from mnote.citations.mapper import MappedResult, map_query_data
-from mnote.search.confidence import embedded_rerank_url, rerank_chunks, weak_match
+from mnote.search.confidence import card_similarities, embedded_rerank_url, weak_match
 from mnote.library.models import IndexedRoot, Source
 from mnote.lightrag import QUERY_MODES, lightrag_mode
 from mnote.lightrag.provider import lightrag_client, recent_health
@@ -152,17 +152,14 @@ def _retrieve(client, user, query: str, *, mode, top_k, chunk_top_k, scope, enab
     reranked_pool = chunk_top_k is None and health.rerank_enabled and enable_rerank is not False
     if reranked_pool:
         width = RERANK_CANDIDATES
-    # The embedded rerank is asked by the search itself, once: its answer
-    # carries the cosines the relevance floor reads (see search.confidence).
+    # LightRAG reranks with the embedded rerank, which keeps the query's
+    # vector; the relevance floor then asks it for the cards' cosines by key
+    # (see search.confidence).
     rerank_url = embedded_rerank_url(health) if reranked_pool else None
-    cosines = None
     while True:
         asks += 1
-        result = client.query_data(
-            query, mode=mode, top_k=top_k, chunk_top_k=width, enable_rerank=False if rerank_url else enable_rerank
-        )
-        if rerank_url:
-            result, cosines = _reranked(rerank_url, query, result)
+        result = client.query_data(query, mode=mode, top_k=top_k, chunk_top_k=width, enable_rerank=enable_rerank)
+        found = (result.get("data") or {}).get("chunks") or []
         if reranked_pool and not scope:
             result = _first_chunks(result, CARDS_SHOWN)
         mapped = map_query_data(result, **_mapping(user, query, scope, enable_rerank, health, sources))
@@ -180,7 +177,8 @@ def _retrieve(client, user, query: str, *, mode, top_k, chunk_top_k, scope, enab
         width = min(asked * 3, SCOPE_MAX_CHUNK_TOP_K)
     if reranked_pool:
         del mapped.citations[CARDS_SHOWN:]
-    mapped.diagnostics["lowConfidence"] = _weak_match(query, result, mapped, cosines)
+    mapped.diagnostics["lowConfidence"], mapped.diagnostics["matchConfidence"] = _weak_match(
+        rerank_url, query, found, mapped)
     mapped.diagnostics["llmAvailable"] = health.has_llm
     mapped.diagnostics["mode"] = lightrag_mode(mode)
     if scope:
@@ -192,24 +190,19 @@ def _retrieve(client, user, query: str, *, mode, top_k, chunk_top_k, scope, enab
     return mapped, (result.get("data") or {}).get("chunks") or [], health
 
 
-def _reranked(url: str, query: str, result: dict) -> tuple[dict, dict[str, float] | None]:
-    """LightRAG's result with its chunks in the embedded rerank's order, and
-    their cosines to the query by chunk id (None when the rerank did not answer)."""
-    data = result.get("data") or {}
-    answer = rerank_chunks(url, query, data.get("chunks") or [])
-    if answer is None:
-        return result, None
-    chunks, cosines = answer
-    return {**result, "data": {**data, "chunks": chunks}}, cosines
-
-
-def _weak_match(query: str, result: dict, mapped: MappedResult, cosines: dict[str, float] | None) -> bool | None:
-    """The relevance floor (:mod:`mnote.search.confidence`) on the cards' passages, in the page's order."""
+def _weak_match(rerank_url: str | None, query: str, found: list[dict],
+                mapped: MappedResult) -> tuple[bool | None, float | None]:
+    """The relevance floor (:mod:`mnote.search.confidence`) on the cards' passages, in the page's order,
+    among all the candidates LightRAG found, and its measure; None, None without the embedded rerank."""
+    if rerank_url is None:
+        return None, None
+    texts = [str(c.get("content") or "") for c in found]
+    cosines = card_similarities(rerank_url, query, texts) if texts else []
     if cosines is None:
-        return None
-    contents = {c.get("chunk_id"): str(c.get("content") or "") for c in (result.get("data") or {}).get("chunks") or []}
-    cards = mapped.citations[:CARDS_SHOWN]
-    return weak_match(query, [contents.get(c.chunk_id, "") for c in cards], [cosines.get(c.chunk_id) for c in cards])
+        return None, None
+    by_chunk = {c.get("chunk_id"): (text, cos) for c, text, cos in zip(found, texts, cosines)}
+    cards = [by_chunk.get(c.chunk_id, ("", None)) for c in mapped.citations[:CARDS_SHOWN]]
+    return weak_match(query, [t for t, _ in cards], [c for _, c in cards], texts, cosines)
 
 
 def not_in_lightrag(user, query: str, *, limit: int = 10, root_ids: list[int] | None = None) -> list[dict]:

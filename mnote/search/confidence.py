@@ -6,10 +6,10 @@ the library cannot answer gets a page of them all the same. Neither its order
 nor MNote's lexical card score says how near they are (a question that shares
 no words with its answer scores as low as one with no answer at all). The
 embedded rerank knows: it weighs in the query's cosine to each candidate's
-e5 vector, and returns those cosines with its order. So a search whose
-LightRAG uses the embedded rerank asks LightRAG for its candidates without
-reranking and sends them to the rerank once (:func:`rerank_chunks`): one
-call orders them and carries what the floor needs. The floor
+e5 vector. LightRAG asks it to rerank, as it would any provider; the search
+then asks it for the cards' cosines, naming them by key
+(:func:`card_similarities`): it kept the query's vector from LightRAG's call
+and looks the passages' up — no second rerank, no passage sent twice. The floor
 (:func:`weak_match`) is then measured on the cards the asker may see, in the
 page's order (:func:`mnote.text.relevance.match_confidence`); below
 :data:`FLOOR` the page says nothing matches well and folds the cards away, the
@@ -32,7 +32,7 @@ import httpx
 from django.conf import settings
 
 from mnote.lightrag.client import _tls_context
-from mnote.text.relevance import match_confidence
+from mnote.text.relevance import content_key, match_confidence
 
 
 log = logging.getLogger(__name__)
@@ -42,11 +42,14 @@ log = logging.getLogger(__name__)
 RERANK_MODEL = "mnote-bm25-dense-fusion"
 
 # Below it a search is a weak match: the measure is match_confidence of the
-# page's cards (how far the best of the first three stands out from the median
-# of all, plus a tenth of the query's words they hold). On the tuned part of
-# bench/questions/handbook.jsonl it holds back 5 % of the answerable questions
-# and 78 % of those with no answer.
-FLOOR = 0.0528
+# page's cards among LightRAG's candidates (the best of the first three cards'
+# cosines, how far it stands out from the candidates' median, the query's words
+# the cards hold and those no candidate holds); its weights were chosen by
+# bench/rerank_tuning.py, this threshold from the page's own measures
+# (search_quality.py --questions prints it): on the tuned part of
+# bench/questions/handbook.jsonl it holds back 4.7 % of the answerable
+# questions and 96 % of those with no answer.
+FLOOR = 0.9401
 TIMEOUT_SECONDS = 3.0
 
 
@@ -76,36 +79,36 @@ def _shared_client() -> httpx.Client:
     return httpx.Client(timeout=TIMEOUT_SECONDS, verify=_tls_context())
 
 
-def rerank_chunks(url: str, query: str, chunks: list[dict]) -> tuple[list[dict], dict[str, float]] | None:
-    """LightRAG's candidate chunks in the embedded rerank's order, and each
-    chunk's cosine to the query by chunk id (empty when the rerank has no
-    vectors for them); None when the rerank did not answer."""
-    if not chunks:
-        return [], {}
-    texts = [str(c.get("content") or "") for c in chunks]
-    try:
-        reply = _client().post(url, json={"query": query, "documents": texts})
-        reply.raise_for_status()
-        results = reply.json().get("results")
-        order = [r["index"] for r in results]
-        if sorted(set(order)) != sorted(order) or not all(isinstance(i, int) and 0 <= i < len(chunks) for i in order):
-            raise ValueError("results name documents that were not sent")
-    except (httpx.HTTPError, ValueError, TypeError, KeyError) as e:
-        log.warning("the rerank at %s did not answer; LightRAG's order is kept, no relevance floor: %s", url, e)
-        return None
-    cosines = {}
-    for result in results:
-        similarity = result.get("query_similarity")
-        if isinstance(similarity, (int, float)) and not isinstance(similarity, bool):
-            cosines[str(chunks[result["index"]].get("chunk_id") or "")] = float(similarity)
-    return [chunks[i] for i in order], cosines
-
-
-def weak_match(query: str, texts: list[str], cosines: list[float | None]) -> bool | None:
-    """True when the cards' passages (``texts``, in the page's order, with
-    their cosines to the query) are below the floor; False when above; None
-    when unknown (no cosine for any of them)."""
+def card_similarities(url: str, query: str, texts: list[str]) -> list[float | None] | None:
+    """Each passage's cosine to the query, as the embedded rerank measured
+    it when LightRAG asked it to rerank this query's candidates (None where
+    it keeps no vector for a passage); None when it did not answer. The
+    passages are named by :func:`content_key`, not sent again: the call
+    costs a lookup, not a rerank."""
     if not texts:
-        return True
-    measured = match_confidence(query, texts, cosines)
-    return None if measured is None else measured < FLOOR
+        return []
+    try:
+        reply = _client().post(f"{url.rstrip('/')}/similarities",
+                               json={"query": query, "keys": [content_key(t).hex() for t in texts]})
+        reply.raise_for_status()
+        cosines = reply.json().get("similarities")
+        if not isinstance(cosines, list) or len(cosines) != len(texts):
+            raise ValueError("not one similarity per passage")
+    except (httpx.HTTPError, ValueError, TypeError, AttributeError) as e:
+        log.warning("the rerank at %s gave no similarities; no relevance floor: %s", url, e)
+        return None
+    return [float(c) if isinstance(c, (int, float)) and not isinstance(c, bool) else None for c in cosines]
+
+
+def weak_match(query: str, texts: list[str], cosines: list[float | None],
+               candidates: list[str] | None = None, candidate_cosines: list[float | None] | None = None,
+               ) -> tuple[bool | None, float | None]:
+    """(weak, measured): weak is True when the cards' passages (``texts``, in
+    the page's order, with their cosines to the query; ``candidates``: all
+    LightRAG found, with theirs) are below the floor, False when above, None
+    when unknown (no cosine for any of them); measured is the
+    :func:`match_confidence` it was decided on (for calibrating)."""
+    if not texts:
+        return True, None
+    measured = match_confidence(query, texts, cosines, candidates, candidate_cosines)
+    return (None if measured is None else measured < FLOOR), measured

@@ -111,6 +111,7 @@ class Handler(BaseHTTPRequestHandler):
             ("POST", "/embeddings"): self._embeddings,
             ("POST", "/chat/completions"): self._chat,
             ("POST", "/rerank"): self._rerank,
+            ("POST", "/rerank/similarities"): self._rerank_similarities,
             ("GET", "/stats/engine"): self._engine_turns,
         }
         if self.server.test_answers is not None:  # tests only: see answering_model.py
@@ -250,6 +251,17 @@ class Handler(BaseHTTPRequestHandler):
             raise HTTPError(400, str(err)) from err
         self._ok(answer)
         return "n=%d" % len(answer["results"])
+
+    def _rerank_similarities(self, route: str) -> str:
+        # The search's relevance floor, after LightRAG's own rerank call.
+        from mnote.stack import rerank
+
+        try:
+            answer = rerank.similarities_response(self._read_json(), self.server.similarities)
+        except rerank.RerankRequestError as err:
+            raise HTTPError(400, str(err)) from err
+        self._ok(answer)
+        return "n=%d" % len(answer["similarities"])
 
     def _chat(self, route: str) -> str:
         body = self._read_json()

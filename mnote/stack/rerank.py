@@ -19,7 +19,6 @@ this module needs only the standard library.
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
 import os
 import re
@@ -29,7 +28,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from mnote.text.relevance import CJK_CHARACTER, tokens
+from mnote.text.relevance import CJK_CHARACTER, content_key, tokens
 
 RERANK_MODEL = "mnote-bm25-dense-fusion"
 MAX_DOCUMENTS = 500
@@ -128,10 +127,6 @@ def fused_scores(query: str, documents: list[str], similarities: list[float | No
     return out
 
 
-def _content_key(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-
 def unit(values) -> "array | None":
     """The vector scaled to length 1 (float32), None for a zero vector."""
     from array import array
@@ -215,15 +210,19 @@ class StoredVectors:
                 continue
             vector = unit(struct.unpack(f"<{len(raw) // 2}e", raw[: len(raw) // 2 * 2]))
             if vector is not None:
-                out[_content_key(content)] = vector
+                out[content_key(content)] = vector
         return out
 
     def lookup(self, texts: list[str]) -> list:
         """Each text's unit vector, or None where LightRAG stored none for it."""
+        return self.lookup_keys([content_key(t) for t in texts])
+
+    def lookup_keys(self, keys: list[bytes]) -> list:
+        """Each :func:`content_key`'s unit vector, or None."""
         with self._lock:
             self._refresh()
             vectors = self._vectors
-        return [vectors.get(_content_key(t)) for t in texts]
+        return [vectors.get(k) for k in keys]
 
 
 class PassageVectors:
@@ -249,15 +248,18 @@ class PassageVectors:
 
     def record(self, texts: list[str], vectors) -> None:
         """Keep each text's vector (a row of float32s, length 1)."""
-        rows = [(_content_key(t), v.astype("<f2").tobytes()) for t, v in zip(texts, vectors)]
+        rows = [(content_key(t), v.astype("<f2").tobytes()) for t, v in zip(texts, vectors)]
         with self._lock:
             self._db.executemany("INSERT OR REPLACE INTO vectors (key, vector) VALUES (?, ?)", rows)
 
     def lookup(self, texts: list[str]) -> list:
         """Each text's unit vector, or None where none was kept (nor is in the fallback)."""
+        return self.lookup_keys([content_key(t) for t in texts])
+
+    def lookup_keys(self, keys: list[bytes]) -> list:
+        """Each :func:`content_key`'s unit vector, or None."""
         import struct
 
-        keys = [_content_key(t) for t in texts]
         found: dict[bytes, bytes] = {}
         with self._lock:
             for start in range(0, len(keys), 500):
@@ -267,7 +269,7 @@ class PassageVectors:
         out = [None if found.get(k) is None else unit(struct.unpack(f"<{len(found[k]) // 2}e", found[k])) for k in keys]
         missing = [i for i, v in enumerate(out) if v is None]
         if missing and self.fallback is not None:
-            for i, vector in zip(missing, self.fallback.lookup([texts[i] for i in missing])):
+            for i, vector in zip(missing, self.fallback.lookup_keys([keys[i] for i in missing])):
                 out[i] = vector
         return out
 
@@ -301,29 +303,65 @@ class QueryVectors:
         return vector
 
 
-def similarity_source(stored: StoredVectors, query_vector):
-    """``(query, texts) -> cosines`` from LightRAG's stored chunk vectors and
-    the query's vector, None for texts LightRAG has no vector for; None
-    overall when it has none of them (nothing is embedded for that)."""
+class Similarities:
+    """The query's cosine to passages, from their kept vectors (``stored``:
+    :class:`PassageVectors` or :class:`StoredVectors`) and the query's
+    vector (``query_vector``: :class:`QueryVectors`). ``(query, texts)``:
+    what the rerank weighs; :meth:`of_keys`: what the search asks for its
+    relevance floor after LightRAG's own rerank call, naming the cards'
+    passages by :func:`content_key` (the query's vector is kept from that
+    call, the passages' are looked up: no embedding, no BM25)."""
 
-    def similarities(query: str, texts: list[str]) -> list[float | None] | None:
-        vectors = stored.lookup(texts)
+    def __init__(self, stored, query_vector):
+        self.stored = stored
+        self.query_vector = query_vector
+
+    def __call__(self, query: str, texts: list[str]) -> list[float | None] | None:
+        return self._cosines(query, self.stored.lookup(texts))
+
+    def of_keys(self, query: str, keys: list[bytes]) -> list[float | None] | None:
+        return self._cosines(query, self.stored.lookup_keys(keys))
+
+    def _cosines(self, query: str, vectors: list) -> list[float | None] | None:
+        """None for a passage with no kept vector; None overall when none has
+        one (nothing is embedded for that)."""
         if all(v is None for v in vectors):
             return None
-        q = query_vector(query)
+        q = self.query_vector(query)
         if q is None:
             return None
         return [None if v is None else round(cosine(v, q), 6) for v in vectors]
 
-    return similarities
+
+def similarity_source(stored, query_vector) -> Similarities:
+    return Similarities(stored, query_vector)
+
+
+MAX_KEYS = 500
+
+
+def similarities_response(body: dict, similarities: Similarities | None) -> dict:
+    """The answer to ``/v1/rerank/similarities``: ``{query, keys: [hex
+    content_key]}`` -> ``{"similarities": [cosine or null, ...]}`` in the
+    keys' order (all null when no vector is kept for any)."""
+    query, keys = body.get("query"), body.get("keys")
+    if not isinstance(query, str) or not query.strip():
+        raise RerankRequestError("'query' must be a non-empty string")
+    if not isinstance(keys, list) or len(keys) > MAX_KEYS:
+        raise RerankRequestError("'keys' must be a list of at most %d hex keys" % MAX_KEYS)
+    try:
+        raw = [bytes.fromhex(k) for k in keys]
+    except (TypeError, ValueError):
+        raise RerankRequestError("each key must be a hex string") from None
+    cosines = similarities.of_keys(query, raw) if similarities is not None and raw else None
+    return {"model": RERANK_MODEL, "similarities": cosines or [None] * len(raw)}
 
 
 def rerank_response(body: dict, similarities=None) -> dict:
     """The answer to one ``/v1/rerank`` request (Cohere/Jina shape).
     ``similarities``: ``(query, texts) -> cosines`` (:func:`similarity_source`);
-    each result then also carries its ``query_similarity``: the app, which
-    asks for its search's rerank itself, decides its relevance floor from
-    them (:func:`mnote.text.relevance.match_confidence`) without a second call."""
+    each result then also carries its ``query_similarity`` (the search reads
+    the cards' cosines afterwards by key: :func:`similarities_response`)."""
     query = body.get("query")
     documents = body.get("documents")
     if not isinstance(query, str) or not query.strip():

@@ -10,6 +10,7 @@ rerank returned) use the same ones.
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import re
 
@@ -42,11 +43,20 @@ def tokens(text: str) -> list[str]:
     return out
 
 
-# The relevance floor's measure (see match_confidence): how far the best of the
-# first passages stands out from the rest, plus this much of the query's words
-# they hold. Chosen on the question set's tuned part (bench/rerank_tuning.py).
+def content_key(text: str) -> bytes:
+    """A passage's key: the rerank keeps each passage's vector under it, and
+    the search names the passages whose cosine it wants by it (hex) instead
+    of sending their text again."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+# The relevance floor's measure (see match_confidence). Chosen on the question
+# set's tuned part (bench/rerank_tuning.py: the most no-answer questions held
+# back at 5 % of answerable ones, then the best separation of the two).
 CONFIDENCE_FIRST = 3
-COVERAGE_WEIGHT = 0.1
+STAND_OUT_WEIGHT = 3.0
+COVERAGE_WEIGHT = 0.2
+ABSENT_WEIGHT = 0.3
 
 
 @functools.lru_cache(maxsize=1024)  # the cards' chunks come back search after search
@@ -54,10 +64,14 @@ def token_set(text: str) -> frozenset[str]:
     return frozenset(tokens(text))
 
 
+def query_words(query: str) -> set[str]:
+    return {t for t in tokens(query) if "_" not in t}
+
+
 def word_coverage(query: str, documents: list[str], first: int = CONFIDENCE_FIRST) -> float:
     """The share of the query's words (weighted by their rarity among the
     documents; a word none of them has weighs most) that the first documents hold."""
-    words = {t for t in tokens(query) if "_" not in t}
+    words = query_words(query)
     if not words or not documents:
         return 0.0
     held = [token_set(d) for d in documents]
@@ -67,18 +81,41 @@ def word_coverage(query: str, documents: list[str], first: int = CONFIDENCE_FIRS
     return sum(weight[w] for w in words if w in found) / sum(weight.values())
 
 
-def match_confidence(query: str, documents: list[str], cosines: list[float | None]) -> float | None:
+def absent_words(query: str, documents: list[str]) -> float:
+    """The share of the query's words that none of the documents holds (a
+    question about something the library never mentions: "Kubernetes",
+    "ibuprofen", "年假")."""
+    words = query_words(query)
+    if not words:
+        return 1.0
+    held = set().union(*(token_set(d) for d in documents)) if documents else set()
+    return sum(w not in held for w in words) / len(words)
+
+
+def _median(values: list[float]) -> float:
+    values = sorted(values)
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+
+
+def match_confidence(query: str, documents: list[str], cosines: list[float | None],
+                     candidates: list[str] | None = None, candidate_cosines: list[float | None] | None = None,
+                     ) -> float | None:
     """How well the first documents (in the order given: the page's) match the
     query, for the relevance floor: the best cosine among the first
-    CONFIDENCE_FIRST above the median cosine of all of them (a question the
+    CONFIDENCE_FIRST, plus STAND_OUT_WEIGHT times how far it stands above the
+    median cosine of all the candidates LightRAG found (a question the
     library answers has a passage that stands out from the rest; one it does
     not answer gets a flat field), plus COVERAGE_WEIGHT times
-    :func:`word_coverage`. None without cosines."""
-    known = [c for c in cosines if c is not None]
+    :func:`word_coverage`, less ABSENT_WEIGHT times :func:`absent_words` among
+    the candidates. ``candidates`` and their cosines default to the
+    documents'. None without cosines."""
     best = [c for c in cosines[:CONFIDENCE_FIRST] if c is not None]
-    if not best:
+    if candidates is None or candidate_cosines is None:
+        candidates, candidate_cosines = documents, cosines
+    known = [c for c in candidate_cosines if c is not None]
+    if not best or not known:
         return None
-    known.sort()
-    middle = len(known) // 2
-    median = known[middle] if len(known) % 2 else (known[middle - 1] + known[middle]) / 2
-    return round(max(best) - median + COVERAGE_WEIGHT * word_coverage(query, documents), 6)
+    top = max(best)
+    return round(top + STAND_OUT_WEIGHT * (top - _median(known)) + COVERAGE_WEIGHT * word_coverage(query, documents)
+                 - ABSENT_WEIGHT * absent_words(query, candidates), 6)

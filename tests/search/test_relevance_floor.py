@@ -10,6 +10,7 @@ import pytest
 
 from mnote.search import confidence
 from mnote.stack.rerank import RERANK_MODEL
+from mnote.text.relevance import content_key
 from tests.app_requests import post
 from tests.factories import indexed_source
 from tests.lightrag_fakes import named_chunk, recorded
@@ -17,18 +18,21 @@ from tests.lightrag_fakes import named_chunk, recorded
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 RERANK_URL = "http://model.test/v1/rerank"
+SIMILARITIES_URL = RERANK_URL + "/similarities"
 NEAR = "Purchase approval needs two signatures from the budget holder before any order is placed."
 FAR = "The canteen opens at eight and closes after lunch."
 
 
 class LightRAGWithEmbeddedRerank:
-    """/query/data answers ``chunks`` (the dense order); the rerank puts the
-    last first and gives each passage its cosine from ``cosines``."""
+    """/query/data answers ``chunks``, reranked as LightRAG does with the
+    embedded rerank (the last first) unless asked not to; the rerank's
+    similarities route gives each passage, named by its key, its cosine
+    from ``cosines``."""
 
     def __init__(self, chunks, cosines):
         self.chunks = chunks
-        self.cosines = cosines
-        self.rerank_asks: list[dict] = []
+        self.cosines = {content_key(c["content"]).hex(): cos for c, cos in zip(chunks, cosines)}
+        self.similarity_asks: list[dict] = []
         self.query_asks: list[dict] = []
 
     def handler(self, request: httpx.Request) -> httpx.Response:
@@ -38,17 +42,17 @@ class LightRAGWithEmbeddedRerank:
                       "rerank_model": RERANK_MODEL, "rerank_binding_host": RERANK_URL}
             return httpx.Response(status, json={**body, "configuration": config})
         if request.url.path == "/query/data":
-            self.query_asks.append(json.loads(request.content))
+            asked = json.loads(request.content)
+            self.query_asks.append(asked)
+            chunks = self.chunks if asked.get("enable_rerank") is False else self.chunks[::-1]
             refs = list({c["file_path"]: {"reference_id": c["reference_id"], "file_path": c["file_path"]}
-                         for c in self.chunks}.values())
-            return httpx.Response(200, json={"status": "success", "data": {"chunks": self.chunks, "references": refs}})
-        if str(request.url) == RERANK_URL:
+                         for c in chunks}.values())
+            return httpx.Response(200, json={"status": "success", "data": {"chunks": chunks, "references": refs}})
+        if str(request.url) == SIMILARITIES_URL:
             body = json.loads(request.content)
-            self.rerank_asks.append(body)
-            order = reversed(range(len(body["documents"])))
-            results = [{"index": i, "relevance_score": 1.0 - n / 10, "query_similarity": self.cosines[i]}
-                       for n, i in enumerate(order)]
-            return httpx.Response(200, json={"model": RERANK_MODEL, "results": results})
+            self.similarity_asks.append(body)
+            return httpx.Response(200, json={"model": RERANK_MODEL,
+                                             "similarities": [self.cosines.get(k) for k in body["keys"]]})
         raise AssertionError(f"unexpected request {request.url}")
 
 
@@ -92,10 +96,10 @@ def test_a_search_nothing_matches_well_says_so_and_folds_its_cards_one_click_awa
     folded = page[start:page.index("</details>", start)]
     assert "Show the 2 weak matches anyway" in folded
     assert folded.count('class="card source-card') == 2
-    # One rerank call per search, by the search, of LightRAG's candidates as it
-    # stored them; LightRAG does not rerank them itself as well.
-    assert [ask["documents"] for ask in fake.rerank_asks] == [[NEAR, FAR]]
-    assert fake.query_asks[-1]["enable_rerank"] is False
+    # LightRAG reranks; the floor then asks the rerank for the cards' cosines
+    # by key, in the page's order, without sending their text again.
+    assert fake.query_asks[-1].get("enable_rerank") is not False
+    assert [ask["keys"] for ask in fake.similarity_asks] == [[content_key(FAR).hex(), content_key(NEAR).hex()]]
 
 
 def test_the_results_come_in_the_reranks_order(member_client, settings, library):
@@ -168,16 +172,16 @@ def test_without_the_embedded_rerank_no_floor_is_applied(member_client, settings
 
     assert "Nothing in the library matches this search well." not in page
     assert result["lowConfidence"] is False
-    assert fake.rerank_asks == []
+    assert fake.similarity_asks == []
 
 
-def test_a_rerank_that_does_not_answer_leaves_lightrags_order_and_no_floor(member_client, settings, library):
+def test_a_rerank_that_gives_no_similarities_leaves_no_floor(member_client, settings, library):
     fake = serve_scripted(settings, _below())
     original = fake.handler
     settings.MNOTE_LIGHTRAG_TRANSPORT = httpx.MockTransport(
-        lambda request: httpx.Response(503) if str(request.url) == RERANK_URL else original(request)
+        lambda request: httpx.Response(503) if str(request.url) == SIMILARITIES_URL else original(request)
     )
     result = post(member_client, "/api/search", {"query": "canteen vegetarian menu"}).json()
 
-    assert [r["fileName"] for r in result["results"]] == ["handbook.docx", "2026-10.md"]
+    assert [r["fileName"] for r in result["results"]] == ["2026-10.md", "handbook.docx"]
     assert result["lowConfidence"] is False
