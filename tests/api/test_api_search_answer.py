@@ -35,3 +35,11 @@ def test_a_quote_holding_text_that_is_no_character_still_reaches_the_agent(membe
     [citation] = response.json()["results"]
     assert citation["sourcePath"] == "manuals/log.txt"
     assert "\ud800" in citation["displayQuote"]
+
+
+def test_a_streamed_answer_refuses_an_unknown_scope_before_it_starts(member_client, fake_lightrag, gamma):
+    fake_lightrag.on("GET", "/health", "health.json")
+    response = post(member_client, "/api/query", {"query": "mirror coating chamber", "stream": True,
+                                                  "sourcePaths": ["manulas"]})  # fmt: skip
+    assert response.status_code == 404
+    assert response.json()["error"]["unknownPaths"] == ["manulas"]
