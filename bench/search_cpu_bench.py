@@ -2,7 +2,7 @@
 bench drives), the search page's htmx results and the whole search page,
 against a LightRAG stand-in that costs this thread nothing.
 
-    .venv/bin/python bench/search_cpu_bench.py [--n 200] [--chunks 20] [--blocks 600] [--profile] [--port 18710]
+    .venv/bin/python bench/search_cpu_bench.py [--n 200] [--chunks 20] [--blocks 600] [--breakdown] [--profile] [--against CHECKOUT] [--port 18710]
 
 The library is mapping_bench's synthetic DOCX-style document (sidecar, chunk
 store, one indexed registry row); LightRAG's ``/query/data`` answer holds
@@ -14,6 +14,13 @@ for the pages. Per kind, after a warm-up: the median CPU time of this thread
 per request (``time.thread_time``, which load on the machine does not
 stretch), the SQL queries per request, and with ``--profile`` a cProfile of
 the ``--n`` requests of each kind (cumulative and own time).
+
+``--against CHECKOUT`` (a copy of main, say ``git worktree`` or ``git archive``
+into a folder): /api/search with that checkout's API search code and this
+one's, swapped in one process every 15 requests, 300 requests each, their
+JSON checked equal: the same-run baseline for a change to the API's search
+path (two processes run one after the other differ by more than such a
+change on a busy machine).
 """
 
 from __future__ import annotations
@@ -182,6 +189,59 @@ def set_up(port: int, chunks_in_answer: int, blocks: int):
     return api, pages
 
 
+def api_code_of(checkout: Path) -> tuple:
+    """Another checkout's API search code (``views.search_result``,
+    ``views._agent_json``, the token lookup ``ApiTokenQuerySet.authenticate``),
+    loaded beside this one's: its views module as a module of its own (it
+    imports the rest from this checkout), the lookup compiled in this
+    checkout's models module (a second models module would register the models again)."""
+    import ast
+    import importlib.util
+
+    from mnote.api import models
+
+    spec = importlib.util.spec_from_file_location("other_api_views", checkout / "mnote" / "api" / "views.py")
+    other_views = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(other_views)
+    tree = ast.parse((checkout / "mnote" / "api" / "models.py").read_text())
+    queryset = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ApiTokenQuerySet")
+    method = next(n for n in queryset.body if isinstance(n, ast.FunctionDef) and n.name == "authenticate")
+    namespace = dict(vars(models))
+    exec(compile(ast.Module([method], []), str(checkout / "mnote" / "api" / "models.py"), "exec"), namespace)
+    return other_views.search_result, other_views._agent_json, namespace["authenticate"]
+
+
+def against(request, checkout: Path, blocks: int = 20, per_block: int = 15) -> dict:
+    """CPU per API search of this checkout's search code and ``checkout``'s, in
+    this process, swapped every ``per_block`` requests (the order turned each
+    block), so load on the machine lands on both alike; their JSON must agree."""
+    from mnote.api import models, views
+
+    def install(parts):
+        views.search_result, views._agent_json, models.ApiTokenQuerySet.authenticate = parts
+
+    mine = (views.search_result, views._agent_json, models.ApiTokenQuerySet.authenticate)
+    codes = {"this checkout": mine, str(checkout): api_code_of(checkout)}
+    answers, cpu = {}, {name: [] for name in codes}
+    try:
+        for name, parts in codes.items():
+            install(parts)
+            for _ in range(10):
+                response = request()
+            answers[name] = json.loads(response.content)
+        assert len({json.dumps(a, sort_keys=True) for a in answers.values()}) == 1, "the two answer differently"
+        for block in range(blocks):
+            for name in list(codes) if block % 2 == 0 else reversed(list(codes)):
+                install(codes[name])
+                for _ in range(per_block):
+                    started = time.thread_time()
+                    request()
+                    cpu[name].append(time.thread_time() - started)
+    finally:
+        install(mine)
+    return {name: round(statistics.median(times) * 1000, 2) for name, times in cpu.items()}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=200, help="requests per kind (after 20 of warm-up)")
@@ -190,6 +250,8 @@ def main(argv=None) -> int:
     parser.add_argument("--port", type=int, default=18710, help="the stand-in's port")
     parser.add_argument("--profile", action="store_true", help="also cProfile the requests of each kind")
     parser.add_argument("--breakdown", action="store_true", help="also the CPU ms of each piece (no profiler)")
+    parser.add_argument("--against", type=Path, metavar="CHECKOUT",
+                        help="also /api/search with another checkout's API search code, alternated in this process")
     parser.add_argument("--kinds", default="api,partial,page", help="which of api, partial, page")
     args = parser.parse_args(argv)
 
@@ -238,6 +300,9 @@ def main(argv=None) -> int:
             stats.sort_stats("cumulative").print_stats(60)
             stats.sort_stats("tottime").print_stats(40)
             print(f"--- cProfile: {args.n} {kind} requests ---\n{out.getvalue()}", flush=True)
+        if kind == "api" and args.against:
+            results["against"] = against(request, args.against)
+            print("CPU ms per /api/search, alternated in one process:", json.dumps(results["against"]), flush=True)
         if kind == "api":
             print("SQL:", *(sql[:300] for sql in queries), sep="\n  ")
     print(json.dumps({"chunks": args.chunks, "blocks": args.blocks, "n": args.n, "python": sys.version.split()[0],
