@@ -30,8 +30,12 @@ class ApiTokenQuerySet(models.QuerySet):
         """The token with this key, when its user is active; its last use is noted."""
         if not key:
             return None
-        token = self.select_related("user").filter(key_hash=hash_key(key)).first()
-        if token is None or not token.user.is_active:
+        try:
+            # The key's hash is unique: get(), not first(), which would sort by the model's ordering.
+            token = self.select_related("user").get(key_hash=hash_key(key))
+        except self.model.DoesNotExist:
+            return None
+        if not token.user.is_active:
             return None
         now = timezone.now()
         if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
