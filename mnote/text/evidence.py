@@ -208,13 +208,23 @@ def evidence_span(
     weights = _unit_weights(units, query_set)
     total = sum(weights.values()) or 1.0
     blend = meaning if meaning is not None and len(meaning) == len(spans) else None
+    # Without the embedder's blend a run's score is that of the query terms
+    # it holds, so a run that starts on, or grows by, a sentence adding none
+    # scores as a shorter run and never wins: it is not scored (this is most
+    # of a search's evidence time). Only when some sentence holds a term:
+    # else every run scores 0 and the shortest wins.
+    prune = blend is None and any(units)
     best: tuple[tuple[float, int], int, int] | None = None
     for i in range(len(spans)):
+        if prune and not units[i]:
+            continue
         held: set[str] = set()
         close = 0.0
         for j in range(i, len(spans)):
             if j > i and spans[j][1] - spans[i][0] > width:
                 break
+            if prune and j > i and units[j] <= held:
+                continue
             held |= units[j]
             score = sum(weights[u] for u in held) / total
             if blend is not None:
