@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from array import array
 from bisect import bisect_left
 from collections import defaultdict
 from dataclasses import dataclass, replace
@@ -199,6 +200,33 @@ def _exact_places(text: str, exact: str, limit: int = 200) -> list[int]:
     return places
 
 
+@lru_cache(maxsize=4)
+def _spaced(text: str) -> tuple[str, array]:
+    """``text`` with each run of white space made one space, and where each
+    of its characters stands in ``text`` (one per new version, as ``_words_of``)."""
+    out, origin, space = [], array("i"), False
+    for i, ch in enumerate(text):
+        if ch.isspace():
+            if not space:
+                out.append(" ")
+                origin.append(i)
+            space = True
+            continue
+        space = False
+        out.append(ch)
+        origin.append(i)
+    return "".join(out), origin
+
+
+def _spaced_places(text: str, exact: str, limit: int = 200) -> list[tuple[int, int]]:
+    """Where the quote stands with other white space between its words: spans in ``text``."""
+    needle = " ".join(exact.split())
+    if not needle:
+        return []
+    spaced, origin = _spaced(text)
+    return [(origin[p], origin[p + len(needle) - 1] + 1) for p in _exact_places(spaced, needle, limit)]
+
+
 def _nearness(selector: Selector, place: int, old_length: int, new_length: int) -> float:
     """0-1: how near ``place`` is to where the quote stood, relative to each text's length."""
     if selector.start is None or not old_length or not new_length:
@@ -263,20 +291,22 @@ def reanchor(selector: Selector, text: str, old_length: int | None = None) -> Re
     if not exact.strip() or not text:
         return Reanchored("removed")
     old_length = old_length or (selector.end or 0) + len(selector.suffix) or len(text)
-    places = _exact_places(text, exact)
-    if places:
-        def agreement(p: int) -> tuple[float, float]:
-            context = _context_score(text, selector, p, p + len(exact)) + _both_sides(text, selector, p, p + len(exact))
-            return context, _nearness(selector, p, old_length, len(text))
+    # The same characters, or the same characters with other white space
+    # between them (a paragraph wrapped again: a PDF's lines and pages break
+    # elsewhere once words above them change).
+    spans = [(p, p + len(exact)) for p in _exact_places(text, exact)] or _spaced_places(text, exact)
+    if spans:
+        def agreement(span: tuple[int, int]) -> tuple[float, float]:
+            context = _context_score(text, selector, *span) + _both_sides(text, selector, *span)
+            return context, _nearness(selector, span[0], old_length, len(text))
 
-        best = max(places, key=agreement)
-        end = best + len(exact)
+        best, end = max(spans, key=agreement)
         context = _context_score(text, selector, best, end)
         # Several places with the same words: only the one whose context agrees is the cited one.
-        if len(places) > 1 and context < CONTEXT_AGREES:
+        if len(spans) > 1 and context < CONTEXT_AGREES:
             return Reanchored("removed")
         case = "unchanged" if context >= 80 or not (selector.prefix or selector.suffix) else "moved"
-        return Reanchored(case, best, end, exact, 100.0)
+        return Reanchored(case, best, end, text[best:end], 100.0)
     places = sorted(_close_places(selector, text), key=lambda place: -place[4])
     quote_words = _words(exact)
     # More than half of the quote's words, in order: close letters alone may
