@@ -57,6 +57,9 @@ MAX_TWINS = 8
 # Two places whose words and context score within this much of each other cannot be told apart.
 AMBIGUOUS = 15
 
+# A quote's first or last word replaced by at most this many words is taken whole.
+REACH = 3
+
 # Two spans overlapping by this much of their union are one place.
 SAME_PLACE = 0.8
 
@@ -329,6 +332,15 @@ def reanchor(selector: Selector, text: str, old_length: int | None = None) -> Re
     # Two places about as close: which one was cited cannot be told; say so, never guess.
     if not accepted or (len(places) > 1 and places[1][4] >= rank - AMBIGUOUS):
         return Reanchored("removed")
+    # A first or last word of the quote replaced by more words than one: the
+    # words up to where its context stands again are taken whole.
+    words = _words_of(text)
+    first, last = bisect_left(words.starts, start), bisect_left(words.ends, end) + 1
+    widened = _up_to_context(words, selector, (first, last))
+    if widened is not None and words.starts[widened[0]] <= start and end <= words.ends[widened[1] - 1]:
+        start, end = words.starts[widened[0]], words.ends[widened[1] - 1]
+        found = text[start:end]
+        score = fuzz.ratio(exact, found)
     return Reanchored("reworded", start, end, found, score)
 
 
@@ -405,6 +417,22 @@ def _close_places(selector: Selector, text: str, keep: int = 5, overlapping: boo
             context, worse = (max(sides), min(sides)) if sides else (0.0, 0.0)
             places.append((start, end, found, score, score + sum(sides) / max(1, len(sides)), context, worse))
     return places
+
+
+def _up_to_context(words: _Words, selector: Selector, span: tuple[int, int]) -> tuple[int, int] | None:
+    """``span`` (word indexes) widened by a few words on a side to where the
+    quote's context stands right next to it (its prefix's last word before,
+    its suffix's first word after); None when neither side widens."""
+    first, last = span
+    before, after = _words(selector.prefix)[-1:], _words(selector.suffix)[:1]
+    if not before or not after:
+        return None
+    # Within REACH words of the alignment, the nearest word of context, on both sides.
+    start = next((s + 1 for s in range(first - 1, max(-1, first - 1 - REACH), -1) if words.words[s] == before[0]), None)
+    end = next((e for e in range(last, min(len(words.words), last + REACH)) if words.words[e] == after[0]), None)
+    if start is None or end is None or start >= end or (start, end) == span:
+        return None
+    return start, end
 
 
 def word_changes(old: str, new: str) -> list[tuple[str, str]]:

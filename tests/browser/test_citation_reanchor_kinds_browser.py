@@ -45,7 +45,7 @@ def marked(page, *, located: bool = True) -> str:
 EDITS = {
     # edited how: (the sheet's rows after the edit, the case the page names, the words marked)
     "rows_inserted_above_and_row_moved": (
-        [ROWS[0], "Gas cylinders,Store,Li Na,Chained upright", ROWS[1], ROWS[3], ROWS[2]], "unchanged", CITED),
+        [ROWS[0], "Gas cylinders,Store,Li Na,Chained upright", ROWS[1], ROWS[3], ROWS[2]], "moved", CITED),
     "cell_reworded": (
         [ROWS[0], ROWS[1], ROWS[2].replace("three minutes weekly", "three minutes every Monday"), ROWS[3]],
         "reworded", "Eye wash station Lab 2 Li Na Flushed for three minutes every Monday"),

@@ -44,3 +44,11 @@ def test_a_deleted_row_of_a_sheet_is_removed_not_its_neighbour():
     old = " ".join(rows)
     selector = cited(old, rows[2])
     assert reanchor(selector, " ".join(rows[:2] + rows[3:]), len(old)).case == "removed"
+
+
+def test_a_cells_last_word_replaced_by_two_is_taken_whole():
+    rows = ["Item Room Checked by Note", "Eye wash station Lab 2 Li Na Flushed for three minutes weekly",
+            "Fire blanket Corridor Sam Reyes Seal intact and in date"]
+    old = " ".join(rows)
+    found = reanchor(cited(old, rows[1]), old.replace("minutes weekly", "minutes every Monday"), len(old))
+    assert (found.case, found.exact) == ("reworded", "Eye wash station Lab 2 Li Na Flushed for three minutes every Monday")
