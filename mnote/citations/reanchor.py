@@ -13,7 +13,9 @@ quote in the new version's text and says which case it is:
 - ``removed``: nothing close enough — the citation shows the old words and
   marks nothing, rather than the wrong place.
 
-Exact text first (the place whose context agrees best), then an alignment of
+Exact text first (the place whose context agrees best; the same characters
+with other white space between the words count as exact: a PDF's paragraph
+wrapped again breaks its lines elsewhere), then an alignment of
 the quote's words: runs of three and two of its words vote for where it
 starts in the new text, the best few places are aligned word by word (so an
 alignment starts and ends on whole words, never inside one) and scored with
@@ -25,7 +27,9 @@ and is never one of the twins (a twin standing there word for word, or a
 place at least as close to a twin that no longer stands anywhere as to the
 quote); what is left is taken when its context agrees, or when its letters
 or words are very close (moved and reworded); and never when another place
-is about as good. Pure functions on text: no Django.
+is about as good. A reworded place whose first or last word became several
+takes them whole, up to where its context stands again. Pure functions on
+text: no Django.
 """
 
 from __future__ import annotations
