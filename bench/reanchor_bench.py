@@ -460,7 +460,8 @@ def main(argv=None) -> int:
         "held_back": {"reanchor": summary(results["held"]), "naive_find": summary(baseline["held"])},
         "by_kind": {f"{part} {method} {kind}": dict(v) for (part, method, kind), v in sorted(by_kind.items())},
         # Kinds the bench takes that gave no citable passage (every sentence repeats, or none is long enough).
-        "kinds_without_passages": [k for k in (*args.kinds, *args.file_kinds) if k not in {k for k, *_ in docs} | {k for k, _ in file_docs}],
+        "kinds_without_passages": [k for k in (*args.kinds, *args.file_kinds)
+                                   if k not in {k for k, *_ in docs} | {k for k, _ in file_docs}],
         "cases_reported": {f"{part} {c}": dict(v) for (part, c), v in sorted(labels.items())},
         # Per kind and edit (re-anchor): where the misses are.
         "by_kind_and_edit": {f"{part} {kind} {c}": dict(v) for (part, kind, c), v in sorted(by_kind_case.items())},

@@ -31,7 +31,8 @@ def test_a_pdf_passage_whose_lines_break_elsewhere_is_unchanged_not_reworded():
 def test_a_pdf_passage_cut_by_a_page_break_now_is_found_whole():
     old = PAGE_1 + "\n" + PAGE_2
     quote = "Replace the intake filters when the pressure drop\r\npasses forty millibar."
-    new = PAGE_1 + "A new line above.\r\nFilters\r\nReplace the intake filters\n when the pressure drop passes forty millibar.\r\n"
+    new = (PAGE_1 + "A new line above.\r\nFilters\r\nReplace the intake filters\n"
+           "when the pressure drop passes forty millibar.\r\n")
     found = reanchor(cited(old, quote), new, len(old))
     assert found.case in ("unchanged", "moved") and found.exact.endswith("passes forty millibar.")
     assert found.score == 100.0  # the same words: nothing to show as reworded
@@ -51,4 +52,5 @@ def test_a_cells_last_word_replaced_by_two_is_taken_whole():
             "Fire blanket Corridor Sam Reyes Seal intact and in date"]
     old = " ".join(rows)
     found = reanchor(cited(old, rows[1]), old.replace("minutes weekly", "minutes every Monday"), len(old))
-    assert (found.case, found.exact) == ("reworded", "Eye wash station Lab 2 Li Na Flushed for three minutes every Monday")
+    assert found.case == "reworded"
+    assert found.exact == "Eye wash station Lab 2 Li Na Flushed for three minutes every Monday"
