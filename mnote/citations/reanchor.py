@@ -339,7 +339,8 @@ def reanchor(selector: Selector, text: str, old_length: int | None = None) -> Re
     # A first or last word of the quote replaced by more words than one: the
     # words up to where its context stands again are taken whole.
     words = _words_of(text)
-    first, last = bisect_left(words.starts, start), bisect_left(words.ends, end) + 1
+    # Its words: those that start inside it (its own punctuation at either edge aside).
+    first, last = bisect_left(words.starts, start), bisect_left(words.starts, end)
     widened = _up_to_context(words, selector, (first, last))
     if widened is not None and words.starts[widened[0]] <= start and end <= words.ends[widened[1] - 1]:
         start, end = words.starts[widened[0]], words.ends[widened[1] - 1]

@@ -54,3 +54,12 @@ def test_a_cells_last_word_replaced_by_two_is_taken_whole():
     found = reanchor(cited(old, rows[1]), old.replace("minutes weekly", "minutes every Monday"), len(old))
     assert found.case == "reworded"
     assert found.exact == "Eye wash station Lab 2 Li Na Flushed for three minutes every Monday"
+
+
+def test_a_reworded_sentence_ending_in_a_full_stop_is_not_widened_into_the_next():
+    text = ("AppArmor profiles live in /etc/apparmor.d/. "
+            "Each profile can be loaded either in enforcing or complaining mode. "
+            "The former enforces the policy and reports violation attempts.")
+    quote = "Each profile can be loaded either in enforcing or complaining mode."
+    found = reanchor(cited(text, quote), text.replace("either", "revised"), len(text))
+    assert found.case == "reworded" and found.exact == quote.replace("either", "revised")
