@@ -13,7 +13,9 @@ quote in the new version's text and says which case it is:
 - ``removed``: nothing close enough — the citation shows the old words and
   marks nothing, rather than the wrong place.
 
-Exact text first (the place whose context agrees best), then an alignment of
+Exact text first (the place whose context agrees best; the same characters
+with other white space between the words count as exact: a PDF's paragraph
+wrapped again breaks its lines elsewhere), then an alignment of
 the quote's words: runs of three and two of its words vote for where it
 starts in the new text, the best few places are aligned word by word (so an
 alignment starts and ends on whole words, never inside one) and scored with
@@ -25,13 +27,16 @@ and is never one of the twins (a twin standing there word for word, or a
 place at least as close to a twin that no longer stands anywhere as to the
 quote); what is left is taken when its context agrees, or when its letters
 or words are very close (moved and reworded); and never when another place
-is about as good. Pure functions on text: no Django.
+is about as good. A reworded place whose first or last word became several
+takes them whole, up to where its context stands again. Pure functions on
+text: no Django.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+from array import array
 from bisect import bisect_left
 from collections import defaultdict
 from dataclasses import dataclass, replace
@@ -55,6 +60,9 @@ LONG = 24
 MAX_TWINS = 8
 # Two places whose words and context score within this much of each other cannot be told apart.
 AMBIGUOUS = 15
+
+# A quote's first or last word replaced by at most this many words is taken whole.
+REACH = 3
 
 # Two spans overlapping by this much of their union are one place.
 SAME_PLACE = 0.8
@@ -199,6 +207,33 @@ def _exact_places(text: str, exact: str, limit: int = 200) -> list[int]:
     return places
 
 
+@lru_cache(maxsize=4)
+def _spaced(text: str) -> tuple[str, array]:
+    """``text`` with each run of white space made one space, and where each
+    of its characters stands in ``text`` (one per new version, as ``_words_of``)."""
+    out, origin, space = [], array("i"), False
+    for i, ch in enumerate(text):
+        if ch.isspace():
+            if not space:
+                out.append(" ")
+                origin.append(i)
+            space = True
+            continue
+        space = False
+        out.append(ch)
+        origin.append(i)
+    return "".join(out), origin
+
+
+def _spaced_places(text: str, exact: str, limit: int = 200) -> list[tuple[int, int]]:
+    """Where the quote stands with other white space between its words: spans in ``text``."""
+    needle = " ".join(exact.split())
+    if not needle:
+        return []
+    spaced, origin = _spaced(text)
+    return [(origin[p], origin[p + len(needle) - 1] + 1) for p in _exact_places(spaced, needle, limit)]
+
+
 def _nearness(selector: Selector, place: int, old_length: int, new_length: int) -> float:
     """0-1: how near ``place`` is to where the quote stood, relative to each text's length."""
     if selector.start is None or not old_length or not new_length:
@@ -263,20 +298,22 @@ def reanchor(selector: Selector, text: str, old_length: int | None = None) -> Re
     if not exact.strip() or not text:
         return Reanchored("removed")
     old_length = old_length or (selector.end or 0) + len(selector.suffix) or len(text)
-    places = _exact_places(text, exact)
-    if places:
-        def agreement(p: int) -> tuple[float, float]:
-            context = _context_score(text, selector, p, p + len(exact)) + _both_sides(text, selector, p, p + len(exact))
-            return context, _nearness(selector, p, old_length, len(text))
+    # The same characters, or the same characters with other white space
+    # between them (a paragraph wrapped again: a PDF's lines and pages break
+    # elsewhere once words above them change).
+    spans = [(p, p + len(exact)) for p in _exact_places(text, exact)] or _spaced_places(text, exact)
+    if spans:
+        def agreement(span: tuple[int, int]) -> tuple[float, float]:
+            context = _context_score(text, selector, *span) + _both_sides(text, selector, *span)
+            return context, _nearness(selector, span[0], old_length, len(text))
 
-        best = max(places, key=agreement)
-        end = best + len(exact)
+        best, end = max(spans, key=agreement)
         context = _context_score(text, selector, best, end)
         # Several places with the same words: only the one whose context agrees is the cited one.
-        if len(places) > 1 and context < CONTEXT_AGREES:
+        if len(spans) > 1 and context < CONTEXT_AGREES:
             return Reanchored("removed")
         case = "unchanged" if context >= 80 or not (selector.prefix or selector.suffix) else "moved"
-        return Reanchored(case, best, end, exact, 100.0)
+        return Reanchored(case, best, end, text[best:end], 100.0)
     places = sorted(_close_places(selector, text), key=lambda place: -place[4])
     quote_words = _words(exact)
     # More than half of the quote's words, in order: close letters alone may
@@ -299,6 +336,16 @@ def reanchor(selector: Selector, text: str, old_length: int | None = None) -> Re
     # Two places about as close: which one was cited cannot be told; say so, never guess.
     if not accepted or (len(places) > 1 and places[1][4] >= rank - AMBIGUOUS):
         return Reanchored("removed")
+    # A first or last word of the quote replaced by more words than one: the
+    # words up to where its context stands again are taken whole.
+    words = _words_of(text)
+    # Its words: those that start inside it (its own punctuation at either edge aside).
+    first, last = bisect_left(words.starts, start), bisect_left(words.starts, end)
+    widened = _up_to_context(words, selector, (first, last))
+    if widened is not None and words.starts[widened[0]] <= start and end <= words.ends[widened[1] - 1]:
+        start, end = words.starts[widened[0]], words.ends[widened[1] - 1]
+        found = text[start:end]
+        score = fuzz.ratio(exact, found)
     return Reanchored("reworded", start, end, found, score)
 
 
@@ -375,6 +422,22 @@ def _close_places(selector: Selector, text: str, keep: int = 5, overlapping: boo
             context, worse = (max(sides), min(sides)) if sides else (0.0, 0.0)
             places.append((start, end, found, score, score + sum(sides) / max(1, len(sides)), context, worse))
     return places
+
+
+def _up_to_context(words: _Words, selector: Selector, span: tuple[int, int]) -> tuple[int, int] | None:
+    """``span`` (word indexes) widened by a few words on a side to where the
+    quote's context stands right next to it (its prefix's last word before,
+    its suffix's first word after); None when neither side widens."""
+    first, last = span
+    before, after = _words(selector.prefix)[-1:], _words(selector.suffix)[:1]
+    if not before or not after:
+        return None
+    # Within REACH words of the alignment, the nearest word of context, on both sides.
+    start = next((s + 1 for s in range(first - 1, max(-1, first - 1 - REACH), -1) if words.words[s] == before[0]), None)
+    end = next((e for e in range(last, min(len(words.words), last + REACH)) if words.words[e] == after[0]), None)
+    if start is None or end is None or start >= end or (start, end) == span:
+        return None
+    return start, end
 
 
 def word_changes(old: str, new: str) -> list[tuple[str, str]]:
