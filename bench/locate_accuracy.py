@@ -910,6 +910,25 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in re.split(r"(?<=[.!?。！？])\s+|(?<=[。！？])", text) if s.strip()]
 
 
+def _cut_words(window: str, rng: random.Random) -> str:
+    """The window with its first and last words cut short (1 to 3 letters
+    off each), as a chunk cut at a token boundary starts; "" when a word is too short."""
+    words = window.split(" ")
+    if len(words) < 6 or len(words[0]) < 5 or len(words[-1]) < 5 or not words[0][:3].isalpha() or not words[-1][-3:].isalpha():
+        return ""
+    return " ".join([words[0][rng.randint(1, 3):]] + words[1:-1] + [words[-1][: -rng.randint(1, 3)]])
+
+
+def _altered(window: str, rng: random.Random) -> str:
+    """The window with one inner word (of letters, five or more) written backwards."""
+    words = window.split(" ")
+    inner = [i for i in range(2, len(words) - 2) if len(words[i]) >= 5 and words[i].isalpha() and words[i] != words[i][::-1]]
+    if len(words) < 10 or not inner:
+        return ""
+    i = rng.choice(inner)
+    return " ".join(words[:i] + [words[i][::-1]] + words[i + 1 :])
+
+
 def targets_from_units(truth: KindTruth, others: list[KindTruth], per_kind: int, rng: random.Random) -> list[Target]:
     """Targets that fit the kind: a window of a paragraph (or of a PDF page),
     one whole sentence, a heading with its section, a list item, a cell, a
@@ -935,6 +954,16 @@ def targets_from_units(truth: KindTruth, others: list[KindTruth], per_kind: int,
             if len(u.text) >= 80:
                 window = _window(u.text, rng)
                 add("window", window, window, where=u.where)
+                # As a chunk cut by tokens gives it: the first and last words cut short.
+                window = _window(u.text, rng)
+                cut = _cut_words(window, rng)
+                if cut:
+                    add("cut_window", cut, window, where=u.where)
+                # Text that differs a little (another extraction, a typo): one word changed.
+                window = _window(u.text, rng)
+                altered = _altered(window, rng)
+                if altered:
+                    add("altered", altered, window, where=u.where)
             sentences = [s for s in _sentences(u.text) if 40 <= len(s) <= 300]
             if len(sentences) >= 2:
                 sentence = rng.choice(sentences)
@@ -1150,6 +1179,11 @@ def judge(target: Target, found: bool, quote: str, block_text: str = "") -> str:
     start = hl.find(head)
     end = hl.rfind(tail)
     if start < 0 or end < 0 or end + len(tail) <= start:
+        if target.kind == "cut_window":
+            # The cited words, but not whole words (the highlight starts or ends inside one).
+            ev = skel(target.evidence)
+            if hl.find(ev[:12]) >= 0 and hl.rfind(ev[-12:]) >= 0:
+                return "landed"
         return "wrong_jump"
     exact = start <= 4 and len(hl) - (end + len(tail)) <= 4 and len(hl) <= 1.15 * len(tg) + 12
     return "exact" if exact else "landed"
@@ -1198,6 +1232,8 @@ def main(argv=None) -> int:
     parser.add_argument("--files-per-kind", type=int, default=8,
                         help="at most this many tuned and as many held-back files per kind, spread by hash (0: all; default 8)")
     parser.add_argument("--limit", type=int, default=0, help="at most this many files per kind (0: all)")
+    parser.add_argument("--page-fast-path", action="store_true",
+                        help="send locators without a chunk id, so the page anchors verbatim quotes itself (default: as a citation, by the server)")
     parser.add_argument("--part", choices=["all", "tuned", "held"], default="all", help="only the tuned or the held-back corpus files")
     parser.add_argument("--only", default="", help="only corpus files whose name contains this")
     parser.add_argument("--show-failures", choices=["none", "tuned", "held"], default="none")
@@ -1316,6 +1352,11 @@ def main(argv=None) -> int:
                 for n, ((doc, permalink), targets) in enumerate(sorted(visits.items(), key=lambda v: (v[0][0], v[0][1]))):
                     items = [{"locator": {"precision": "paragraph", "evidenceText": t.evidence, "searchQuery": t.query,
                                           "headingPath": [t.heading] if t.heading else []}, "query": t.query} for t in targets]
+                    if not args.page_fast_path:
+                        # As a citation asks: with its chunk (one the bench has not: the evidence alone), so the
+                        # server anchors it; the page's own fast path is for locators without a chunk.
+                        for item in items:
+                            item["locator"]["chunkId"] = "bench-no-such-chunk"
                     url = f"/preview/{ids[doc]}/"
                     if permalink:
                         url += "?" + urlencode({"locator": json.dumps(items[0]["locator"])})
