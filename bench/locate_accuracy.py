@@ -488,14 +488,23 @@ def _html_units(root) -> list[Unit]:
     handbook's ``div.para``) holding no other block, with their text."""
     units = []
     skip = {"script", "style", "head", "title", "nav"}
+    nested = HTML_BLOCKS | {"div", "pre", "ul", "ol", "table", "dl"}
+
+    def own_text(el) -> str:
+        # The element's text outside the blocks it holds (a paragraph holding a list keeps its words).
+        out = [el.text or ""]
+        for child in el:
+            if isinstance(child.tag, str) and _local(child.tag) not in nested and _local(child.tag) not in skip:
+                out.append(own_text(child))
+            out.append(child.tail or "")
+        return "".join(out)
+
     for el in root.iter():
         tag = _local(el.tag)
         is_block = tag in HTML_BLOCKS or (tag == "div" and "para" in (el.get("class") or "").split())
         if not is_block or any(_local(a.tag) in skip for a in el.iterancestors()):
             continue
-        if any(_local(d.tag) in HTML_BLOCKS or (_local(d.tag) in ("div", "pre", "ul", "ol", "table")) for d in el.iterdescendants()):
-            continue
-        text = _squash("".join(t for t in el.itertext() if isinstance(t, str)))
+        text = _squash(own_text(el))
         if text:
             units.append(Unit(text, HTML_ROLES.get(tag, "para")))
     return units
@@ -695,17 +704,29 @@ def read_pdf_truth(path: Path, max_pages: int = 80) -> KindTruth | None:
     return _kind_truth(path.name, "pdf", units)
 
 
+def _md_blocks(text: str) -> list[tuple[str, bool]]:
+    """(block, is fenced code) of Markdown text: blank-line paragraphs, a
+    fenced code block whole (its blank lines and "#" comments included)."""
+    out = []
+    for i, part in enumerate(re.split(r"^```[^\n]*$", text, flags=re.M)):
+        if i % 2:
+            out.append((part.strip("\n"), True))
+        else:
+            out += [(b.strip("\n"), False) for b in re.split(r"\n\s*\n", part) if b.strip()]
+    return out
+
+
 def read_plain_truth(path: Path, kind: str) -> KindTruth | None:
     """Markdown and text: the raw text's blank-line paragraphs (Markdown's
     headings, list items and table cells by their marks; fenced code left out)."""
     text = path.read_text(encoding="utf-8")
     units = []
-    for block in re.split(r"\n\s*\n", text):
-        block = block.strip("\n")
+    for block, fenced in _md_blocks(text) if kind == "markdown" else [(b.strip("\n"), False) for b in re.split(r"\n\s*\n", text)]:
         if not block.strip():
             continue
         if kind == "markdown":
-            if block.startswith("```"):
+            if fenced:
+                units.append(Unit(_squash(block), "code_block"))
                 continue
             if block.startswith("#"):
                 units.append(Unit(_squash(block.lstrip("#")), "heading"))
@@ -751,8 +772,11 @@ def _section_units(path: Path) -> list[Unit]:
     from question_library import section_markdown
 
     units = []
-    for block in section_markdown(path).split("\n\n"):
-        if not block.strip() or block.startswith("```") or block.startswith("|"):
+    for block, fenced in _md_blocks(section_markdown(path)):
+        if fenced:
+            units.append(Unit(_squash(block), "para"))
+            continue
+        if block.startswith("|"):
             continue
         if block.startswith("#"):
             units.append(Unit(_squash(block.lstrip("#")), "heading"))

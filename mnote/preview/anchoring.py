@@ -379,4 +379,5 @@ def _anchor(
         end += len(trail)
     if lead and start >= len(lead) and text_map.ink[start - len(lead) : start] == lead:
         start -= len(lead)
+    start, end = text_map.whole_words(start, end)
     return Anchor(status, score, start, end, text_map)
