@@ -302,7 +302,13 @@ def _cjk_window(text: str, rng: random.Random, n: int = 60) -> str:
     if len(text) <= n:
         return text
     start = rng.randrange(0, len(text) - n)
-    return text[start : start + n]
+    end = start + n
+    # Never inside a word of Latin letters or digits (CJK text has no word edges to keep).
+    while 0 < start < len(text) and text[start - 1].isalnum() and text[start].isalnum() and not (is_cjk(text[start - 1]) or is_cjk(text[start])):
+        start -= 1
+    while end < len(text) and text[end - 1].isalnum() and text[end].isalnum() and not (is_cjk(text[end - 1]) or is_cjk(text[end])):
+        end += 1
+    return text[start:end]
 
 
 def _query(text: str) -> str:
@@ -476,7 +482,8 @@ def _kind_truth(name: str, kind: str, units: list[Unit]) -> KindTruth | None:
     units = [u for u in units if u.text]
     if not units:
         return None
-    return KindTruth(name, kind, units, skel(" ".join(u.text for u in units)))
+    # A row repeats its cells' words: the text is the cells'.
+    return KindTruth(name, kind, units, skel(" ".join(u.text for u in units if u.role != "row")))
 
 
 def _local(tag) -> str:
@@ -839,6 +846,70 @@ def write_rtf(path: Path, units: list[Unit]) -> Path:
     return path
 
 
+def write_pptx(path: Path, units: list[Unit]) -> Path:
+    """A deck as people make one from a text: a slide per heading (and more
+    when its text runs long), its paragraphs and list items as the body, every
+    third slide's last paragraph as speaker notes."""
+    from pptx import Presentation
+
+    deck = Presentation()
+    slides: list[tuple[str, list[str]]] = []
+    for unit in units:
+        if unit.role == "heading" or not slides or len(slides[-1][1]) >= 5:
+            title = unit.text if unit.role == "heading" else f"{slides[-1][0] if slides else path.stem} ({len(slides) + 1})"
+            slides.append((title, []))
+            if unit.role == "heading":
+                continue
+        slides[-1][1].append(unit.text)
+    for n, (title, texts) in enumerate(slides):
+        slide = deck.slides.add_slide(deck.slide_layouts[1])
+        slide.shapes.title.text = title
+        notes = texts.pop() if n % 3 == 2 and len(texts) > 1 else ""
+        body = slide.placeholders[1].text_frame
+        for i, text in enumerate(texts):
+            paragraph = body.paragraphs[0] if i == 0 else body.add_paragraph()
+            paragraph.text = text
+        if notes:
+            slide.notes_slide.notes_text_frame.text = notes
+    deck.save(str(path))
+    return path
+
+
+def write_xlsx(path: Path, units: list[Unit]) -> Path:
+    """A workbook as a team keeps notes in one: a row per paragraph or list
+    item (its section's heading, the kind of text, the text), one sheet."""
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Notes"
+    sheet.append(["Section", "Kind", "Text"])
+    heading = ""
+    for unit in units:
+        if unit.role == "heading":
+            heading = unit.text
+        else:
+            sheet.append([heading, "list item" if unit.role == "item" else "paragraph", unit.text[:2000]])
+    book.save(str(path))
+    return path
+
+
+TEXLIVE_DOCS = ("texlive-humanities-doc", "texlive-lang-chinese")
+
+
+def _texlive_pdfs(work: Path) -> list[Path]:
+    """Real PDF manuals (English and Chinese) from Debian's TeX Live documentation packages, fetched once."""
+    folder = work / "texlive"
+    if not (folder / "x").is_dir():
+        import subprocess
+
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["apt-get", "download", *TEXLIVE_DOCS], cwd=folder, check=True, capture_output=True)
+        for deb in sorted(folder.glob("*.deb")):
+            subprocess.run(["dpkg-deb", "-x", str(deb), str(folder / "x")], check=True)
+    return [p for p in sorted((folder / "x").rglob("*.pdf")) if 20_000 < p.stat().st_size < 2_000_000]
+
+
 def hash_order(names) -> list[str]:
     """Names in an order that spreads them (by hash), the same every run."""
     return sorted(names, key=lambda n: hashlib.sha256(("pick-" + n).encode()).hexdigest())
@@ -856,8 +927,21 @@ def kind_candidates(kind: str, shared: Path, work: Path) -> dict:
     def copy(source: Path):
         return lambda folder: Path(shutil.copy(source, folder / source.name))
 
-    if kind in ("pdf", "pptx", "xlsx", "epub", "docx"):
-        return {p.name: copy(p) for p in sorted((corpus / kind).glob(f"*.{kind}"))}
+    if kind == "pdf":
+        out = {p.name: copy(p) for p in sorted((corpus / kind).glob("*.pdf"))}
+        for p in _texlive_pdfs(work):
+            name = f"texlive-{p.parent.name}-{p.name}"
+            out[name] = (lambda source, name: lambda folder: Path(shutil.copy(source, folder / name)))(p, name)
+        return out
+    if kind in ("pptx", "xlsx", "epub", "docx"):
+        out = {p.name: copy(p) for p in sorted((corpus / kind).glob(f"*.{kind}"))}
+        if kind in ("pptx", "xlsx"):
+            # The corpus's decks and workbooks are test files with little text: real text written as both too.
+            writer = write_pptx if kind == "pptx" else write_xlsx
+            for lang, p in _handbook_sections(work):
+                name = f"handbook-{lang}-{p.stem}.{kind}"
+                out[name] = (lambda source, name: lambda folder: writer(folder / name, _section_units(source)))(p, name)
+        return out
     if kind == "csv":
         # Real tables: the first sheet of each XLSX of the corpus, as CSV.
         def as_csv(source: Path):
@@ -878,7 +962,28 @@ def kind_candidates(kind: str, shared: Path, work: Path) -> dict:
                 return dest
             return write
 
-        return {p.stem + ".csv": as_csv(p) for p in sorted((corpus / "xlsx").glob("*.xlsx"))}
+        out = {p.stem + ".csv": as_csv(p) for p in sorted((corpus / "xlsx").glob("*.xlsx"))}
+
+        def handbook_csv(source: Path, name: str):
+            def write(folder: Path) -> Path:
+                import csv
+
+                rows, heading = [["Section", "Kind", "Text"]], ""
+                for unit in _section_units(source):
+                    if unit.role == "heading":
+                        heading = unit.text
+                    else:
+                        rows.append([heading, "list item" if unit.role == "item" else "paragraph", unit.text])
+                with open(folder / name, "w", newline="", encoding="utf-8") as f:
+                    csv.writer(f).writerows(rows)
+                return folder / name
+            return write
+
+        # Real text kept as a table too (the corpus's sheets hold little text).
+        for lang, p in _handbook_sections(work):
+            name = f"handbook-{lang}-{p.stem}.csv"
+            out[name] = handbook_csv(p, name)
+        return out
     if kind in ("html", "markdown", "text", "odt", "rtf"):
         from question_library import section_markdown
 
@@ -974,8 +1079,8 @@ def targets_from_units(truth: KindTruth, others: list[KindTruth], per_kind: int,
         if cjk and len(u.text) >= 12 and u.role != "code":
             window = _cjk_window(u.text, rng)
             add("chinese", window, window, where=u.where)
-        if u.role in ("para", "page", "shape", "note", "item") and not cjk:
-            if len(u.text) >= 80:
+        if u.role in ("para", "page", "shape", "note", "item", "cell", "row") and not cjk:
+            if len(u.text) >= 80 and (u.role not in ("cell", "row") or rng.random() < 0.5):
                 window = _window(u.text, rng)
                 add("window", window, window, where=u.where)
                 # As a chunk cut by tokens gives it: the first and last words cut short.
@@ -1000,6 +1105,11 @@ def targets_from_units(truth: KindTruth, others: list[KindTruth], per_kind: int,
             add("speaker_note", u.text, u.text, where=u.where)
         elif u.role == "cell" and 10 <= len(u.text) <= 400:
             add("cell", u.text, u.text, where=u.where)
+        elif u.role == "cell" and len(u.text) > 400 and not cjk:
+            sentences = [x for x in _sentences(u.text) if 40 <= len(x) <= 300]
+            if sentences:
+                sentence = rng.choice(sentences)
+                add("long_cell", sentence, sentence, where=u.where)
         elif u.role == "row" and 20 <= len(u.text) <= 400:
             add("row", u.text, u.text, where=u.where)
         elif u.role == "code" and i + 2 < len(units):
