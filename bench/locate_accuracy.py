@@ -1,9 +1,43 @@
-"""Jump accuracy of citations in real DOCX files (issue 10): does the preview
+"""Jump accuracy of citations in every kind of file: does the preview
 highlight exactly the cited words?
 
-    .venv/bin/python bench/locate_accuracy.py [--corpus ../shared/corpus/docx] [--per-kind 2] [--held-per-kind 12]
-                                              [--show-failures] [--no-json] [--port-base N]
+    .venv/bin/python bench/locate_accuracy.py [--kinds pdf,pptx,…] [--files-per-kind 8] [--per-kind 2] [--held-per-kind N]
+                                              [--corpus ../shared/corpus/docx] [--show-failures tuned|held] [--no-json]
+                                              [--page-fast-path] [--port-base N]
 
+Kinds: pdf, pptx, xlsx, csv, html, epub, odt, rtf, markdown, text, code,
+docx. Files: the shared corpus (../shared/corpus: PDF, PPTX, XLSX, EPUB,
+ODT, DOCX), Debian's TeX Live manuals (``texlive-humanities-doc``,
+``texlive-lang-chinese``: English and Chinese PDFs), and real text written as
+each kind the corpus lacks: the debian-handbook package's en-US and zh-CN
+section pages (fetched by bench/question_library.py) as HTML (the pages
+themselves), Markdown and text (its conversion), ODT (odfpy), RTF (written
+here), PPTX (python-pptx), XLSX (openpyxl) and CSV; code is the ``.py``
+files of a few installed libraries. ``--files-per-kind N`` takes up to N
+tuned and N held-back files per kind (spread by hash; files with next to no
+text, such as chart decks and scans, are passed over).
+
+Ground truth per kind comes from the format's own structure, never from the
+renderer or the locator: PDF pages' text from pdfium (pypdfium2), PPTX
+shapes' paragraphs, table cells and speaker notes from python-pptx, XLSX
+cells and rows from openpyxl, CSV from the csv module, HTML and EPUB blocks
+by lxml over the (X)HTML of the spine, ODT paragraphs/headings/list
+items/cells by lxml over content.xml, RTF the paragraphs it was written
+from, Markdown/text/code the raw text. Targets that fit each kind: a window
+of a paragraph (of a PDF page, a shape, a long cell or row), one whole
+sentence, the same window cut inside its first and last words (as a chunk
+cut at a token boundary starts) — exact only when the whole words are
+marked —, the window with one inner word changed (close text, aligned
+fuzzily), a heading with its section, a list item, a cell, a sheet row, a
+sentence of a long cell, a slide shape's paragraph, a speaker note, lines of
+code, Chinese text, and absent evidence (another file's passage). A PDF
+target is exact only on its own page. Locators carry a chunk id (one the
+bench has not), as a citation does, so the server anchors them
+(``--page-fast-path``: without, so the page anchors verbatim quotes itself).
+A sheet's target past the first page (500 rows) is opened through its
+permalink, the server choosing the page, as the app opens a citation.
+
+The DOCX part (issue 10), as before:
 Ground truth comes straight from each file's XML (lxml over the main part
 and footnotes.xml), never from the renderer or the locator under test. Target
 kinds: a short window of a body paragraph, a heading + its section (up to

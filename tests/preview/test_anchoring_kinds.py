@@ -64,3 +64,15 @@ def test_the_words_of_an_html_paragraph_beside_a_list_it_holds_can_be_found():
     quote = marked(html, "Most of the time this error is caused by an updated GRUB")
     assert quote == "Most of the time this error is caused by an updated GRUB"
     assert marked(html, "Reinstall GRUB on the right disk") == "Reinstall GRUB on the right disk"
+
+
+def test_a_word_changed_near_the_end_of_close_text_is_still_marked_up_to_the_passage_end():
+    html = (
+        '<p data-block-index="0">Intro words. grub relies on /etc/kernel/postinst.d/zz-update-grub and /etc/kernel/postrm.d/zz-update-grub '
+        "to call update-grub when kernels are installed or removed. Then other unrelated text follows on and on.</p>"
+    )
+    # Another extraction of the same sentence: one word garbled two words before its end.
+    cited = "grub relies on /etc/kernel/postinst.d/zz-update-grub and /etc/kernel/postrm.d/zz-update-grub to call update-grub when kernels are"
+    assert marked(html, cited + " nistalledd or removed") == cited + " installed or removed"
+    # Evidence that runs on into other words than the text's is not stretched over the text that follows.
+    assert marked(html, cited + " installed, and then a different end") == cited + " installed"
