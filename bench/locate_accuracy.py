@@ -488,9 +488,9 @@ PAGE_ROWS = 500  # mnote/preview/sheet_render.py's page size, for choosing how a
 FEW_TARGET_TYPES = {"pdf": 3, "xlsx": 2, "csv": 2, "code": 3, "pptx": 2}
 HANDBOOK_HTML = "usr/share/doc/debian-handbook/html"
 # Blocks of (X)HTML that hold text of their own; a block holding another block is left to its children.
-HTML_BLOCKS = {"p", "h1", "h2", "h3", "h4", "h5", "h6", "li", "td", "th", "dt", "dd", "blockquote", "figcaption", "caption"}
+HTML_BLOCKS = {"p", "h1", "h2", "h3", "h4", "h5", "h6", "li", "td", "th", "dt", "dd", "blockquote", "figcaption", "caption", "pre"}
 HTML_ROLES = {"h1": "heading", "h2": "heading", "h3": "heading", "h4": "heading", "h5": "heading", "h6": "heading",
-              "li": "item", "td": "cell", "th": "cell"}
+              "li": "item", "td": "cell", "th": "cell", "pre": "code_block"}
 
 
 @dataclass

@@ -191,7 +191,7 @@ def _alike_gap(cited: str, S: str, at: int, limit: int, *, at_end: bool) -> int:
         places = [len(region) - i for i in _occurrences(region, cited[:edge], 8)]
     for reach in sorted(places, key=lambda r: abs(r - n)):
         shown = region[:reach] if at_end else region[len(region) - reach :]
-        if difflib.SequenceMatcher(None, cited, shown, autojunk=False).ratio() >= 0.6:
+        if difflib.SequenceMatcher(None, cited, shown, autojunk=False).ratio() >= 0.5:
             return reach
     return 0
 
