@@ -308,7 +308,7 @@ def find_passage(
     for space, E_, H_ in tries:
         lo, hi = space.bounds(within)
         voted = _vote(space.s, E_, lo, hi)
-        if voted is not None and voted[0] >= FOUND and (best is None or voted[0] > best[1][0]):
+        if voted is not None and voted[0] >= _found_at(E_) and (best is None or voted[0] > best[1][0]):
             best = (space, voted, H_, lo, E_)
     if best is None:
         return None
@@ -320,6 +320,18 @@ def find_passage(
         # differ): the heading may stand a little further back.
         start = _heading_start(text_map, space, H_, start, lo, gap=max(HEADING_GAP, min(48, len(E) // 16)))
     return _anchor(text_map, space, "fuzzy", covered, start, end, window)
+
+
+# Close text this short (letters and digits) must share more of itself to be
+# the cited text: a module header or a title of a sibling file differs in one
+# word of four ("pygments.lexers._julia_builtins" is not "…_stata_builtins").
+SHORT_PASSAGE = 40
+FOUND_SHORT = 0.8
+
+
+def _found_at(E: str) -> float:
+    """The share of ``E`` that must be aligned in one place to call it found."""
+    return FOUND_SHORT if len(E) < SHORT_PASSAGE and not any(_is_cjk(c) for c in E[:8]) else FOUND
 
 
 def _exact(text_map: TextMap, space: _Space, E: str, H: str, cited_heading: bool, bounds: tuple[int, int], evidence: str, window: str) -> Anchor | None:

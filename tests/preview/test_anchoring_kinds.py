@@ -76,3 +76,9 @@ def test_a_word_changed_near_the_end_of_close_text_is_still_marked_up_to_the_pas
     assert marked(html, cited + " nistalledd or removed") == cited + " installed or removed"
     # Evidence that runs on into other words than the text's is not stretched over the text that follows.
     assert marked(html, cited + " installed, and then a different end") == cited + " installed"
+
+
+def test_a_short_header_of_a_sibling_file_is_not_taken_for_the_cited_one():
+    html = '<pre data-block-index="0">"""\n    pygments.lexers._stata_builtins\n    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n"""</pre>'
+    assert find_passage(build_text_map(html), '"""\npygments.lexers._julia_builtins\n~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~') is None
+    assert marked(html, "pygments.lexers._stata_builtin") == "pygments.lexers._stata_builtins"
