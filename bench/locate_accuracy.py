@@ -1,9 +1,43 @@
-"""Jump accuracy of citations in real DOCX files (issue 10): does the preview
+"""Jump accuracy of citations in every kind of file: does the preview
 highlight exactly the cited words?
 
-    .venv/bin/python bench/locate_accuracy.py [--corpus ../shared/corpus/docx] [--per-kind 2] [--held-per-kind 12]
-                                              [--show-failures] [--no-json] [--port-base N]
+    .venv/bin/python bench/locate_accuracy.py [--kinds pdf,pptx,…] [--files-per-kind 8] [--per-kind 2] [--held-per-kind N]
+                                              [--corpus ../shared/corpus/docx] [--show-failures tuned|held] [--no-json]
+                                              [--page-fast-path] [--port-base N]
 
+Kinds: pdf, pptx, xlsx, csv, html, epub, odt, rtf, markdown, text, code,
+docx. Files: the shared corpus (../shared/corpus: PDF, PPTX, XLSX, EPUB,
+ODT, DOCX), Debian's TeX Live manuals (``texlive-humanities-doc``,
+``texlive-lang-chinese``: English and Chinese PDFs), and real text written as
+each kind the corpus lacks: the debian-handbook package's en-US and zh-CN
+section pages (fetched by bench/question_library.py) as HTML (the pages
+themselves), Markdown and text (its conversion), ODT (odfpy), RTF (written
+here), PPTX (python-pptx), XLSX (openpyxl) and CSV; code is the ``.py``
+files of a few installed libraries. ``--files-per-kind N`` takes up to N
+tuned and N held-back files per kind (spread by hash; files with next to no
+text, such as chart decks and scans, are passed over).
+
+Ground truth per kind comes from the format's own structure, never from the
+renderer or the locator: PDF pages' text from pdfium (pypdfium2), PPTX
+shapes' paragraphs, table cells and speaker notes from python-pptx, XLSX
+cells and rows from openpyxl, CSV from the csv module, HTML and EPUB blocks
+by lxml over the (X)HTML of the spine, ODT paragraphs/headings/list
+items/cells by lxml over content.xml, RTF the paragraphs it was written
+from, Markdown/text/code the raw text. Targets that fit each kind: a window
+of a paragraph (of a PDF page, a shape, a long cell or row), one whole
+sentence, the same window cut inside its first and last words (as a chunk
+cut at a token boundary starts) — exact only when the whole words are
+marked —, the window with one inner word changed (close text, aligned
+fuzzily), a heading with its section, a list item, a cell, a sheet row, a
+sentence of a long cell, a slide shape's paragraph, a speaker note, lines of
+code, Chinese text, and absent evidence (another file's passage). A PDF
+target is exact only on its own page. Locators carry a chunk id (one the
+bench has not), as a citation does, so the server anchors them
+(``--page-fast-path``: without, so the page anchors verbatim quotes itself).
+A sheet's target past the first page (500 rows) is opened through its
+permalink, the server choosing the page, as the app opens a citation.
+
+The DOCX part (issue 10), as before:
 Ground truth comes straight from each file's XML (lxml over the main part
 and footnotes.xml), never from the renderer or the locator under test. Target
 kinds: a short window of a body paragraph, a heading + its section (up to
@@ -70,6 +104,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
+from urllib.parse import urlencode
 
 from lxml import etree
 from stack_harness import PASSWORD, USERNAME, in_process_app_in, log_in_page, register_indexed  # bench/stack_harness.py, beside this file
@@ -279,6 +314,8 @@ class Target:
     query: str = ""
     result: dict = field(default_factory=dict)
     baseline: dict = field(default_factory=dict)
+    file_kind: str = "docx"  # the kind of file (KIND_ORDER); ``kind`` is the kind of target
+    where: int = 0  # the PDF page (1-based) or sheet row that holds the target
 
 
 def _window(text: str, rng: random.Random, lo: int = 60, hi: int = 200) -> str:
@@ -299,7 +336,13 @@ def _cjk_window(text: str, rng: random.Random, n: int = 60) -> str:
     if len(text) <= n:
         return text
     start = rng.randrange(0, len(text) - n)
-    return text[start : start + n]
+    end = start + n
+    # Never inside a word of Latin letters or digits (CJK text has no word edges to keep).
+    while 0 < start < len(text) and text[start - 1].isalnum() and text[start].isalnum() and not (is_cjk(text[start - 1]) or is_cjk(text[start])):
+        start -= 1
+    while end < len(text) and text[end - 1].isalnum() and text[end].isalnum() and not (is_cjk(text[end - 1]) or is_cjk(text[end])):
+        end += 1
+    return text[start:end]
 
 
 def _query(text: str) -> str:
@@ -428,6 +471,712 @@ def write_adversarial(folder: Path) -> list[tuple[Path, list[Target]]]:
     return out
 
 
+# --- every other kind: ground truth from each format's own structure ---------------
+#
+# Each reader gives the file's text as *units* (a paragraph, a heading, a list
+# item, a cell, a row, a shape's paragraph, a page of a PDF, lines of code),
+# read with the format's own library or its XML — never with the renderer or
+# the locator under test. Targets are drawn from the units the same way for
+# every kind (see ``targets_from_units``).
+
+KIND_ORDER = ["pdf", "pptx", "xlsx", "csv", "html", "epub", "odt", "rtf", "markdown", "text", "code", "docx"]
+# Kinds whose preview is paged (a sheet's rows past the first page): a target
+# past the first page is opened through its permalink, as the app opens a citation.
+PAGED_KINDS = {"xlsx", "csv"}
+PAGE_ROWS = 500  # mnote/preview/sheet_render.py's page size, for choosing how a target is opened
+# Kinds with few types of target draw more of each per file.
+FEW_TARGET_TYPES = {"pdf": 3, "xlsx": 2, "csv": 2, "code": 3, "pptx": 2}
+HANDBOOK_HTML = "usr/share/doc/debian-handbook/html"
+# Blocks of (X)HTML that hold text of their own; a block holding another block is left to its children.
+HTML_BLOCKS = {"p", "h1", "h2", "h3", "h4", "h5", "h6", "li", "td", "th", "dt", "dd", "blockquote", "figcaption", "caption", "pre"}
+HTML_ROLES = {"h1": "heading", "h2": "heading", "h3": "heading", "h4": "heading", "h5": "heading", "h6": "heading",
+              "li": "item", "td": "cell", "th": "cell", "pre": "code_block"}
+
+
+@dataclass
+class Unit:
+    text: str
+    role: str  # para | heading | item | cell | row | shape | note | page | code
+    where: int = 0  # the PDF page (1-based), the sheet row
+
+
+@dataclass
+class KindTruth:
+    name: str
+    kind: str
+    units: list[Unit]
+    full: str  # skeleton of all the text
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _kind_truth(name: str, kind: str, units: list[Unit]) -> KindTruth | None:
+    units = [u for u in units if u.text]
+    if not units:
+        return None
+    # A row repeats its cells' words: the text is the cells'.
+    return KindTruth(name, kind, units, skel(" ".join(u.text for u in units if u.role != "row")))
+
+
+def _local(tag) -> str:
+    return tag.rsplit("}", 1)[-1].lower() if isinstance(tag, str) else ""
+
+
+def _html_units(root) -> list[Unit]:
+    """Blocks of an (X)HTML tree: elements of ``HTML_BLOCKS`` (and the
+    handbook's ``div.para``) holding no other block, with their text."""
+    units = []
+    skip = {"script", "style", "head", "title", "nav"}
+    nested = HTML_BLOCKS | {"div", "pre", "ul", "ol", "table", "dl"}
+
+    def own_text(el) -> str:
+        # The element's text outside the blocks it holds (a paragraph holding a list keeps its words).
+        out = [el.text or ""]
+        for child in el:
+            if isinstance(child.tag, str) and _local(child.tag) not in nested and _local(child.tag) not in skip:
+                out.append(own_text(child))
+            out.append(child.tail or "")
+        return "".join(out)
+
+    for el in root.iter():
+        tag = _local(el.tag)
+        is_block = tag in HTML_BLOCKS or (tag == "div" and "para" in (el.get("class") or "").split())
+        if not is_block or any(_local(a.tag) in skip for a in el.iterancestors()):
+            continue
+        text = _squash(own_text(el))
+        if text:
+            units.append(Unit(text, HTML_ROLES.get(tag, "para")))
+    return units
+
+
+def read_html_truth(path: Path) -> KindTruth | None:
+    from lxml import html as lxml_html
+
+    try:
+        root = lxml_html.parse(str(path)).getroot()
+    except (etree.XMLSyntaxError, OSError, ValueError):
+        return None
+    return _kind_truth(path.name, "html", _html_units(root)) if root is not None else None
+
+
+def read_epub_truth(path: Path) -> KindTruth | None:
+    try:
+        z = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError):
+        return None
+    units: list[Unit] = []
+    with z:
+        container = _read(z, "META-INF/container.xml")
+        if container is None:
+            return None
+        rootfile = next((el.get("full-path") for el in container.iter() if _local(el.tag) == "rootfile"), None)
+        opf = _read(z, rootfile) if rootfile else None
+        if opf is None:
+            return None
+        folder = str(PurePosixPath(rootfile).parent)
+        manifest = {el.get("id"): el.get("href") for el in opf.iter() if _local(el.tag) == "item"}
+        parser = etree.XMLParser(resolve_entities=False, no_network=True, recover=True)
+        for ref in (el.get("idref") for el in opf.iter() if _local(el.tag) == "itemref"):
+            href = manifest.get(ref)
+            if not href:
+                continue
+            part = str(PurePosixPath(folder) / href.split("#")[0]).lstrip("./") if folder != "." else href.split("#")[0]
+            from urllib.parse import unquote
+
+            try:
+                data = z.read(unquote(part))
+            except KeyError:
+                continue
+            root = etree.fromstring(data, parser)
+            if root is not None:
+                units += _html_units(root)
+    return _kind_truth(path.name, "epub", units)
+
+
+ODF_TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
+ODF_TABLE = "urn:oasis:names:tc:opendocument:xmlns:table:1.0"
+
+
+def _odf_text(el) -> str:
+    out = []
+
+    def walk(node) -> None:
+        for child in node:
+            tag = child.tag
+            if tag in (f"{{{ODF_TEXT}}}note", f"{{{ODF_TEXT}}}tracked-changes"):
+                pass
+            elif tag == f"{{{ODF_TEXT}}}s":
+                out.append(" ")
+            elif tag in (f"{{{ODF_TEXT}}}tab", f"{{{ODF_TEXT}}}line-break"):
+                out.append(" ")
+            else:
+                out.append(child.text or "")
+                walk(child)
+            out.append(child.tail or "")
+
+    out.append(el.text or "")
+    walk(el)
+    return _squash("".join(out))
+
+
+def read_odt_truth(path: Path) -> KindTruth | None:
+    try:
+        z = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError):
+        return None
+    with z:
+        content = _read(z, "content.xml")
+    if content is None:
+        return None
+    units = []
+    for el in content.iter(f"{{{ODF_TEXT}}}p", f"{{{ODF_TEXT}}}h"):
+        ancestors = {a.tag for a in el.iterancestors()}
+        if f"{{{ODF_TEXT}}}note" in ancestors:
+            role = "note"
+        elif f"{{{ODF_TABLE}}}table-cell" in ancestors:
+            role = "cell"
+        elif f"{{{ODF_TEXT}}}list-item" in ancestors:
+            role = "item"
+        else:
+            role = "heading" if el.tag == f"{{{ODF_TEXT}}}h" else "para"
+        units.append(Unit(_odf_text(el), role))
+    return _kind_truth(path.name, "odt", units)
+
+
+def read_pptx_truth(path: Path) -> KindTruth | None:
+    from pptx import Presentation
+    from pptx.util import Emu  # noqa: F401 (python-pptx present)
+
+    try:
+        deck = Presentation(str(path))
+    except Exception:  # a deliberately odd package: the preview's problem, no truth
+        return None
+    units: list[Unit] = []
+
+    def shapes(collection):
+        for shape in collection:
+            if getattr(shape, "shape_type", None) == 6 and hasattr(shape, "shapes"):  # a group
+                yield from shapes(shape.shapes)
+            else:
+                yield shape
+
+    try:
+        for number, slide in enumerate(deck.slides, 1):
+            for shape in shapes(slide.shapes):
+                if getattr(shape, "has_text_frame", False) and shape.has_text_frame:
+                    for p in shape.text_frame.paragraphs:
+                        units.append(Unit(_squash("".join(r.text for r in p.runs)), "shape", number))
+                if getattr(shape, "has_table", False) and shape.has_table:
+                    for row in shape.table.rows:
+                        for cell in row.cells:
+                            units.append(Unit(_squash(cell.text), "cell", number))
+            if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
+                for p in slide.notes_slide.notes_text_frame.paragraphs:
+                    units.append(Unit(_squash("".join(r.text for r in p.runs)), "note", number))
+    except Exception:
+        return None
+    return _kind_truth(path.name, "pptx", units)
+
+
+def _sheet_units(rows, kind: str) -> list[Unit]:
+    """Cells holding text, and rows whose every value is text (a number's
+    shown form is the sheet's format, which the file's values do not say)."""
+    units = []
+    for number, values in rows:
+        values = [v for v in values if v is not None and str(v).strip() != ""]
+        texts = [_squash(v) for v in values if isinstance(v, str) and not re.fullmatch(r"[-+]?[\d.,eE%]+", v.strip())]
+        for text in texts:
+            units.append(Unit(text, "cell", number))
+        if len(values) >= 2 and len(texts) == len(values):
+            units.append(Unit(" ".join(texts), "row", number))
+    return units
+
+
+def read_xlsx_truth(path: Path) -> KindTruth | None:
+    import openpyxl
+
+    try:
+        book = openpyxl.load_workbook(str(path), read_only=True, data_only=True)
+    except Exception:
+        return None
+    units: list[Unit] = []
+    try:
+        for sheet in book.worksheets:
+            if getattr(sheet, "sheet_state", "visible") != "visible":
+                continue
+            rows = ((n, row) for n, row in enumerate(sheet.iter_rows(values_only=True, max_row=3000), 1))
+            units += _sheet_units(rows, "xlsx")
+    except Exception:
+        return None
+    finally:
+        book.close()
+    return _kind_truth(path.name, "xlsx", units)
+
+
+def read_csv_truth(path: Path) -> KindTruth | None:
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(enumerate(csv.reader(f), 1))[:3000]
+    return _kind_truth(path.name, "csv", _sheet_units(rows, "csv"))
+
+
+def read_pdf_truth(path: Path, max_pages: int = 80) -> KindTruth | None:
+    import pypdfium2
+
+    try:
+        pdf = pypdfium2.PdfDocument(str(path))
+    except Exception:  # a password or a broken file: the preview's problem
+        return None
+    units = []
+    try:
+        for number in range(min(len(pdf), max_pages)):
+            page = pdf[number]
+            textpage = page.get_textpage()
+            # PDFium's hyphen at a line end (\x02, U+FFFE) is shown joined.
+            text = re.sub("[\x02\ufffe]", "", textpage.get_text_range())
+            units.append(Unit(_squash(text), "page", number + 1))
+            textpage.close()
+            page.close()
+    finally:
+        pdf.close()
+    return _kind_truth(path.name, "pdf", units)
+
+
+def _md_blocks(text: str) -> list[tuple[str, bool]]:
+    """(block, is fenced code) of Markdown text: blank-line paragraphs, a
+    fenced code block whole (its blank lines and "#" comments included)."""
+    out = []
+    for i, part in enumerate(re.split(r"^```[^\n]*$", text, flags=re.M)):
+        if i % 2:
+            out.append((part.strip("\n"), True))
+        else:
+            out += [(b.strip("\n"), False) for b in re.split(r"\n\s*\n", part) if b.strip()]
+    return out
+
+
+def read_plain_truth(path: Path, kind: str) -> KindTruth | None:
+    """Markdown and text: the raw text's blank-line paragraphs (Markdown's
+    headings, list items and table cells by their marks; fenced code left out)."""
+    text = path.read_text(encoding="utf-8")
+    units = []
+    for block, fenced in _md_blocks(text) if kind == "markdown" else [(b.strip("\n"), False) for b in re.split(r"\n\s*\n", text)]:
+        if not block.strip():
+            continue
+        if kind == "markdown":
+            if fenced:
+                units.append(Unit(_squash(block), "code_block"))
+                continue
+            if block.startswith("#"):
+                units.append(Unit(_squash(block.lstrip("#")), "heading"))
+            elif block.startswith("- "):
+                units.append(Unit(_squash(block[2:]), "item"))
+            elif block.startswith("|"):
+                for cell in block.strip("|").split("|"):
+                    units.append(Unit(_squash(cell), "cell"))
+            else:
+                units.append(Unit(_squash(block), "para"))
+        else:
+            units.append(Unit(_squash(block), "para"))
+    return _kind_truth(path.name, kind, units)
+
+
+def read_rtf_truth(path: Path) -> KindTruth | None:
+    """The paragraphs the RTF was written from (``write_rtf``), kept beside it."""
+    sidecar = path.with_suffix(".units.json")
+    units = [Unit(text, role) for text, role in json.loads(sidecar.read_text(encoding="utf-8"))]
+    return _kind_truth(path.name, "rtf", units)
+
+
+def read_code_truth(path: Path) -> KindTruth | None:
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return _kind_truth(path.name, "code", [Unit(line.strip(), "code", n) for n, line in enumerate(lines, 1) if line.strip()])
+
+
+# --- files of every kind: the shared corpus, and real text written as each format ---
+
+
+def _handbook_sections(work: Path, languages=("en-US", "zh-CN")) -> list[tuple[str, Path]]:
+    """(language, path) of the debian-handbook's section pages (fetched once by
+    bench/question_library.py's ``fetch``)."""
+    from question_library import fetch  # bench/question_library.py, beside this file
+
+    html = fetch(work)
+    return [(lang, p) for lang in languages for p in sorted((html / lang).glob("sect.*.html"))]
+
+
+def _section_units(path: Path) -> list[Unit]:
+    """A handbook section as headings, paragraphs and list items, from its
+    Markdown conversion (the question library's), for writing it as ODT/RTF."""
+    from question_library import section_markdown
+
+    units = []
+    for block, fenced in _md_blocks(section_markdown(path)):
+        if fenced:
+            units.append(Unit(_squash(block), "para"))
+            continue
+        if block.startswith("|"):
+            continue
+        if block.startswith("#"):
+            units.append(Unit(_squash(block.lstrip("#")), "heading"))
+        elif block.startswith("- "):
+            units.append(Unit(_squash(block[2:]), "item"))
+        else:
+            units.append(Unit(_squash(block), "para"))
+    return units
+
+
+def write_odt(path: Path, units: list[Unit]) -> Path:
+    from odf.opendocument import OpenDocumentText
+    from odf.text import H, List, ListItem, P
+
+    doc = OpenDocumentText()
+    for unit in units:
+        if unit.role == "heading":
+            doc.text.addElement(H(outlinelevel=2, text=unit.text))
+        elif unit.role == "item":
+            items, item = List(), ListItem()
+            item.addElement(P(text=unit.text))
+            items.addElement(item)
+            doc.text.addElement(items)
+        else:
+            doc.text.addElement(P(text=unit.text))
+    doc.save(str(path))
+    return path
+
+
+def _rtf_escape(text: str) -> str:
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch in "\\{}":
+            out.append("\\" + ch)
+        elif code < 128:
+            out.append(ch)
+        elif code < 0x10000:
+            out.append(f"\\u{code if code < 32768 else code - 65536}?")
+        else:
+            code -= 0x10000
+            for unit in (0xD800 + (code >> 10), 0xDC00 + (code & 0x3FF)):
+                out.append(f"\\u{unit - 65536}?")
+    return "".join(out)
+
+
+def write_rtf(path: Path, units: list[Unit]) -> Path:
+    """An RTF as a word processor writes one (font table, \\uN characters),
+    its paragraphs kept beside it as the ground truth."""
+    body = []
+    for unit in units:
+        if unit.role == "heading":
+            body.append(r"\pard\sb240\b\fs32 " + _rtf_escape(unit.text) + r"\b0\fs22\par")
+        elif unit.role == "item":
+            body.append(r"\pard\fi-360\li720 " + _rtf_escape(unit.text) + r"\par")
+        else:
+            body.append(r"\pard\sa200 " + _rtf_escape(unit.text) + r"\par")
+    path.write_text(r"{\rtf1\ansi\ansicpg1252\deff0{\fonttbl{\f0\fnil\fcharset0 Calibri;}}\uc1 " + "\n" + "\n".join(body) + "\n}", encoding="ascii")
+    path.with_suffix(".units.json").write_text(json.dumps([[u.text, u.role] for u in units], ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def write_pptx(path: Path, units: list[Unit]) -> Path:
+    """A deck as people make one from a text: a slide per heading (and more
+    when its text runs long), its paragraphs and list items as the body, every
+    third slide's last paragraph as speaker notes."""
+    from pptx import Presentation
+
+    deck = Presentation()
+    slides: list[tuple[str, list[str]]] = []
+    for unit in units:
+        if unit.role == "heading" or not slides or len(slides[-1][1]) >= 5:
+            title = unit.text if unit.role == "heading" else f"{slides[-1][0] if slides else path.stem} ({len(slides) + 1})"
+            slides.append((title, []))
+            if unit.role == "heading":
+                continue
+        slides[-1][1].append(unit.text)
+    for n, (title, texts) in enumerate(slides):
+        slide = deck.slides.add_slide(deck.slide_layouts[1])
+        slide.shapes.title.text = title
+        notes = texts.pop() if n % 3 == 2 and len(texts) > 1 else ""
+        body = slide.placeholders[1].text_frame
+        for i, text in enumerate(texts):
+            paragraph = body.paragraphs[0] if i == 0 else body.add_paragraph()
+            paragraph.text = text
+        if notes:
+            slide.notes_slide.notes_text_frame.text = notes
+    deck.save(str(path))
+    return path
+
+
+def write_xlsx(path: Path, units: list[Unit]) -> Path:
+    """A workbook as a team keeps notes in one: a row per paragraph or list
+    item (its section's heading, the kind of text, the text), one sheet."""
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Notes"
+    sheet.append(["Section", "Kind", "Text"])
+    heading = ""
+    for unit in units:
+        if unit.role == "heading":
+            heading = unit.text
+        else:
+            sheet.append([heading, "list item" if unit.role == "item" else "paragraph", unit.text[:2000]])
+    book.save(str(path))
+    return path
+
+
+TEXLIVE_DOCS = ("texlive-humanities-doc", "texlive-lang-chinese")
+
+
+def _texlive_pdfs(work: Path) -> list[Path]:
+    """Real PDF manuals (English and Chinese) from Debian's TeX Live documentation packages, fetched once."""
+    folder = work / "texlive"
+    if not (folder / "x").is_dir():
+        import subprocess
+
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["apt-get", "download", *TEXLIVE_DOCS], cwd=folder, check=True, capture_output=True)
+        for deb in sorted(folder.glob("*.deb")):
+            subprocess.run(["dpkg-deb", "-x", str(deb), str(folder / "x")], check=True)
+    return [p for p in sorted((folder / "x").rglob("*.pdf")) if 20_000 < p.stat().st_size < 2_000_000]
+
+
+def hash_order(names) -> list[str]:
+    """Names in an order that spreads them (by hash), the same every run."""
+    return sorted(names, key=lambda n: hashlib.sha256(("pick-" + n).encode()).hexdigest())
+
+
+CODE_PACKAGES = ("openpyxl", "markdown_it", "pptx", "docx", "pygments/lexers", "lxml/html", "ebooklib", "odf")
+
+
+def kind_candidates(kind: str, shared: Path, work: Path) -> dict:
+    """The files of one kind the bench may use: name → a function writing
+    the file into a folder (a copy of the shared corpus, or real text written
+    as this kind) and returning its path."""
+    corpus = shared / "corpus"
+
+    def copy(source: Path):
+        return lambda folder: Path(shutil.copy(source, folder / source.name))
+
+    if kind == "pdf":
+        out = {p.name: copy(p) for p in sorted((corpus / kind).glob("*.pdf"))}
+        for p in _texlive_pdfs(work):
+            name = f"texlive-{p.parent.name}-{p.name}"
+            out[name] = (lambda source, name: lambda folder: Path(shutil.copy(source, folder / name)))(p, name)
+        return out
+    if kind in ("pptx", "xlsx", "epub", "docx"):
+        out = {p.name: copy(p) for p in sorted((corpus / kind).glob(f"*.{kind}"))}
+        if kind in ("pptx", "xlsx"):
+            # The corpus's decks and workbooks are test files with little text: real text written as both too.
+            writer = write_pptx if kind == "pptx" else write_xlsx
+            for lang, p in _handbook_sections(work):
+                name = f"handbook-{lang}-{p.stem}.{kind}"
+                out[name] = (lambda source, name: lambda folder: writer(folder / name, _section_units(source)))(p, name)
+        return out
+    if kind == "csv":
+        # Real tables: the first sheet of each XLSX of the corpus, as CSV.
+        def as_csv(source: Path):
+            def write(folder: Path) -> Path | None:
+                import csv
+
+                import openpyxl
+
+                try:
+                    book = openpyxl.load_workbook(str(source), read_only=True, data_only=True)
+                    rows = list(book.worksheets[0].iter_rows(values_only=True, max_row=3000))
+                    book.close()
+                except Exception:
+                    return None
+                dest = folder / (source.stem + ".csv")
+                with open(dest, "w", newline="", encoding="utf-8") as f:
+                    csv.writer(f).writerows(["" if v is None else str(v) for v in row] for row in rows)
+                return dest
+            return write
+
+        out = {p.stem + ".csv": as_csv(p) for p in sorted((corpus / "xlsx").glob("*.xlsx"))}
+
+        def handbook_csv(source: Path, name: str):
+            def write(folder: Path) -> Path:
+                import csv
+
+                rows, heading = [["Section", "Kind", "Text"]], ""
+                for unit in _section_units(source):
+                    if unit.role == "heading":
+                        heading = unit.text
+                    else:
+                        rows.append([heading, "list item" if unit.role == "item" else "paragraph", unit.text])
+                with open(folder / name, "w", newline="", encoding="utf-8") as f:
+                    csv.writer(f).writerows(rows)
+                return folder / name
+            return write
+
+        # Real text kept as a table too (the corpus's sheets hold little text).
+        for lang, p in _handbook_sections(work):
+            name = f"handbook-{lang}-{p.stem}.csv"
+            out[name] = handbook_csv(p, name)
+        return out
+    if kind in ("html", "markdown", "text", "odt", "rtf"):
+        from question_library import section_markdown
+
+        suffix = {"html": ".html", "markdown": ".md", "text": ".txt", "odt": ".odt", "rtf": ".rtf"}[kind]
+
+        def written(source: Path, name: str):
+            def write(folder: Path) -> Path:
+                dest = folder / name
+                if kind == "html":
+                    shutil.copy(source, dest)
+                elif kind in ("markdown", "text"):
+                    dest.write_text(section_markdown(source), encoding="utf-8")
+                elif kind == "odt":
+                    write_odt(dest, _section_units(source))
+                else:
+                    write_rtf(dest, _section_units(source))
+                return dest
+            return write
+
+        out = {}
+        for lang, p in _handbook_sections(work):
+            name = f"handbook-{lang}-{p.stem}{suffix}"
+            out[name] = written(p, name)
+        if kind == "odt":
+            out |= {p.name: copy(p) for p in sorted((corpus / "odt").glob("*.odt"))}
+        return out
+    if kind == "code":
+        site = next((REPO_DIR / ".venv" / "lib").glob("python3*/site-packages"))
+        out = {}
+        for package in CODE_PACKAGES:
+            for p in sorted((site / package).glob("*.py")):
+                if 2_000 < p.stat().st_size < 200_000:
+                    name = f"{package.replace('/', '-')}-{p.name}"
+                    out[name] = (lambda source, name: lambda folder: Path(shutil.copy(source, folder / name)))(p, name)
+        return out
+    return {}
+
+
+def read_kind_truth(kind: str, path: Path):
+    readers = {"pdf": read_pdf_truth, "pptx": read_pptx_truth, "xlsx": read_xlsx_truth, "csv": read_csv_truth,
+               "html": read_html_truth, "epub": read_epub_truth, "odt": read_odt_truth, "rtf": read_rtf_truth,
+               "code": read_code_truth, "docx": read_truth}
+    try:
+        if kind in ("markdown", "text"):
+            return read_plain_truth(path, kind)
+        return readers[kind](path)
+    except Exception as e:  # a reader's failure leaves the file out, and says so
+        print(f"  no ground truth for {path.name}: {type(e).__name__}: {str(e)[:100]}", flush=True)
+        return None
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in re.split(r"(?<=[.!?。！？])\s+|(?<=[。！？])", text) if s.strip()]
+
+
+def _cut_words(window: str, rng: random.Random) -> str:
+    """The window with its first and last words cut short (1 to 3 letters
+    off each), as a chunk cut at a token boundary starts; "" when a word is too short."""
+    words = window.split(" ")
+    if len(words) < 6 or len(words[0]) < 5 or len(words[-1]) < 5 or not words[0][:3].isalpha() or not words[-1][-3:].isalpha():
+        return ""
+    return " ".join([words[0][rng.randint(1, 3):]] + words[1:-1] + [words[-1][: -rng.randint(1, 3)]])
+
+
+def _altered(window: str, rng: random.Random) -> str:
+    """The window with one inner word (of letters, five or more) written backwards."""
+    words = window.split(" ")
+    inner = [i for i in range(2, len(words) - 2) if len(words[i]) >= 5 and words[i].isalpha() and words[i] != words[i][::-1]]
+    if len(words) < 10 or not inner:
+        return ""
+    i = rng.choice(inner)
+    return " ".join(words[:i] + [words[i][::-1]] + words[i + 1 :])
+
+
+def targets_from_units(truth: KindTruth, others: list[KindTruth], per_kind: int, rng: random.Random) -> list[Target]:
+    """Targets that fit the kind: a window of a paragraph (or of a PDF page),
+    one whole sentence, a heading with its section, a list item, a cell, a
+    sheet row, a slide shape's paragraph, a speaker note, lines of code,
+    Chinese text; and absent evidence from another file of the same kind."""
+    found: dict[str, list[Target]] = defaultdict(list)
+
+    def add(kind: str, evidence: str, target: str, heading: str = "", where: int = 0) -> None:
+        if len(found[kind]) >= per_kind or not _unique(truth, target) or any(t.target == target for t in found[kind]):
+            return
+        found[kind].append(Target(truth.name, kind, evidence, target, heading, _query(target), file_kind=truth.kind, where=where))
+
+    units = truth.units
+    order = list(range(len(units)))
+    rng.shuffle(order)
+    for i in order:
+        u = units[i]
+        cjk = sum(is_cjk(c) for c in u.text) > len(u.text) * 0.3
+        if cjk and len(u.text) >= 12 and u.role != "code":
+            window = _cjk_window(u.text, rng)
+            add("chinese", window, window, where=u.where)
+        if u.role in ("para", "page", "shape", "note", "item", "cell", "row") and not cjk:
+            if len(u.text) >= 80 and (u.role not in ("cell", "row") or rng.random() < 0.5):
+                window = _window(u.text, rng)
+                add("window", window, window, where=u.where)
+                # As a chunk cut by tokens gives it: the first and last words cut short.
+                window = _window(u.text, rng)
+                cut = _cut_words(window, rng)
+                if cut:
+                    add("cut_window", cut, window, where=u.where)
+                # Text that differs a little (another extraction, a typo): one word changed.
+                window = _window(u.text, rng)
+                altered = _altered(window, rng)
+                if altered:
+                    add("altered", altered, window, where=u.where)
+            sentences = [s for s in _sentences(u.text) if 40 <= len(s) <= 300]
+            if len(sentences) >= 2:
+                sentence = rng.choice(sentences)
+                add("sentence", sentence, sentence, where=u.where)
+        if u.role == "item" and 15 <= len(u.text) <= 600 and not cjk:
+            add("list_item", u.text, u.text)
+        elif u.role == "shape" and 15 <= len(u.text) <= 600 and not cjk:
+            add("shape_para", u.text, u.text, where=u.where)
+        elif u.role == "note" and truth.kind == "pptx" and 15 <= len(u.text) <= 600:
+            add("speaker_note", u.text, u.text, where=u.where)
+        elif u.role == "cell" and 10 <= len(u.text) <= 400:
+            add("cell", u.text, u.text, where=u.where)
+        elif u.role == "cell" and len(u.text) > 400 and not cjk:
+            sentences = [x for x in _sentences(u.text) if 40 <= len(x) <= 300]
+            if sentences:
+                sentence = rng.choice(sentences)
+                add("long_cell", sentence, sentence, where=u.where)
+        elif u.role == "row" and 20 <= len(u.text) <= 400:
+            add("row", u.text, u.text, where=u.where)
+        elif u.role == "code" and i + 2 < len(units):
+            lines = [units[j].text for j in range(i, i + rng.choice((1, 2, 3)))]
+            text = "\n".join(lines)
+            if 30 <= len(text) <= 300 and all(units[j].where == u.where + (j - i) for j in range(i, i + len(lines))):
+                add("code_lines", text, text, where=u.where)
+        if u.role == "heading" and not cjk:
+            section = []
+            for q in units[i + 1 :]:
+                if q.role == "heading":
+                    break
+                section.append(q.text)
+                if len(" ".join(section)) > 1500:
+                    break
+            text = " ".join(section)
+            if len(text) > 1500:
+                text = text[:1500].rsplit(" ", 1)[0]
+            if len(text) >= 40:
+                add("heading_section", f"{u.text} — {text}", f"{u.text} {text}", u.text)
+    for other in rng.sample(others, min(len(others), 6)):
+        candidates = [u.text for u in other.units if len(u.text) >= 60 and u.role != "code"]
+        if other.kind == "code":
+            candidates = ["\n".join(x.text for x in other.units[j : j + 3]) for j in range(0, max(0, len(other.units) - 3), 7)]
+            candidates = [c for c in candidates if len(c) >= 40]
+        if not candidates:
+            continue
+        window = _window(rng.choice(candidates), rng)
+        if skel(window) and skel(window) not in truth.full and len(found["absent"]) < max(1, per_kind // 2):
+            found["absent"].append(Target(truth.name, "absent", window, "", "", _query(window), file_kind=truth.kind))
+    return [t for ts in found.values() for t in ts]
+
+
 # --- the app -------------------------------------------------------------------------
 
 
@@ -498,10 +1247,40 @@ LOCATE = """async (items) => {
     // image placeholders are the renderer's (the XML has none; LightRAG numbers lists its own way).
     const own = Array.from(d.querySelectorAll("mark.mnote-hit")).filter((m) => !m.closest(SOFT)).map((m) => m.textContent).join("");
     const startBlock = located.blockIndex == null ? null : d.querySelector(`[data-block-index="${located.blockIndex}"]`);
-    out.push({ status: located.status, error: located.error || "", quote: located.quote || "", marks, own, ms, timing,
+    // A PDF marks boxes on the page image: the page and words of its text
+    // match are asked again with the page's own request (the server caches it).
+    let pdf = null;
+    const docEl = d.getElementById("document");
+    if (docEl && docEl.dataset.kind === "pdf" && (located.status === "exact" || located.status === "fuzzy")) {
+      const url = new URL(docEl.dataset.findUrl, frame.contentWindow.location.origin);
+      url.searchParams.set("evidence", item.locator.evidenceText || "");
+      url.searchParams.set("query", item.locator.searchQuery || "");
+      const answer = await (await fetch(url, { credentials: "same-origin" })).json();
+      pdf = { page: answer.page, text: answer.text || "", pages: located.pages || [] };
+    }
+    out.push({ status: located.status, error: located.error || "", quote: located.quote || "", marks, own, ms, timing, pdf,
                blockText: startBlock ? startBlock.textContent : "" });
   }
   return out;
+}"""
+
+# A permalink's own locate (the preview opened at the passage, the page
+# chosen by the server): its answer, once the page has drawn it.
+INITIAL = """async () => {
+  const frame = document.getElementById("bench-frame");
+  const d = frame.contentDocument;
+  const SOFT = ".docx-label, .docx-note-label, .docx-image-placeholder, .docx-hf-label";
+  const docEl = d.getElementById("document");
+  const t0 = performance.now();
+  while (!docEl.dataset.initialStatus && performance.now() - t0 < 30000) await new Promise((r) => setTimeout(r, 50));
+  const status = docEl.dataset.initialStatus || "timeout";
+  const hits = Array.from(d.querySelectorAll("mark.mnote-hit"));
+  const marks = hits.map((m) => m.textContent).join("");
+  const own = hits.filter((m) => !m.closest(SOFT)).map((m) => m.textContent).join("");
+  const first = hits.length ? hits[0].closest("[data-block-index]") : null;
+  return [{ status, error: "", quote: marks, marks, own, ms: performance.now() - t0, pdf: null,
+            timing: { via: "permalink", anchorMs: null, drawMs: null, requestMs: null, serverMs: null, serverCpuMs: null },
+            blockText: first ? first.textContent : "" }];
 }"""
 
 # The naive baseline: the first block holding the bare query.
@@ -540,14 +1319,15 @@ def _cpu_seconds(pid: int) -> float:
     return total
 
 
-def run_document(page, cdp, url: str, items: list[dict], web_pid: int | None = None) -> dict:
-    """Open ``url`` in the bench frame, locate each item, then run the
-    baseline. Returns {"problem"} or {"results", "browser_cpu_s", "server_cpu_s"}."""
+def run_document(page, cdp, url: str, items: list[dict], web_pid: int | None = None, initial: bool = False) -> dict:
+    """Open ``url`` in the bench frame, locate each item (``initial``: take
+    the permalink's own locate of its one item), then run the baseline.
+    Returns {"problem"} or {"results", "browser_cpu_s", "server_cpu_s"}."""
     loaded = page.evaluate(LOAD, url)
     if loaded.get("problem"):
         return loaded
     task0, cpu0 = _task_seconds(cdp), _cpu_seconds(web_pid) if web_pid else 0.0
-    results = page.evaluate(LOCATE, items)
+    results = page.evaluate(INITIAL) if initial else page.evaluate(LOCATE, items)
     task1, cpu1 = _task_seconds(cdp), _cpu_seconds(web_pid) if web_pid else 0.0
     for r, b in zip(results, page.evaluate(BASELINE, items)):
         r["baseline"] = b
@@ -567,6 +1347,11 @@ def judge(target: Target, found: bool, quote: str, block_text: str = "") -> str:
     start = hl.find(head)
     end = hl.rfind(tail)
     if start < 0 or end < 0 or end + len(tail) <= start:
+        if target.kind == "cut_window":
+            # The cited words, but not whole words (the highlight starts or ends inside one).
+            ev = skel(target.evidence)
+            if hl.find(ev[:12]) >= 0 and hl.rfind(ev[-12:]) >= 0:
+                return "landed"
         return "wrong_jump"
     exact = start <= 4 and len(hl) - (end + len(tail)) <= 4 and len(hl) <= 1.15 * len(tg) + 12
     return "exact" if exact else "landed"
@@ -611,7 +1396,12 @@ def main(argv=None) -> int:
     parser.add_argument("--corpus", type=Path, default=default_corpus)
     parser.add_argument("--per-kind", type=int, default=2, help="targets per kind per document (default 2)")
     parser.add_argument("--held-per-kind", type=int, default=0, help="targets per kind per held-back document (default: --per-kind)")
-    parser.add_argument("--limit", type=int, default=0, help="at most this many corpus files (0: all)")
+    parser.add_argument("--kinds", default=",".join(KIND_ORDER), help=f"kinds of file, comma-separated (default: all: {','.join(KIND_ORDER)})")
+    parser.add_argument("--files-per-kind", type=int, default=8,
+                        help="at most this many tuned and as many held-back files per kind, spread by hash (0: all; default 8)")
+    parser.add_argument("--limit", type=int, default=0, help="at most this many files per kind (0: all)")
+    parser.add_argument("--page-fast-path", action="store_true",
+                        help="send locators without a chunk id, so the page anchors verbatim quotes itself (default: as a citation, by the server)")
     parser.add_argument("--part", choices=["all", "tuned", "held"], default="all", help="only the tuned or the held-back corpus files")
     parser.add_argument("--only", default="", help="only corpus files whose name contains this")
     parser.add_argument("--show-failures", choices=["none", "tuned", "held"], default="none")
@@ -633,51 +1423,76 @@ def main(argv=None) -> int:
                                         "loadavg_end": os.getloadavg(), "report": report}, indent=1, ensure_ascii=False) + "\n")
             print(f"written {path.relative_to(REPO_DIR)}")
         return 0 if not report.get("outside_chunk") else 1
-    corpus = args.corpus
-    if not corpus.is_dir():
-        raise SystemExit(f"no DOCX corpus at {corpus} (give --corpus)")
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    unknown = set(kinds) - set(KIND_ORDER)
+    if unknown:
+        raise SystemExit(f"unknown kinds {sorted(unknown)}; choose from {','.join(KIND_ORDER)}")
+    if "docx" in kinds and not args.corpus.is_dir():
+        raise SystemExit(f"no DOCX corpus at {args.corpus} (give --corpus)")
     rng = random.Random(args.seed)
     loadavg_start = os.getloadavg()
     tmp = Path(tempfile.mkdtemp(prefix="mnote-locate-accuracy-"))
     web = None
     try:
         env, data_dir, base_dir = in_process_app_in(tmp, "bench", **NO_RENDER_BUDGET)
-        files = sorted(corpus.glob("*.docx"))
-        if args.only:
-            files = [f for f in files if args.only in f.name]
-        if args.part != "all":
-            files = [f for f in files if held_back(f.name) == (args.part == "held")]
-        if args.limit:
-            files = files[: args.limit]
-        truths = {}
-        for f in files:
-            truth = read_truth(f)
-            if truth is not None:
-                shutil.copy(f, base_dir / "bench" / f.name)
-                truths[f.name] = truth
+        shared = args.corpus.parent.parent
+        truths: dict[str, object] = {}  # "kind/name" → its ground truth
+        own_docs: set[str] = set()  # "docx/name" of the adversarial documents written here
         all_targets: list[Target] = []
+        for kind in kinds:
+            folder = base_dir / "bench" / kind
+            folder.mkdir(parents=True, exist_ok=True)
+            candidates = kind_candidates(kind, shared, Path(tempfile.gettempdir()) / "mnote-question-library")
+            if kind == "docx":
+                candidates = {p.name: (lambda source: lambda folder: Path(shutil.copy(source, folder / source.name)))(p)
+                              for p in sorted(args.corpus.glob("*.docx"))}
+            names = [n for n in hash_order(candidates) if args.only in n]
+            if args.part != "all":
+                names = [n for n in names if held_back(n) == (args.part == "held")]
+            kind_truths, taken = {}, Counter()
+            cap = args.limit or args.files_per_kind
+            for name in names:
+                part = "held" if held_back(name) else "tuned"
+                if cap and taken[part] >= cap:
+                    continue
+                path = candidates[name](folder)
+                truth = read_kind_truth(kind, path) if path else None
+                # A file with next to no text of its own (a chart deck, a scan) gives no targets.
+                if truth is None or (kind != "docx" and sum(len(u.text) >= 15 for u in truth.units) < 2):
+                    continue
+                kind_truths[name] = truth
+                taken[part] += 1
+            names = sorted(kind_truths)
+            for name in names:
+                others = [kind_truths[n] for n in names if n != name]
+                draw = targets_of if kind == "docx" else targets_from_units
+                wider = FEW_TARGET_TYPES.get(kind, 1)
+                drawn = draw(kind_truths[name], others, args.per_kind * wider, rng)
+                if held_back(name) and args.held_per_kind > args.per_kind:
+                    # A wider measurement of the held-back part, drawn with a
+                    # generator of its own, so the tuned part's targets stay the same.
+                    drawn = draw(kind_truths[name], others, args.held_per_kind * wider, random.Random(f"{args.seed}-held-{name}"))
+                for t in drawn:
+                    t.file_kind = kind
+                all_targets += drawn
+                truths[f"{kind}/{name}"] = kind_truths[name]
+            if kind == "docx" and not args.only and args.part != "held":
+                for path, targets in write_adversarial(folder):
+                    for t in targets:
+                        t.file_kind = "docx"
+                    all_targets += targets
+                    own_docs.add(f"docx/{path.name}")
         names = sorted(truths)
-        for name in names:
-            others = [truths[n] for n in names if n != name]
-            drawn = targets_of(truths[name], others, args.per_kind, rng)
-            if held_back(name) and args.held_per_kind > args.per_kind:
-                # A wider measurement of the held-back part, drawn with a
-                # generator of its own, so the tuned part's targets stay the same.
-                drawn = targets_of(truths[name], others, args.held_per_kind, random.Random(f"{args.seed}-held-{name}"))
-            all_targets += drawn
-        own = write_adversarial(base_dir / "bench")
-        for _, targets in own:
-            all_targets += targets
         import django
 
         django.setup()
         from mnote.stack.processes import StackConfig, web_process
         from mnote.stack.managed import free_port
 
-        paths = [base_dir / "bench" / n for n in names] + [p for p, _ in own]
-        ids = register_indexed("Accuracy bench", "bench", {path.name: path for path in paths})
-        print(f"{len(names)} corpus files ({sum(held_back(n) for n in names)} held back), "
-              f"{len(all_targets)} targets: {dict(Counter(t.kind for t in all_targets))}", flush=True)
+        paths = {key: base_dir / "bench" / key for key in names} | {key: base_dir / "bench" / key for key in own_docs}
+        ids = register_indexed("Accuracy bench", "bench", paths)
+        print(f"{len(names)} files ({sum(held_back(n.split('/', 1)[1]) for n in names)} held back), {len(all_targets)} targets: "
+              f"{dict(Counter(t.file_kind for t in all_targets))}; {dict(Counter(t.kind for t in all_targets))}", flush=True)
         port = args.port_base or free_port()
         web = web_process(StackConfig(data_dir=data_dir), "127.0.0.1", port, env)
         web.start()
@@ -686,9 +1501,12 @@ def main(argv=None) -> int:
 
         from playwright.sync_api import sync_playwright
 
-        by_doc: dict[str, list[Target]] = defaultdict(list)
+        # One visit per document; a sheet's target past its first page is a
+        # visit of its own, through the permalink (the server picks the page).
+        visits: dict[tuple, list[Target]] = defaultdict(list)
         for t in all_targets:
-            by_doc[t.doc].append(t)
+            paged = t.file_kind in PAGED_KINDS and t.where > PAGE_ROWS
+            visits[(f"{t.file_kind}/{t.doc}", id(t) if paged else 0)].append(t)
         problems = {}
         cpu_totals, cpu_docs = Counter(), []
         with sync_playwright() as p:
@@ -699,12 +1517,20 @@ def main(argv=None) -> int:
                 cdp = context.new_cdp_session(page)
                 cdp.send("Performance.enable")
                 log_in_page(page, base_url)
-                for n, (doc, targets) in enumerate(sorted(by_doc.items())):
+                for n, ((doc, permalink), targets) in enumerate(sorted(visits.items(), key=lambda v: (v[0][0], v[0][1]))):
                     items = [{"locator": {"precision": "paragraph", "evidenceText": t.evidence, "searchQuery": t.query,
                                           "headingPath": [t.heading] if t.heading else []}, "query": t.query} for t in targets]
+                    if not args.page_fast_path:
+                        # As a citation asks: with its chunk (one the bench has not: the evidence alone), so the
+                        # server anchors it; the page's own fast path is for locators without a chunk.
+                        for item in items:
+                            item["locator"]["chunkId"] = "bench-no-such-chunk"
+                    url = f"/preview/{ids[doc]}/"
+                    if permalink:
+                        url += "?" + urlencode({"locator": json.dumps(items[0]["locator"])})
                     page.goto(f"{base_url}/")
                     try:
-                        answer = run_document(page, cdp, f"/preview/{ids[doc]}/", items, web.process.pid)
+                        answer = run_document(page, cdp, url, items, web.process.pid, initial=bool(permalink))
                     except Exception as e:  # a page that never loads is reported, not fatal
                         answer = {"problem": str(e)[:200]}
                     if answer.get("problem"):
@@ -719,31 +1545,47 @@ def main(argv=None) -> int:
                     cpu_docs.append((1000 * answer["browser_cpu_s"] / len(targets), 1000 * answer["server_cpu_s"] / len(targets)))
                     for t, r in zip(targets, answer["results"]):
                         found = r["status"] in ("exact", "fuzzy")
-                        t.result = {"verdict": judge(t, found, r["own"], r["blockText"]), "ms": r["ms"], "status": r["status"],
-                                    "quote": (r["quote"] or "")[:300], "error": r["error"], "timing": r["timing"]}
+                        if t.file_kind == "pdf":
+                            # Boxes on a page image, no text marked: the page and words of the text match drawn.
+                            pdf = r.get("pdf") or {}
+                            found = found and bool(pdf.get("page"))
+                            verdict = judge(t, found, pdf.get("text") or "")
+                            if found and t.kind != "absent" and pdf.get("page") != t.where:
+                                verdict = "wrong_jump"
+                            quote = pdf.get("text") or ""
+                        else:
+                            verdict, quote = judge(t, found, r["own"], r["blockText"]), r["quote"] or ""
+                        t.result = {"verdict": verdict, "ms": r["ms"], "status": r["status"],
+                                    "quote": quote[:300], "error": r["error"], "timing": r["timing"]}
                         if r["status"] == "timeout" or r["error"]:
                             print(f"  {doc}: {t.kind} {r['status']} {r['error']}", flush=True)
-                        t.baseline = {"verdict": judge(t, r["baseline"]["found"], r["baseline"]["quote"], r["baseline"]["blockText"]), "ms": r["baseline"]["ms"],
-                                      "quote": r["baseline"]["quote"][:300]}
+                        b = r["baseline"]
+                        t.baseline = {"verdict": judge(t, b["found"], b["quote"], b["blockText"]), "ms": b["ms"], "quote": b["quote"][:300]}
                     if n % 20 == 0:
-                        print(f"  {n + 1}/{len(by_doc)} documents", flush=True)
+                        print(f"  {n + 1}/{len(visits)} visits", flush=True)
                 context.close()
             finally:
                 browser.close()
-        groups = {
-            "tuned": [t for t in all_targets if t.doc in truths and not held_back(t.doc)],
-            "held_back": [t for t in all_targets if t.doc in truths and held_back(t.doc)],
-            "own_adversarial": [t for t in all_targets if t.doc not in truths],
-        }
-        report = {g: {"mnote": summarise(ts, "result"), "naive_baseline": summarise(ts, "baseline")} for g, ts in groups.items()}
-        print_report(report)
-        report["locate_cost"] = locate_cost(all_targets, cpu_totals, cpu_docs)
-        print_cost(report["locate_cost"])
+        report = {}
+        for kind in kinds:
+            of_kind = [t for t in all_targets if t.file_kind == kind]
+            groups = {
+                "tuned": [t for t in of_kind if f"{kind}/{t.doc}" not in own_docs and not held_back(t.doc)],
+                "held_back": [t for t in of_kind if f"{kind}/{t.doc}" not in own_docs and held_back(t.doc)],
+            }
+            if kind == "docx":
+                groups["own_adversarial"] = [t for t in of_kind if f"{kind}/{t.doc}" in own_docs]
+            report[kind] = {g: {"mnote": summarise(ts, "result"), "naive_baseline": summarise(ts, "baseline")} for g, ts in groups.items()}
+        print_kinds(report)
+        cost = locate_cost(all_targets, cpu_totals, cpu_docs)
+        print_cost(cost)
         if args.show_failures != "none":
-            group = "tuned" if args.show_failures == "tuned" else "held_back"
-            for t in groups[group] + (groups["own_adversarial"] if group == "tuned" else []):
-                if t.result["verdict"] not in ("exact", "refused"):
-                    print(f"- {t.result['verdict']} {t.kind} {t.doc}: evidence {t.evidence[:120]!r}\n    got {t.result.get('quote', '')[:160]!r}")
+            want_held = args.show_failures == "held"
+            for t in all_targets:
+                own = f"{t.file_kind}/{t.doc}" in own_docs
+                if (held_back(t.doc) and not own) != want_held or t.result["verdict"] in ("exact", "refused"):
+                    continue
+                print(f"- {t.result['verdict']} {t.file_kind}:{t.kind} {t.doc} (at {t.where}): evidence {t.evidence[:150]!r}\n    got {t.result.get('quote', '')[:200]!r}")
         if problems:
             print(f"{len(problems)} documents the preview could not show: " + ", ".join(f"{d} ({m[:60]})" for d, m in list(problems.items())[:8]))
         if not args.no_json:
@@ -751,10 +1593,11 @@ def main(argv=None) -> int:
             RESULTS_FILE.write_text(json.dumps({
                 "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "command": "bench/locate_accuracy.py " + " ".join(argv or sys.argv[1:]),
-                "corpus_files": len(names), "held_back_files": sum(held_back(n) for n in names),
+                "files": dict(Counter(n.split("/", 1)[0] for n in names)),
+                "held_back_files": dict(Counter(n.split("/", 1)[0] for n in names if held_back(n.split("/", 1)[1]))),
                 "targets": len(all_targets), "preview_problems": problems,
                 "loadavg_start": loadavg_start, "loadavg_end": os.getloadavg(), "nproc": os.cpu_count(),
-                "report": report,
+                "report": report, "locate_cost": cost,
             }, indent=1, ensure_ascii=False) + "\n")
             print(f"written {RESULTS_FILE.relative_to(REPO_DIR)}")
         return 0
@@ -961,6 +1804,23 @@ def print_cost(cost: dict) -> None:
     for via, c in cost["via"].items():
         print(f"  anchored by {via:6}: {c['locates']:4} locates, median {c['median_ms']} ms (anchor {c['anchor_ms']}, draw {c['draw_ms']}, "
               f"request {c['request_ms']}, server {c['server_ms']} of which CPU {c['server_cpu_ms']})")
+
+
+KIND_COLUMNS = [("targets", "present_targets"), ("top-1 exact", "top1_exact"), ("%", "top1_exact_pct"), ("landed", "landed"),
+                ("wrong", "wrong_jumps"), ("not found", "honest_not_found"), ("absent", "absent"), ("refused", "absent_refused")]
+
+
+def print_kinds(report: dict) -> None:
+    """One row per kind and part: ours, and the naive baseline beside it."""
+    print(f"{'kind':9}{'part':17}" + "".join(f"{h:>12}" for h, _ in KIND_COLUMNS) + f"{'baseline %':>12}{'base wrong':>12}")
+    for kind, parts in report.items():
+        for part, sides in parts.items():
+            ours, base = sides["mnote"], sides["naive_baseline"]
+            print(f"{kind:9}{part:17}" + "".join(f"{str(ours[c]):>12}" for _, c in KIND_COLUMNS)
+                  + f"{str(base['top1_exact_pct']):>12}{str(base['wrong_jumps']):>12}")
+    for kind, parts in report.items():
+        for part, sides in parts.items():
+            print(f"  {kind} {part} by target: {sides['mnote']['by_kind']}")
 
 
 def print_report(report: dict) -> None:

@@ -136,9 +136,11 @@ def _vote(S: str, E: str, lo: int, hi: int) -> tuple[float, int, int] | None:
     cluster = sorted(_chain(votes, j, i, k, n, tolerance), key=lambda v: v[1])
     covered = _coverage(cluster, k, n)
     first, last = cluster[0], cluster[-1]
-    start = first[2] - (first[1] if first[1] <= k else 0)
+    head_gap = first[1]
+    start = first[2] - (head_gap if head_gap <= k else _alike_gap(E[:head_gap], S, first[2], lo, at_end=False))
     tail = n - (last[1] + k)
-    end = last[2] + k + (tail if tail <= k else 0)
+    after = last[2] + k
+    end = after + (tail if tail <= k else _alike_gap(E[n - tail :], S, after, hi, at_end=True))
     # Snap the edges to the nearest place of the passage's own first and last characters.
     for m in sorted({min(n, 16), min(n, 10), min(n, 6)}, reverse=True):
         places = _occurrences(S, E[:m], 8, max(lo, start - k), min(hi, start + k + m))
@@ -167,6 +169,35 @@ def _vote(S: str, E: str, lo: int, hi: int) -> tuple[float, int, int] | None:
                 end = i + m
                 break
     return covered, max(lo, start), min(hi, end)
+
+
+def _alike_gap(cited: str, S: str, at: int, limit: int, *, at_end: bool) -> int:
+    """How far the passage reaches past its last aligned seed (``at_end``:
+    from ``at`` on; else back from ``at``): over the cited text's own edge
+    written a little differently (a word changed or misspelt near the
+    passage's start or end) — at most ``EDGE_GAP`` characters, ending on the
+    passage's own last (first) letters and close to them — else 0: other
+    text the document does not share is never taken in."""
+    n = len(cited)
+    if n > EDGE_GAP:
+        return 0
+    edge, slack = min(4, n), max(2, n // 4)
+    if at_end:
+        region = S[at : min(limit, at + n + slack)]
+        places = [i + edge for i in _occurrences(region, cited[-edge:], 8)]
+    else:
+        first = max(limit, at - n - slack)
+        region = S[first:at]
+        places = [len(region) - i for i in _occurrences(region, cited[:edge], 8)]
+    for reach in sorted(places, key=lambda r: abs(r - n)):
+        shown = region[:reach] if at_end else region[len(region) - reach :]
+        if difflib.SequenceMatcher(None, cited, shown, autojunk=False).ratio() >= 0.5:
+            return reach
+    return 0
+
+
+# The most characters of a passage's edge that differ from the text and are still taken in.
+EDGE_GAP = 40
 
 
 def _chain(votes: list[tuple[int, int, int]], j: int, i: int, k: int, n: int, tolerance: int) -> list[tuple[int, int, int]]:
@@ -277,7 +308,7 @@ def find_passage(
     for space, E_, H_ in tries:
         lo, hi = space.bounds(within)
         voted = _vote(space.s, E_, lo, hi)
-        if voted is not None and voted[0] >= FOUND and (best is None or voted[0] > best[1][0]):
+        if voted is not None and voted[0] >= _found_at(E_) and (best is None or voted[0] > best[1][0]):
             best = (space, voted, H_, lo, E_)
     if best is None:
         return None
@@ -289,6 +320,18 @@ def find_passage(
         # differ): the heading may stand a little further back.
         start = _heading_start(text_map, space, H_, start, lo, gap=max(HEADING_GAP, min(48, len(E) // 16)))
     return _anchor(text_map, space, "fuzzy", covered, start, end, window)
+
+
+# Close text this short (letters and digits) must share more of itself to be
+# the cited text: a module header or a title of a sibling file differs in one
+# word of four ("pygments.lexers._julia_builtins" is not "…_stata_builtins").
+SHORT_PASSAGE = 40
+FOUND_SHORT = 0.8
+
+
+def _found_at(E: str) -> float:
+    """The share of ``E`` that must be aligned in one place to call it found."""
+    return FOUND_SHORT if len(E) < SHORT_PASSAGE and not any(_is_cjk(c) for c in E[:8]) else FOUND
 
 
 def _exact(text_map: TextMap, space: _Space, E: str, H: str, cited_heading: bool, bounds: tuple[int, int], evidence: str, window: str) -> Anchor | None:
@@ -379,4 +422,5 @@ def _anchor(
         end += len(trail)
     if lead and start >= len(lead) and text_map.ink[start - len(lead) : start] == lead:
         start -= len(lead)
+    start, end = text_map.whole_words(start, end)
     return Anchor(status, score, start, end, text_map)

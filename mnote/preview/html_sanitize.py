@@ -244,11 +244,26 @@ def number_blocks(container: etree._Element, start: int = 0) -> int:
     headings ``data-heading-level``; returns the next index."""
     index = start
     block_set = set(BLOCK_TAGS)
+
+    def loose_text(el) -> str:
+        # The words of ``el`` outside the blocks it holds.
+        out = [el.text or ""]
+        for child in el:
+            if isinstance(child.tag, str) and child.tag not in block_set and not any(
+                isinstance(d.tag, str) and d.tag in block_set for d in child.iterdescendants()
+            ):
+                out.append("".join(child.itertext()))
+            out.append(child.tail or "")
+        return "".join(out)
+
     for el in container.iter(*BLOCK_TAGS):
-        # A list item or quote holding paragraphs is scored through its paragraphs.
+        # A list item or quote holding paragraphs is scored through its
+        # paragraphs; its own words beside them (a DocBook ``div.para``'s
+        # text before its list) are a block too, or the locator never sees them.
         if any(isinstance(d.tag, str) and d.tag in block_set for d in el.iterdescendants()):
-            continue
-        if not "".join(el.itertext()).strip():
+            if not loose_text(el).strip():
+                continue
+        elif not "".join(el.itertext()).strip():
             continue
         el.set("data-block-index", str(index))
         if el.tag[0] == "h" and el.tag[1:].isdigit():

@@ -22,7 +22,8 @@ log = logging.getLogger(__name__)
 # 5: HTML through nh3; sheets wide, formatted and merged; ODT numbered lists; PPTX footers and charts; RTF hidden text.
 # 6: every kind rendered in a child; a sheet's pages all from one render; blank renders refused.
 # 7: sheets' row numbers and corner are presentation; a code block is focusable (it scrolls).
-RENDERER_VERSION = "7"
+# 8: an HTML/EPUB block holding other blocks is a block too when it has words of its own beside them.
+RENDERER_VERSION = "8"
 
 
 class RenderRefused(Exception):

@@ -29,6 +29,8 @@ FOUND = 0.6
 # At most this many places per seed; a seed found more often says nothing.
 SEED_HITS = 24
 QUOTE_CONTEXT = 32
+# The most characters a passage's edge moves to reach a word's edge.
+MAX_WORD_WIDEN = 40
 
 
 @lru_cache(maxsize=4096)
@@ -200,6 +202,31 @@ class TextMap:
             return True
         neighbour = self.ink[ink - 1] if before else self.ink[ink]
         return not neighbour.isalnum()
+
+    def whole_words(self, start: int, end: int) -> tuple[int, int]:
+        """``[start, end)`` widened to whole words: a passage never starts or
+        ends inside a word ("aumont" of "Beaumont", a chunk cut at a token
+        boundary). Not through CJK text, which has no word boundaries, and at
+        most ``MAX_WORD_WIDEN`` characters on each side."""
+
+        def inside(ink: int) -> bool:
+            # ``ink - 1`` and ``ink`` are letters or digits of one word: no space, no block edge between.
+            if ink <= 0 or ink >= len(self.ink) or ink in self._run_start_set:
+                return False
+            before, after = self.ink[ink - 1], self.ink[ink]
+            if not (before.isalnum() and after.isalnum()) or _is_cjk(before) or _is_cjk(after):
+                return False
+            return self._ink_text[ink] == self._ink_text[ink - 1] + 1
+
+        for _ in range(MAX_WORD_WIDEN):
+            if not inside(start):
+                break
+            start -= 1
+        for _ in range(MAX_WORD_WIDEN):
+            if not inside(end):
+                break
+            end += 1
+        return start, end
 
     def heading_before(self, ink: int) -> str:
         """The skeleton of the last heading that starts at or before ``ink``."""

@@ -157,8 +157,9 @@ class _TextIndex:
             if not on_page:
                 continue
             first, end = min(on_page), max(on_page) + 1
-            if span.method == "fuzzy":
-                first, end = _whole_words(self.pages[p], first, end)
+            # A passage never starts or ends inside a word: a fuzzy window may
+            # cut one, and so may exact evidence cut from a chunk at a token boundary.
+            first, end = _whole_words(self.pages[p], first, end)
             boxes = boxes_of(p, first, end)
             part_rects = _line_rects(boxes) if boxes else []
             parts.append({"page": p + 1, "rects": part_rects})
