@@ -16,7 +16,7 @@ import time
 from mnote.kinds import kind_of
 from mnote.library.models import Source
 from mnote.library.source_files import SourceUnavailable, open_source_file, source_real_path
-from mnote.preview.place_index import build_place_index, has_places, index_written, write_place_index, write_refusal
+from mnote.preview.place_index import build_place_index, has_places, index_written, place_index_path, write_place_index, write_refusal
 
 log = logging.getLogger(__name__)
 
@@ -64,12 +64,13 @@ def write_place_indexes(*, max_files: int = ROUND_FILES, max_seconds: float = RO
         .values_list("pk", "sha256", "relative_path")
     )
     for pk, sha, relative_path in rows.iterator(chunk_size=500):
+        done_key = str(place_index_path(sha))  # the data folder's, not only the content's
         with _DONE_LOCK:
-            if sha in _DONE:
+            if done_key in _DONE:
                 continue
         if not has_places(kind_of(relative_path)) or index_written(sha):
             with _DONE_LOCK:
-                _DONE.add(sha)
+                _DONE.add(done_key)
             continue
         if written >= max_files or time.monotonic() >= deadline:
             break
@@ -84,5 +85,5 @@ def write_place_indexes(*, max_files: int = ROUND_FILES, max_seconds: float = RO
         if done:
             written += 1
             with _DONE_LOCK:
-                _DONE.add(sha)
+                _DONE.add(done_key)
     return written
