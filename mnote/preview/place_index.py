@@ -35,6 +35,7 @@ from mnote.private_files import write_private_file
 
 from . import render_child
 from .locator_anchor import anchor_locator
+from .pdf.matching import MIN_SCORE as PDF_MIN_SCORE
 from .pdf.matching import _TextIndex as PdfTextIndex
 from .pdf.pages import page_texts
 from .render_cache import RENDERER_VERSION
@@ -151,7 +152,7 @@ class PlaceIndex:
     def locate(self, locator: dict, chunk: str = "") -> Place | None:
         """The place of a locator's evidence (inside the cited chunk when its text is given), or None."""
         if self.pdf_pages is not None:
-            return self._locate_pdf(locator, chunk)
+            return self._locate_pdf(locator)
         for number in range(1, len(self._pages) + 1):
             text_map = self._text_map(number)
             if text_map is None:
@@ -168,17 +169,16 @@ class PlaceIndex:
             )
         return None
 
-    def _locate_pdf(self, locator: dict, chunk: str) -> Place | None:
-        index = self._pdf()
-        query = str(locator.get("searchQuery") or "")
+    def _locate_pdf(self, locator: dict) -> Place | None:
+        # The evidence only, as the preview looks for it (pages.find_text):
+        # the badge names the page the preview will mark, or none.
         evidence = str(locator.get("evidenceText") or locator.get("displayQuote") or "")
-        for needle in (evidence, chunk[:1500]):
-            if not needle.strip():
-                continue
-            span = index.locate(needle, query=query, page_hint=None, min_score=0.8)
-            if span is not None:
-                return Place(index.match(span, lambda page, first, end: None).page)
-        return None
+        if not evidence.strip():
+            return None
+        index = self._pdf()
+        # The preview's own bar: a page it would mark is a page the badge may name.
+        span = index.locate(evidence, query=str(locator.get("searchQuery") or ""), page_hint=None, min_score=PDF_MIN_SCORE)
+        return Place(index.match(span, lambda page, first, end: None).page) if span else None
 
 
 def place_index(sha256: str) -> PlaceIndex | None:
