@@ -827,9 +827,14 @@ def _pdf_text_chars(path: Path) -> int:
         pdf.close()
 
 
+# Letters a file of the mixed library may hold at most: ingest without an LLM
+# still takes a few seconds a chunk on a loaded machine (a 250-chunk book: 20 min).
+MAX_LETTERS = 60_000
+
+
 def _richest(files: list[Path], measure, n: int, max_bytes: int = 400_000) -> list[Path]:
-    """The ``n`` files with the most text (at most ``max_bytes`` each: ingest on a loaded machine)."""
-    scored = [(measure(f), f.name, f) for f in files if f.stat().st_size <= max_bytes]
+    """The ``n`` files with the most text (at most ``max_bytes`` and ``MAX_LETTERS`` each: ingest on a loaded machine)."""
+    scored = [(score, f.name, f) for f in files if f.stat().st_size <= max_bytes and (score := measure(f)) <= MAX_LETTERS]
     seen, picked = set(), []
     for score, _, f in sorted(scored, reverse=True):
         digest = hashlib.sha256(f.read_bytes()).hexdigest()
