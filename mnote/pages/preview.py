@@ -36,6 +36,8 @@ from mnote.preview.text_render import TextRejected
 _LOCATOR_KEYS = {
     "precision", "degraded", "resourceKind", "sourceId", "sourcePath", "page", "bbox", "blockId", "paraIds",
     "headingPath", "evidenceText", "searchQuery", "displayQuote", "chunkId", "chunkIndex",
+    # Where the place index put the cited words (mnote.citations.mapper.PLACE_FIELDS).
+    "slide", "shape", "sheet", "cellRange", "sheetPage", "blockIndex", "charRange", "lineStart",
 }  # fmt: skip
 MAX_ID = 2**63 - 1
 
