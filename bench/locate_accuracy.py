@@ -909,6 +909,7 @@ def build_mixed_library(dest: Path, corpus_root: Path, per_kind: int) -> dict[st
         try:
             sheet = openpyxl.load_workbook(f, read_only=True, data_only=True).worksheets[0]
             rows = [["" if v is None else str(v) for v in row] for row in sheet.iter_rows(values_only=True)]
+            rows = [row for row in rows if any(cell.strip() for cell in row)]  # as exported: no blank screens of commas
         except Exception:
             continue
         target = dest / f"{f.stem}.csv"
