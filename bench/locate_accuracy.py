@@ -1108,6 +1108,8 @@ def run_e2e(args) -> dict:
                         ms.append(r["ms"])
                         marked = r["status"] in ("exact", "fuzzy")
                         counts = per_kind.setdefault(kind, Counter())
+                        if c.precision == "file":
+                            counts["file_only_cards_opened"] += 1
                         if c.precision == "file" and marked:
                             counts["file_only_but_marked"] += 1
                             examples[kind].append({"file_only_but_marked": c.file_name, "query": c.search_query})
@@ -1189,7 +1191,7 @@ def place_index_cost(sources) -> dict:
 
 def print_e2e(report: dict) -> None:
     columns = ["queries", "chunk_not_cited", "opened", "found", "not_found", "inside_chunk", "outside_chunk",
-               "on_evidence_sentence", "on_sentence_pct", "whole_sentence_marked", "file_only_but_marked"]
+               "on_evidence_sentence", "on_sentence_pct", "whole_sentence_marked", "file_only_cards_opened", "file_only_but_marked"]
     print(f"{'kind':10}" + "".join(f"{c[:13]:>14}" for c in columns) + "  precision")
     for kind, row in report["by_kind"].items():
         print(f"{kind:10}" + "".join(f"{str(row.get(c, 0) if row.get(c) is not None else '-'):>14}" for c in columns) + f"  {row['precision']}")
