@@ -249,7 +249,7 @@ PLACE_FIELDS = ("page", "bbox", "blockId", "paraIds", "slide", "shape", "sheet",
 def _cell_range(first: str, last: str) -> str:
     """The range from the first row's range to the last's ("A7:F7", "A9:D9" → "A7:F9")."""
     start, _, first_end = first.partition(":")
-    last_start, _, end = last.partition(":")
+    _, _, end = last.partition(":")
     if not (start and end):
         return first
     column = max(first_end.rstrip("0123456789"), end.rstrip("0123456789"), key=lambda c: (len(c), c))
