@@ -907,10 +907,14 @@ def build_mixed_library(dest: Path, corpus_root: Path, per_kind: int) -> dict[st
 
     for f in _richest(sorted((corpus_root / "xlsx").glob("*.xlsx")), lambda f: _zip_text_chars(f, "xl/"), 2 * per_kind)[per_kind:]:
         try:
-            sheet = openpyxl.load_workbook(f, read_only=True, data_only=True).worksheets[0]
-            rows = [["" if v is None else str(v) for v in row] for row in sheet.iter_rows(values_only=True)]
-            rows = [row for row in rows if any(cell.strip() for cell in row)]  # as exported: no blank screens of commas
+            sheets = openpyxl.load_workbook(f, read_only=True, data_only=True).worksheets
+            # The sheet with the most rows of text, as exported: no blank screens of commas.
+            rows = max(([["" if v is None else str(v) for v in row] for row in sheet.iter_rows(values_only=True)] for sheet in sheets),
+                       key=lambda rows: sum(any(cell.strip() for cell in row) for row in rows), default=[])
+            rows = [row for row in rows if any(cell.strip() for cell in row)]
         except Exception:
+            continue
+        if not rows:
             continue
         target = dest / f"{f.stem}.csv"
         with open(target, "w", newline="", encoding="utf-8") as out:
