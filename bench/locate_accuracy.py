@@ -1408,8 +1408,8 @@ def main(argv=None) -> int:
     parser.add_argument("--no-json", action="store_true")
     parser.add_argument("--seed", type=int, default=10)
     parser.add_argument("--e2e", action="store_true", help="instead: end to end on the real embedded LightRAG (ports 8200-8202)")
-    parser.add_argument("--e2e-queries", type=int, default=12)
-    parser.add_argument("--e2e-files", type=int, default=3, help="corpus DOCX files indexed beside the demo library")
+    parser.add_argument("--e2e-queries", type=int, default=12, help="e2e: queries per kind")
+    parser.add_argument("--e2e-files", type=int, default=3, help="e2e: files per kind in the mixed library")
     parser.add_argument("--e2e-timeout", type=float, default=900, help="seconds to wait for ingest")
     parser.add_argument("--port-base", type=int, default=0, help="loopback port of the web app (e2e: LightRAG, model endpoint, web app from here); default: a free port / 8200-8202")
     parser.add_argument("--tiktoken-cache", default="", help="a folder holding tiktoken's cache files, if not in data/tiktoken")
@@ -1611,12 +1611,18 @@ def main(argv=None) -> int:
 # --- end to end: the real embedded LightRAG ----------------------------------------
 
 E2E_PORTS = (8200, 8201, 8202)  # LightRAG, model endpoint, web app (loopback only); --port-base moves them
+E2E_KINDS = ["pdf", "pptx", "xlsx", "csv", "html", "epub", "odt", "rtf", "markdown", "text", "code", "docx"]
+SUFFIX_KIND = {".pdf": "pdf", ".pptx": "pptx", ".xlsx": "xlsx", ".csv": "csv", ".html": "html", ".htm": "html",
+               ".epub": "epub", ".odt": "odt", ".rtf": "rtf", ".md": "markdown", ".txt": "text", ".py": "code",
+               ".sh": "code", ".docx": "docx"}  # fmt: skip
 
 
 # A list label at the start of an item in LightRAG's text ("7.", "a)", "•"):
 # LightRAG numbers lists its own way (it continues a list Word restarts), and
 # the marks compared with it leave the preview's own labels out.
 LIST_LABEL = re.compile(r"(?:(?<=^)|(?<=\s))(?:\d{1,3}(?:\.\d{1,3})*[.)、]|\(\d{1,3}\)|[a-zA-Z][.)]|[•·▪◦‣○●■□*-])(?=\s)")
+# Where a sentence ends (Latin and CJK punctuation), for the evidence sentence of a query.
+SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+|(?<=[。！？；])|\n+")
 
 
 def share_inside(marked: str, chunk_text: str, piece: int = 10) -> float:
@@ -1630,11 +1636,203 @@ def share_inside(marked: str, chunk_text: str, piece: int = 10) -> float:
     return sum(p in chunk for p in pieces) / len(pieces) if marks else 0.0
 
 
+def evidence_sentence(text: str, start: int, end: int) -> str:
+    """The sentence(s) of ``text`` holding the characters ``start``..``end``."""
+    cuts = [0] + [m.end() for m in SENTENCE_END.finditer(text)] + [len(text)]
+    first = max(c for c in cuts if c <= start)
+    last = min((c for c in cuts if c >= end), default=len(text))
+    return text[first:last].strip()
+
+
+# --- the mixed library: every kind, real text nobody here wrote ---------------------
+
+
+def _zip_text_chars(path: Path, prefix: str, suffixes: tuple[str, ...] = (".xml",)) -> int:
+    """Letters in a package's XML parts under ``prefix`` (how much text a deck or workbook holds)."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            return sum(len(skel(" ".join(etree.fromstring(z.read(n)).itertext()))) for n in z.namelist()
+                       if n.startswith(prefix) and n.endswith(suffixes))
+    except Exception:  # a deliberately odd test file: not picked
+        return 0
+
+
+def _pdf_text_chars(path: Path) -> int:
+    import pypdfium2
+
+    try:
+        pdf = pypdfium2.PdfDocument(str(path))
+    except Exception:
+        return 0
+    try:
+        return sum(len(skel(pdf[i].get_textpage().get_text_range())) for i in range(len(pdf)))
+    finally:
+        pdf.close()
+
+
+# Letters a file of the mixed library may hold at most: ingest without an LLM
+# still takes a few seconds a chunk on a loaded machine (a 250-chunk book: 20 min).
+MAX_LETTERS = 60_000
+
+
+def _richest(files: list[Path], measure, n: int, max_bytes: int = 400_000) -> list[Path]:
+    """The ``n`` files with the most text (at most ``max_bytes`` and ``MAX_LETTERS`` each: ingest on a loaded machine)."""
+    scored = [(score, f.name, f) for f in files if f.stat().st_size <= max_bytes and (score := measure(f)) <= MAX_LETTERS]
+    seen, picked = set(), []
+    for score, _, f in sorted(scored, reverse=True):
+        digest = hashlib.sha256(f.read_bytes()).hexdigest()
+        if score > 200 and digest not in seen:  # the corpus holds a few files twice under two names
+            seen.add(digest)
+            picked.append(f)
+    return picked[:n]
+
+
+def _rtf(markdown: str) -> str:
+    """A handbook section as RTF (paragraphs; every non-ASCII character as \\uN?)."""
+    def escaped(line: str) -> str:
+        out = []
+        for ch in line:
+            if ch in "\\{}":
+                out.append("\\" + ch)
+            elif ord(ch) > 127:
+                code = ord(ch)
+                out.append(f"\\u{code if code < 32768 else code - 65536}?")
+            else:
+                out.append(ch)
+        return "".join(out)
+
+    paragraphs = [" ".join(p.lstrip("#-` ").split()) for p in markdown.split("\n\n") if p.strip() and not p.startswith("```")]
+    return "{\\rtf1\\ansi\\deff0{\\fonttbl{\\f0 Times;}}\n" + "".join(f"{{\\pard {escaped(p)}\\par}}\n" for p in paragraphs if p) + "}\n"
+
+
+def build_mixed_library(dest: Path, corpus_root: Path, per_kind: int) -> dict[str, list[str]]:
+    """Real files of every kind in ``dest``: corpus files (PDF, PPTX, XLSX,
+    EPUB, ODT, DOCX), the Debian handbook's HTML and its text converted by
+    ``bench/question_library.py`` (Markdown, text; RTF and CSV written here
+    from real text and a real workbook), and real code (Python's standard
+    library). Returns the file names by kind."""
+    import question_library  # bench/question_library.py, beside this file
+
+    dest.mkdir(parents=True, exist_ok=True)
+    picked: dict[str, list[Path]] = {}
+    picked["pdf"] = _richest(sorted((corpus_root / "pdf").glob("*.pdf")), _pdf_text_chars, per_kind)
+    picked["pptx"] = _richest(sorted((corpus_root / "pptx").glob("*.pptx")), lambda f: _zip_text_chars(f, "ppt/slides/"), per_kind)
+    picked["xlsx"] = _richest(sorted((corpus_root / "xlsx").glob("*.xlsx")), lambda f: _zip_text_chars(f, "xl/"), per_kind)
+    picked["epub"] = _richest(sorted((corpus_root / "epub").glob("*.epub")), lambda f: _zip_text_chars(f, "", (".xhtml", ".html")), per_kind, 250_000)
+    picked["odt"] = _richest(sorted((corpus_root / "odt").glob("*.odt")), lambda f: _zip_text_chars(f, "content"), per_kind)
+    picked["docx"] = _richest(sorted((corpus_root / "docx").glob("*.docx")), lambda f: _zip_text_chars(f, "word/document"), per_kind, 200_000)
+    names: dict[str, list[str]] = defaultdict(list)
+    for kind, files in picked.items():
+        for f in files:
+            shutil.copy(f, dest / f.name)
+            names[kind].append(f.name)
+    html = question_library.fetch(Path(tempfile.gettempdir()) / "mnote-question-library")
+    sections = [("en-US", n) for n in question_library.SECTIONS["en-US"]] + [("zh-CN", n) for n in question_library.SECTIONS["zh-CN"]]
+    # Disjoint sections per kind, English and Chinese alike.
+    rng = random.Random("mixed-library")
+    rng.shuffle(sections)
+    for kind in ("html", "markdown", "text", "rtf"):
+        for lang, section in [sections.pop() for _ in range(per_kind)]:
+            source = html / lang / f"{section}.html"
+            stem = f"{section.removeprefix('sect.')}-{lang}"
+            if kind == "html":
+                target, text = dest / f"{stem}.html", source.read_text(encoding="utf-8")
+            else:
+                markdown = question_library.section_markdown(source)
+                suffix = {"markdown": ".md", "text": ".txt", "rtf": ".rtf"}[kind]
+                target, text = dest / f"{stem}{suffix}", (_rtf(markdown) if kind == "rtf" else markdown)
+            target.write_text(text, encoding="utf-8")
+            names[kind].append(target.name)
+    # CSV: the rows of real workbooks' first sheets, as a team exports them.
+    import csv
+
+    import openpyxl
+
+    for f in _richest(sorted((corpus_root / "xlsx").glob("*.xlsx")), lambda f: _zip_text_chars(f, "xl/"), 2 * per_kind)[per_kind:]:
+        try:
+            sheets = openpyxl.load_workbook(f, read_only=True, data_only=True).worksheets
+            # The sheet with the most rows of text, as exported: no blank screens of commas.
+            rows = max(([["" if v is None else str(v) for v in row] for row in sheet.iter_rows(values_only=True)] for sheet in sheets),
+                       key=lambda rows: sum(any(cell.strip() for cell in row) for row in rows), default=[])
+            rows = [row for row in rows if any(cell.strip() for cell in row)]
+        except Exception:
+            continue
+        if not rows:
+            continue
+        target = dest / f"{f.stem}.csv"
+        with open(target, "w", newline="", encoding="utf-8") as out:
+            csv.writer(out).writerows(rows)
+        names["csv"].append(target.name)
+    # Code: Python's own standard library, a few modules with docstrings.
+    import textwrap, shlex, fnmatch  # noqa: E401
+
+    for module in (textwrap, shlex, fnmatch)[:per_kind]:
+        shutil.copy(module.__file__, dest / Path(module.__file__).name)
+        names["code"].append(Path(module.__file__).name)
+    return dict(names)
+
+
+# What the e2e parent page asks the preview (as LOCATE, plus what a PDF's
+# match says: its text and pages; a PDF marks with rectangles, not <mark>).
+E2E_LOCATE = """async (items) => {
+  const frame = document.getElementById("bench-frame");
+  const d = frame.contentDocument;
+  const out = [];
+  for (const [i, item] of items.entries()) {
+    const t0 = performance.now();
+    const located = await new Promise((resolve) => {
+      const timer = setTimeout(() => resolve({ status: "timeout" }), 30000);
+      window.addEventListener("message", function onLocated(e) {
+        if (e.data && e.data.type === "mnote:located" && e.data.requestId === `e${i}`) {
+          clearTimeout(timer);
+          window.removeEventListener("message", onLocated);
+          resolve(e.data);
+        }
+      });
+      frame.contentWindow.postMessage({ type: "mnote:locate", requestId: `e${i}`, locator: item.locator }, window.location.origin);
+    });
+    const own = Array.from(d.querySelectorAll("mark.mnote-hit")).filter((m) => !m.closest(".docx-label, .docx-note-label, .docx-image-placeholder, .docx-hf-label")).map((m) => m.textContent).join("");
+    out.push({ status: located.status, error: located.error || "", own, text: located.text || "", pages: located.pages || [],
+               rects: d.querySelectorAll(".mnote-rect").length, ms: performance.now() - t0 });
+  }
+  return out;
+}"""
+
+
+def _pdf_pages_holding(path: Path, words: str) -> set[int]:
+    """The pages (1-based) whose pdfium text holds ``words`` (skeletons): the truth for a PDF's highlight."""
+    import pypdfium2
+
+    wanted = skel(words)
+    pdf = pypdfium2.PdfDocument(str(path))
+    try:
+        return {i + 1 for i in range(len(pdf)) if wanted and wanted in skel(pdf[i].get_textpage().get_text_range())}
+    finally:
+        pdf.close()
+
+
+def _query_of(text: str, rng: random.Random) -> tuple[str, int, int] | None:
+    """Six words (or ten CJK characters) of a chunk's text, and where they are in it."""
+    if sum(is_cjk(c) for c in text) > len(text) / 3:
+        start = rng.randrange(0, max(1, len(text) - 12))
+        query = text[start : start + 10].strip()
+        return (query, start, start + 10) if len(skel(query)) >= 6 else None
+    words = list(re.finditer(r"\S+", text))
+    if len(words) < 8:
+        return None
+    first = rng.randrange(0, len(words) - 6)
+    start, end = words[first].start(), words[first + 5].end()
+    query = text[start:end]
+    return (query, start, end) if len(skel(query)) >= 16 else None
+
+
 def run_e2e(args) -> dict:
-    """Index the demo library and a few corpus files in the real embedded
-    LightRAG, search with phrases taken from its own chunks, and open every
-    text-document citation in the preview through the parent-frame protocol:
-    every highlighted range must lie inside the cited chunk's text."""
+    """Index a mixed library of every kind in the real embedded LightRAG,
+    search with words taken from its own chunks, and open the citation of
+    the chunk the words came from in the preview through the parent-frame
+    protocol. Per kind: the highlight must lie inside the cited chunk's text
+    and on the sentence holding the query's words; a card labelled "file
+    only" whose preview marks the words is counted (the badge would lie)."""
     tmp = Path(tempfile.mkdtemp(prefix="mnote-locate-e2e-"))
     stack = web = None
     try:
@@ -1651,30 +1849,28 @@ def run_e2e(args) -> dict:
         # calls, so ingest does not fail on LightRAG's 60 s worker timeout.
         for name, value in (("EMBEDDING_FUNC_MAX_ASYNC", "1"), ("EMBEDDING_BATCH_NUM", "4"), ("EMBEDDING_TIMEOUT", "150")):
             os.environ.setdefault(name, value)
+        names = build_mixed_library(base_dir / "e2e", args.corpus.parent, args.e2e_files)
+        print(f"e2e: mixed library: {sum(map(len, names.values()))} files, " + ", ".join(f"{k} {len(v)}" for k, v in sorted(names.items())), flush=True)
         print("e2e: starting the embedded LightRAG …", flush=True)
         stack.start()
         del os.environ["MNOTE_LIGHTRAG_URL"]
         env.pop("MNOTE_LIGHTRAG_URL")
         env["MNOTE_LIGHTRAG_ENV_FILE"] = os.environ["MNOTE_LIGHTRAG_ENV_FILE"] = str(config.env_file)
-        shutil.copytree(REPO_DIR / "mnote" / "demo" / "library", base_dir / "e2e" / "demo")
-        corpus = args.corpus
-        picked = [f for f in sorted(corpus.glob("*.docx")) if 20_000 < f.stat().st_size < 200_000][: args.e2e_files]
-        for f in picked:
-            shutil.copy(f, base_dir / "e2e" / f.name)
         import django
 
         django.setup()
         from django.contrib.auth import get_user_model
         from django.core.management import call_command
 
-        from mnote.text import clean_display_text
-        from mnote.search.answers import full_library_search
         from mnote.citations.sidecar import load_chunk_store
-        from mnote.library.worker import wait_until_settled
         from mnote.library.models import IndexedRoot, Source
-        from mnote.lightrag.provider import lightrag_client
+        from mnote.library.place_indexes import write_place_indexes
         from mnote.library.sync import sync_root
+        from mnote.library.worker import wait_until_settled
         from mnote.lightrag import LightRAGError
+        from mnote.lightrag.provider import lightrag_client
+        from mnote.search.answers import full_library_search
+        from mnote.text import clean_display_text
 
         call_command("migrate", verbosity=0, interactive=False)
         user = get_user_model().objects.create_user(USERNAME, password=PASSWORD)
@@ -1687,31 +1883,41 @@ def run_e2e(args) -> dict:
         print(f"e2e: ingest {'settled' if settled else 'NOT settled'} in {time.monotonic() - t0:.0f} s: {dict(statuses)}", flush=True)
         for source in Source.objects.exclude(status="indexed"):
             print(f"  not indexed: {source.relative_path}: {source.last_error[:150]}", flush=True)
+        # The place indexes the worker writes a few a round: any left now.
+        while write_place_indexes(max_files=50, max_seconds=120):
+            pass
+        place_cost = place_index_cost(Source.objects.filter(status="indexed").select_related("root"))
+        print(f"e2e: a place index's cost per file (read again here; CPU of the reader's child and this process): {place_cost}", flush=True)
+        sources = {s.pk: s for s in Source.objects.filter(status="indexed").select_related("root")}
+        kind_of_source = {pk: SUFFIX_KIND.get(Path(s.relative_path).suffix.lower(), "other") for pk, s in sources.items()}
+        doc_kind = {s.lightrag_doc_id: kind_of_source[pk] for pk, s in sources.items()}
         store = load_chunk_store(config.working_dir) or {}
         rng = random.Random(args.seed)
-        chunks = [c for c in store.values() if len(clean_display_text(c.content)) > 80]
-        rng.shuffle(chunks)
-        citations = []
-        query_errors: list[str] = []
-        for chunk in chunks[: args.e2e_queries]:
-            text = clean_display_text(chunk.content)
-            if sum(is_cjk(c) for c in text) > len(text) / 3:
-                start = rng.randrange(0, max(1, len(text) - 12))
-                query = text[start : start + 10]
-            else:
-                words = text.split()
-                start = rng.randrange(0, max(1, len(words) - 6))
-                query = " ".join(words[start : start + 6])
-            try:
-                mapped = full_library_search(user, query, mode="naive")
-            except LightRAGError as e:  # a busy machine: count it, go on
-                query_errors.append(str(e)[:120])
-                continue
-            for c in mapped.citations:
-                # The whole chunk the citation was cut from, as LightRAG stores it.
-                stored = store.get(c.chunk_id)
-                if stored and Path(c.file_name).suffix.lower() in (".docx", ".md", ".txt"):
-                    citations.append((c, clean_display_text(stored.content)))
+        by_kind_chunks: dict[str, list] = defaultdict(list)
+        for chunk_id, stored in sorted(store.items()):
+            kind = doc_kind.get(chunk_id.rsplit("-chunk-", 1)[0])
+            if kind and len(clean_display_text(stored.content)) > 80:
+                by_kind_chunks[kind].append((chunk_id, stored))
+        targets, query_errors, file_only_opened = [], [], []
+        for kind in E2E_KINDS:
+            chunks = by_kind_chunks.get(kind, [])
+            rng.shuffle(chunks)
+            for chunk_id, stored in chunks[: args.e2e_queries]:
+                text = clean_display_text(stored.content)
+                picked = _query_of(text, rng)
+                if picked is None:
+                    continue
+                query, start, end = picked
+                try:
+                    mapped = full_library_search(user, query, mode="naive")
+                except LightRAGError as e:  # a busy machine: count it, go on
+                    query_errors.append(str(e)[:120])
+                    continue
+                cited = next((c for c in mapped.citations if c.chunk_id == chunk_id), None)
+                targets.append({"kind": kind, "query": query, "sentence": evidence_sentence(text, start, end), "chunk": text,
+                                "citation": cited, "cited_anywhere": bool(mapped.citations)})
+                # Every "file only" card of the search is opened too: its preview must not mark the words.
+                file_only_opened += [c for c in mapped.citations if c.precision == "file" and c is not cited]
         from django.db import connections
 
         connections.close_all()
@@ -1721,46 +1927,79 @@ def run_e2e(args) -> dict:
         base_url = f"http://127.0.0.1:{ports[2]}"
         from playwright.sync_api import sync_playwright
 
-        by_source = defaultdict(list)
-        for c, chunk_text in citations:
-            by_source[c.source_id].append((c, chunk_text))
-        outcomes = Counter()
+        opened: dict[int, list] = defaultdict(list)  # source id → (citation, target or None)
+        for t in targets:
+            if t["citation"] is not None:
+                opened[t["citation"].source_id].append((t["citation"], t))
+        for c in file_only_opened:
+            opened[c.source_id].append((c, None))
+        per_kind: dict[str, Counter] = {k: Counter() for k in E2E_KINDS}
+        precisions: dict[str, Counter] = {k: Counter() for k in E2E_KINDS}
+        examples: dict[str, list] = defaultdict(list)
         ms = []
-        outside = []
+        for t in targets:
+            per_kind[t["kind"]]["queries"] += 1
+            if t["citation"] is None:
+                per_kind[t["kind"]]["chunk_not_cited"] += 1
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
             try:
                 page = browser.new_context(viewport={"width": 1200, "height": 900}).new_page()
-                cdp = page.context.new_cdp_session(page)
-                cdp.send("Performance.enable")
                 log_in_page(page, base_url)
-                for source_id, items in by_source.items():
+                for source_id, items in opened.items():
                     page.goto(f"{base_url}/")
-                    answer = run_document(page, cdp, f"/preview/{source_id}/", [{"locator": c.locator, "query": c.search_query} for c, _ in items])
-                    for (c, chunk_text), r in zip(items, answer.get("results") or []):
+                    loaded = page.evaluate(LOAD, f"/preview/{source_id}/")
+                    answers = page.evaluate(E2E_LOCATE, [{"locator": c.locator} for c, _ in items]) if not loaded.get("problem") else []
+                    kind = kind_of_source.get(source_id, "other")
+                    for (c, t), r in zip(items, answers or [{"status": "problem", "own": "", "text": "", "pages": [], "ms": 0}] * len(items)):
                         ms.append(r["ms"])
-                        if r["status"] not in ("exact", "fuzzy"):
-                            outcomes["not_found"] += 1
+                        marked = r["status"] in ("exact", "fuzzy")
+                        counts = per_kind.setdefault(kind, Counter())
+                        if c.precision == "file":
+                            counts["file_only_cards_opened"] += 1
+                        if c.precision == "file" and marked:
+                            counts["file_only_but_marked"] += 1
+                            examples[kind].append({"file_only_but_marked": c.file_name, "query": c.search_query})
+                        if t is None:
                             continue
-                        if not skel(chunk_text):
-                            # A chunk of markup only (a drawing, an empty table): nothing to be inside.
-                            outcomes["chunk_without_text"] += 1
+                        precisions[kind][c.precision] += 1
+                        counts["opened"] += 1
+                        if not marked:
+                            counts["not_found"] += 1
+                            examples[kind].append({"not_found": c.file_name, "query": t["query"], "status": r["status"]})
                             continue
-                        share = share_inside(r["own"], chunk_text)
-                        # Strict: every piece in the chunk; tolerant: 85 % of them.
-                        outcomes["inside_chunk_strict" if share == 1 else "not_strictly_inside"] += 1
-                        inside = share >= 0.85
-                        outcomes["inside_chunk" if inside else "outside_chunk"] += 1
-                        if not inside:
-                            outside.append({"file": c.file_name, "query": c.search_query, "share": round(share, 2),
-                                            "marks": r["own"][:120] + " … " + r["own"][-120:],
-                                            "chunk": chunk_text[:120] + " … " + chunk_text[-120:]})
+                        counts["found"] += 1
+                        if kind == "pdf":
+                            # Rectangles, not marks: the matched text (its first 200 characters) and its pages.
+                            words = r["text"]
+                            truth = _pdf_pages_holding(base_dir / "e2e" / sources[source_id].relative_path, t["query"])
+                            on_sentence = skel(t["query"]) in skel(words) or bool(truth & set(r["pages"] or []))
+                        else:
+                            words = r["own"]
+                            on_sentence = skel(t["query"]) in skel(words)
+                        inside = share_inside(words, t["chunk"]) >= 0.85 if skel(words) else False
+                        counts["inside_chunk" if inside else "outside_chunk"] += 1
+                        counts["on_evidence_sentence" if on_sentence else "off_evidence_sentence"] += 1
+                        if skel(t["sentence"]) and skel(t["sentence"]) in skel(words):
+                            counts["whole_sentence_marked"] += 1
+                        if not (inside and on_sentence):
+                            examples[kind].append({"file": c.file_name, "query": t["query"], "inside": inside, "on_sentence": on_sentence,
+                                                   "marked": words[:160], "sentence": t["sentence"][:160]})
             finally:
                 browser.close()
-        report = {"files": statuses.total(), "statuses": dict(statuses), "queries": min(len(chunks), args.e2e_queries),
-                  "citations": len(citations), "query_errors": len(query_errors), **outcomes, "median_ms": round(statistics.median(ms), 1) if ms else None,
-                  "outside_examples": outside[:5]}
-        print(f"e2e: {report}", flush=True)
+        by_kind = {}
+        for kind in E2E_KINDS:
+            counts = per_kind.get(kind, Counter())
+            found = counts["found"]
+            by_kind[kind] = {**dict(counts), "precision": dict(precisions[kind]),
+                             "on_sentence_pct": round(100 * counts["on_evidence_sentence"] / found, 1) if found else None,
+                             "examples": examples[kind][:4]}
+        report = {"files": statuses.total(), "statuses": dict(statuses), "files_by_kind": {k: len(v) for k, v in names.items()},
+                  "targets": len(targets), "query_errors": len(query_errors), "place_index_cost": place_cost,
+                  "outside_chunk": sum(c["outside_chunk"] for c in per_kind.values()),
+                  "file_only_but_marked": sum(c["file_only_but_marked"] for c in per_kind.values()),
+                  "median_ms": round(statistics.median(ms), 1) if ms else None, "by_kind": by_kind}
+        print_e2e(report)
         return report
     finally:
         if web is not None:
@@ -1768,6 +2007,46 @@ def run_e2e(args) -> dict:
         if stack is not None:
             stack.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def place_index_cost(sources) -> dict:
+    """What writing a file's place index costs, per kind: each indexed file's
+    index built again (not written), timed in wall and CPU seconds (this
+    process and the reader's child processes it waited for)."""
+    from mnote.kinds import kind_of
+    from mnote.library.source_files import open_source_file, source_real_path
+    from mnote.preview.place_index import build_place_index, has_places
+
+    per_kind: dict[str, list[tuple[float, float, int]]] = defaultdict(list)
+    for source in sources:
+        kind = kind_of(source.file_name)
+        if not has_places(kind):
+            continue
+        cpu0, wall0 = os.times(), time.monotonic()
+        try:
+            with open_source_file(source) as handle:
+                size = len(json.dumps(build_place_index(kind, handle, source_real_path(source))))
+        except Exception:  # a refusal: its cost is counted all the same
+            size = 0
+        cpu1 = os.times()
+        per_kind[kind.name].append((time.monotonic() - wall0, sum(cpu1[:4]) - sum(cpu0[:4]), size))
+    return {"loadavg": [round(v, 1) for v in os.getloadavg()],
+            **{kind: {"files": len(rows), "median_wall_s": round(statistics.median(r[0] for r in rows), 2),
+                      "median_cpu_s": round(statistics.median(r[1] for r in rows), 2),
+                      "median_kb": round(statistics.median(r[2] for r in rows) / 1024, 1)} for kind, rows in sorted(per_kind.items())}}
+
+
+def print_e2e(report: dict) -> None:
+    columns = ["queries", "chunk_not_cited", "opened", "found", "not_found", "inside_chunk", "outside_chunk",
+               "on_evidence_sentence", "on_sentence_pct", "whole_sentence_marked", "file_only_cards_opened", "file_only_but_marked"]
+    print(f"{'kind':10}" + "".join(f"{c[:13]:>14}" for c in columns) + "  precision")
+    for kind, row in report["by_kind"].items():
+        print(f"{kind:10}" + "".join(f"{str(row.get(c, 0) if row.get(c) is not None else '-'):>14}" for c in columns) + f"  {row['precision']}")
+    print(f"e2e: {report['targets']} targets, {report['outside_chunk']} highlights outside the cited chunk, "
+          f"{report['file_only_but_marked']} 'file only' cards whose preview marks words; place indexes: {report['place_index_cost']}")
+    for kind, row in report["by_kind"].items():
+        for example in row["examples"]:
+            print(f"  {kind}: {example}")
 
 
 def locate_cost(targets: list[Target], cpu: Counter, per_doc: list[tuple[float, float]]) -> dict:

@@ -24,4 +24,4 @@ def absolute(base: str, url: str | None) -> str | None:
 
 def citation_markdown(citation, base: str) -> str:
     """The citation's Markdown link, to its absolute URL."""
-    return f"[{citation.file_name}, {precision_label(citation.precision, citation.page)}]({absolute(base, citation.citation_url)})"
+    return f"[{citation.file_name}, {precision_label(citation.precision, citation.page, citation.locator)}]({absolute(base, citation.citation_url)})"

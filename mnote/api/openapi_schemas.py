@@ -3,6 +3,7 @@ each request takes and each answer holds, with the limits the forms check.
 ``openapi.py`` puts them together with the paths."""
 
 from mnote.api.forms import MAX_ID, QUERY_PATTERN
+from mnote.citations.models import Citation
 from mnote.kinds import RESOURCE_KINDS
 from mnote.library.forms import LIBRARY_PATH_PATTERN, MAX_SCOPE_PATHS
 from mnote.library.models import Source
@@ -20,6 +21,15 @@ def nullable(schema_type: str, **extra) -> dict:
 
 
 STRINGS = {"type": "array", "items": {"type": "string"}}
+# Named by what the preview shows at the cited words (mnote.citations.models.Citation.Precision).
+PRECISIONS = {"type": "string", "enum": list(Citation.Precision.values)}
+# Where the cited words are, per kind: the Locator's place fields (CitationView.place).
+PLACE = {
+    "type": "object",
+    "description": "Where the cited words are, by kind: page (PDF), slide and shape (PPTX), sheet, cellRange and "
+    "sheetPage (XLSX, CSV), blockIndex and charRange (text, HTML, EPUB, ODT, RTF, Markdown, code; lineStart for "
+    "code), blockId and paraIds (DOCX paragraph). Empty when only the file is known.",
+}
 
 SCHEMAS = {
     "Error": {
@@ -92,10 +102,11 @@ SCHEMAS = {
     },
     "Locator": {
         "type": "object",
-        "description": "Where the cited passage is. page and bbox only from a real bbox; never guessed.",
+        "description": "Where the cited passage is, never guessed: bbox only from a real bbox; page, slide, cells "
+        "or passage where MNote's place index of the file finds the cited words; file when nothing better is known.",
         "required": ["precision", "degraded", "resourceKind", "sourceId", "sourcePath", "headingPath"],
         "properties": {
-            "precision": {"type": "string", "enum": ["bbox", "paragraph", "file"]},
+            "precision": PRECISIONS,
             "degraded": {"type": "boolean"},
             "resourceKind": {"type": "string", "enum": list(RESOURCE_KINDS)},
             "sourceId": {"type": "integer"},
@@ -116,6 +127,14 @@ SCHEMAS = {
             "displayQuote": {"type": "string"},
             "chunkId": {"type": "string"},
             "chunkIndex": {"type": "integer"},
+            "slide": {"type": "integer"},
+            "shape": {"type": "string"},
+            "sheet": {"type": "string"},
+            "cellRange": {"type": "string", "description": "e.g. A7:F9"},
+            "sheetPage": {"type": "integer", "description": "The sheet preview's page holding the range."},
+            "blockIndex": {"type": "integer"},
+            "charRange": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
+            "lineStart": {"type": "integer"},
         },
     },
     "Citation": {
@@ -138,9 +157,10 @@ SCHEMAS = {
             "displayQuote": {"type": "string"},
             "locatorEvidenceText": {"type": "string"},
             "searchQuery": {"type": "string"},
-            "locatorPrecision": {"type": "string", "enum": ["bbox", "paragraph", "file"]},
+            "locatorPrecision": PRECISIONS,
             "locatorDegraded": {"type": "boolean"},
             "locator": ref("Locator"),
+            "locatorPlace": PLACE,
             "citationUrl": {
                 "type": "string",
                 "description": "Absolute link to the cited place, …/c/r/<reference>: it becomes a permalink "
@@ -224,8 +244,9 @@ SCHEMAS = {
             "sourceId": {"type": "integer"},
             "sourcePath": {"type": "string"},
             "fileName": {"type": "string"},
-            "locatorPrecision": {"type": "string", "enum": ["bbox", "paragraph", "file"]},
-            "page": {"type": "integer", "description": "Only for a bbox locator."},
+            "locatorPrecision": PRECISIONS,
+            "page": {"type": "integer", "description": "Only for a bbox or page locator."},
+            "locatorPlace": {"type": "object", "description": "slide, sheet and cellRange when the locator has them."},
             "headingPath": STRINGS,
             "displayQuote": {
                 "type": "string",
@@ -360,7 +381,7 @@ SCHEMAS = {
                 "enum": ["current", "changed", "gone"],
                 "description": "changed: the file's content moved on since the citation was made; gone: deleted.",
             },
-            "precision": {"type": "string", "enum": ["bbox", "paragraph", "file"]},
+            "precision": PRECISIONS,
             "locator": ref("Locator"),
             "headingPath": STRINGS,
             "displayQuote": {"type": "string"},

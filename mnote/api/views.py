@@ -236,6 +236,10 @@ def _citation_json(c: CitationView, base: str, verbose: bool = False) -> dict:
     }
     if c.page is not None:
         item["page"] = c.page
+    # The place a person would name (slide 3, Sheet1 A7:F9); ids and offsets only with verbose.
+    named = {key: c.locator[key] for key in ("slide", "sheet", "cellRange") if key in c.locator}
+    if named:
+        item["locatorPlace"] = named
     return item
 
 

@@ -24,6 +24,7 @@ from mnote.citations.sidecar import Block, DocIndex, Sidecar, chunk_index_of, ci
 from mnote.kinds import kind_of
 from mnote.library.models import Source
 from mnote.preview.locator_anchor import anchor_locator, cached_text_map
+from mnote.preview.place_index import Place, place_index
 
 PROVIDER = "lightrag"
 _BASE36 = string.digits + string.ascii_lowercase
@@ -60,6 +61,12 @@ class CitationView:
     source_sha256: str = ""
 
     @property
+    def place(self) -> dict:
+        """Where the cited words are, in the preview's terms (page, slide,
+        sheet and cell range, block and character range …): empty for "file only"."""
+        return {key: self.locator[key] for key in PLACE_FIELDS if key in self.locator}
+
+    @property
     def locator_json(self) -> str:
         return json.dumps(self.locator, ensure_ascii=False)
 
@@ -81,6 +88,7 @@ class CitationView:
             "locatorPrecision": self.precision,
             "locatorDegraded": self.degraded,
             "locator": self.locator,
+            "locatorPlace": self.place,
             "citationUrl": self.citation_url,
             "citationMarkdown": self.citation_markdown,
             "relevance": {"score": self.relevance_score, "kind": self.relevance_kind, "providerRank": self.provider_rank},
@@ -189,8 +197,8 @@ def _add_anchor(locator: dict, source: Source, memo: dict | None = None, index: 
     range without a request, the context panel marks the same words.
     ``memo`` (one mapping's): each source's text map looked up once, not once
     per citation of it — a file's render is looked for on disk."""
-    if locator["precision"] == Citation.Precision.BBOX:
-        return
+    if locator["precision"] in (Citation.Precision.BBOX, Citation.Precision.PAGE):
+        return  # a PDF: no text map; the preview finds the words on the page's text layer
     key = ("preview text map", source.pk, source.sha256)
     if memo is not None and key in memo:
         text_map = memo[key]
@@ -230,6 +238,62 @@ def _locator_position(block: Block | None, sidecar: Sidecar | None) -> tuple[str
                 fields["paraIds"] = [start, end]
             break
     return Citation.Precision.PARAGRAPH, fields
+
+
+# The locator fields that say where the cited words are, by kind (beside
+# page/bbox/blockId/paraIds): what the API calls the citation's place.
+PLACE_FIELDS = ("page", "bbox", "blockId", "paraIds", "slide", "shape", "sheet", "cellRange", "sheetPage", "blockIndex",
+                "charRange", "lineStart")  # fmt: skip
+
+
+def _cell_range(first: str, last: str) -> str:
+    """The range from the first row's range to the last's ("A7:F7", "A9:D9" → "A7:F9")."""
+    start, _, first_end = first.partition(":")
+    _, _, end = last.partition(":")
+    if not (start and end):
+        return first
+    column = max(first_end.rstrip("0123456789"), end.rstrip("0123456789"), key=lambda c: (len(c), c))
+    return f"{start}:{column}{end.lstrip('ABCDEFGHIJKLMNOPQRSTUVWXYZ')}"
+
+
+def _kind_position(kind_name: str, place: Place) -> tuple[str, dict]:
+    """Precision and position fields of words found in the file's place
+    index, named by what the kind's preview shows there."""
+    if kind_name == "pdf":
+        return Citation.Precision.PAGE, {"page": place.page}
+    first, last = place.first, place.last
+    if first.get("slide", "").isdigit():
+        fields = {"slide": int(first["slide"])}
+        if first.get("shape"):
+            fields["shape"] = first["shape"]
+        return Citation.Precision.SLIDE, fields
+    if first.get("range") and first.get("sheet") is not None:
+        fields = {"cellRange": _cell_range(first["range"], last.get("range") or first["range"]), "sheetPage": place.page}
+        if kind_name != "csv":  # a CSV's one sheet is named after the file: no news
+            fields["sheet"] = first["sheet"]
+        return Citation.Precision.CELLS, fields
+    anchor = place.anchor or {}
+    fields = {"blockIndex": anchor["start"]["block"]} if anchor.get("start") else {}
+    if anchor.get("textPosition"):
+        fields["charRange"] = [anchor["textPosition"]["start"], anchor["textPosition"]["end"]]
+    if first.get("line", "").isdigit():
+        fields["lineStart"] = int(first["line"])
+    return Citation.Precision.PASSAGE, fields
+
+
+def _place_in_index(locator: dict, source: Source, kind_name: str, index: DocIndex, memo: dict) -> tuple[str, dict] | None:
+    """Where the worker's place index of this content (``preview.place_index``)
+    puts the cited words, inside the cited chunk; None when it has no index
+    (not written yet, or a kind without one) or does not find them."""
+    places = place_index(source.sha256)
+    if places is None:
+        return None
+    key = ("place", source.pk, source.sha256, locator.get("chunkId"), locator.get("evidenceText"))
+    if key not in memo:
+        chunk = cited_chunk_text(source, str(locator.get("chunkId") or ""), index)
+        found = places.locate(locator, chunk)
+        memo[key] = _kind_position(kind_name, found) if found else None
+    return memo[key]
 
 
 def _citation_id(parts: tuple, taken: set[str]) -> str:
@@ -328,6 +392,11 @@ def _place(mapping: _Mapping, source: Source, index: DocIndex, facts: "_SourceFa
         locator["chunkIndex"] = chunk_index
     if not chunk_id:
         del locator["chunkId"]
+    if precision == Citation.Precision.FILE:
+        found = _place_in_index(locator, source, facts.kind.name, index, mapping.memo)
+        if found is not None:
+            precision, position = found
+            locator.update(precision=str(precision), degraded=False, **position)
     _add_anchor(locator, source, mapping.memo, index)
     anchored = str(((locator.get("anchor") or {}).get("textQuote") or {}).get("exact") or "")
     if anchored.strip():
@@ -363,7 +432,7 @@ def _cite(mapping: _Mapping, source: Source, index: DocIndex, *, chunk_id: str, 
         # Only when the chunk's text cannot be read again from LightRAG's store.
         quote=None if place.stored else raw,
     )
-    label = precision_label(place.precision, place.page)
+    label = precision_label(place.precision, place.page, place.locator)
     return CitationView(
         citation_id=citation_id,
         source_id=source.pk,

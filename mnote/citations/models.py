@@ -18,8 +18,13 @@ def new_token() -> str:
 
 class Citation(models.Model):
     class Precision(models.TextChoices):
+        # Named by what the preview will show at the cited words.
         BBOX = "bbox", _("page region")
         PARAGRAPH = "paragraph", _("paragraph")
+        PAGE = "page", _("page")
+        SLIDE = "slide", _("slide")
+        CELLS = "cells", _("cell range")
+        PASSAGE = "passage", _("passage")
         FILE = "file", _("file only")
 
     token = models.CharField(max_length=24, unique=True, default=new_token, editable=False)

@@ -67,7 +67,7 @@ def persist(citations: list) -> None:
         found = existing()
     for c in citations:
         c.citation_url = found[keys[id(c)]].get_absolute_url()
-        c.citation_markdown = f"[{c.file_name}, {precision_label(c.precision, c.page)}]({c.citation_url})"
+        c.citation_markdown = f"[{c.file_name}, {precision_label(c.precision, c.page, c.locator)}]({c.citation_url})"
 
 
 class SourceChanged(LookupError):

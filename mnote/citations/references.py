@@ -117,15 +117,41 @@ def read_reference(reference: str) -> Reference | None:
     return Reference(source_id, sha, chunk, block_id, query, quote[0] if quote and isinstance(quote[0], str) else None)
 
 
-def precision_label(precision: str, page: int | None) -> str:
-    """The untranslated short label of a citation's Markdown."""
-    if precision == Citation.Precision.BBOX and page:
+def _place_words(locator: dict | None) -> tuple[str, str, str]:
+    """(slide, sheet, cell range) a locator names, as text ('' when not named)."""
+    locator = locator or {}
+    return tuple(str(locator.get(key) or "") for key in ("slide", "sheet", "cellRange"))
+
+
+def precision_label(precision: str, page: int | None, locator: dict | None = None) -> str:
+    """The untranslated short label of a citation's Markdown: what the preview will show."""
+    slide, sheet, cells = _place_words(locator)
+    if precision in (Citation.Precision.BBOX, Citation.Precision.PAGE) and page:
         return f"p.{page}"
-    return "paragraph" if precision == Citation.Precision.PARAGRAPH else "file only"
+    if precision == Citation.Precision.SLIDE and slide:
+        return f"slide {slide}"
+    if precision == Citation.Precision.CELLS and cells:
+        return f"{sheet}!{cells}" if sheet else cells
+    if precision in (Citation.Precision.PARAGRAPH, Citation.Precision.PASSAGE):
+        return str(precision)
+    return "file only"
 
 
-def badge_label(precision: str, page: int | None) -> str:
-    """The precision badge's words, translated: on a source card and on a citation's page alike."""
+def badge_label(precision: str, page: int | None, locator: dict | None = None) -> str:
+    """The precision badge's words, translated: on a source card and on a
+    citation's page alike. They name what the preview will show; "whole
+    file" only when nothing better is known."""
+    slide, sheet, cells = _place_words(locator)
     if precision == Citation.Precision.BBOX:
         return _("page %(page)s region") % {"page": page}
+    if precision == Citation.Precision.PAGE and page:
+        return _("page %(page)s") % {"page": page}
+    if precision == Citation.Precision.SLIDE:
+        return _("slide %(slide)s") % {"slide": slide} if slide else _("slide")
+    if precision == Citation.Precision.CELLS:
+        if sheet and cells:
+            return _("%(sheet)s, cells %(cells)s") % {"sheet": sheet, "cells": cells}
+        return _("cells %(cells)s") % {"cells": cells} if cells else _("cell range")
+    if precision == Citation.Precision.PASSAGE:
+        return _("passage")
     return _("paragraph") if precision == Citation.Precision.PARAGRAPH else _("whole file")

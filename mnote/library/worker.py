@@ -8,6 +8,7 @@ import time
 from mnote.library.failures import advance_retries
 from mnote.library.ingest import run_due_jobs
 from mnote.library.models import Job, Source
+from mnote.library.place_indexes import write_place_indexes
 from mnote.library.status_bridge import bridge_statuses, rescan_stuck
 from mnote.lightrag import LightRAGClient, LightRAGError
 
@@ -23,6 +24,9 @@ def work_once(client: LightRAGClient) -> None:
     run_due_jobs(client)
     bridge_statuses(client)
     rescan_stuck(client)
+    # Where each newly indexed file's words are, for the citations' badges
+    # (a few files a round; the rest next round).
+    write_place_indexes()
     # A wave of retries owes LightRAG its steps in order -- the failed
     # records' deletes (moved up once LightRAG is idle), then the files sent
     # again, then their scan. Each step taken in this round rather than one

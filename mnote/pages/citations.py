@@ -69,7 +69,7 @@ def citation(request, token):
     # A pruned source has no root left to check visibility against: only
     # admins see what was cited from it.
     show_path = cited.source is not None or request.user.is_staff
-    badge = badge_label(cited.precision, (cited.locator or {}).get("page"))
+    badge = badge_label(cited.precision, (cited.locator or {}).get("page"), cited.locator)
     state = cited.state
     followed = _followed(request, cited, state)
     context = {"citation": cited, "state": state, "show_path": show_path, "badge": badge, "followed": None}

@@ -37,6 +37,8 @@ from mnote.text.evidence import evidence_core
 _LOCATOR_KEYS = {
     "precision", "degraded", "resourceKind", "sourceId", "sourcePath", "page", "bbox", "blockId", "paraIds",
     "headingPath", "evidenceText", "searchQuery", "displayQuote", "chunkId", "chunkIndex",
+    # Where the place index put the cited words (mnote.citations.mapper.PLACE_FIELDS).
+    "slide", "shape", "sheet", "cellRange", "sheetPage", "blockIndex", "charRange", "lineStart",
 }  # fmt: skip
 MAX_ID = 2**63 - 1
 

@@ -124,6 +124,7 @@ def _stored_card(item: dict) -> SimpleNamespace:
         page=locator.get("page"),
         heading_path=item.get("headingPath") or [],
         display_quote=item.get("displayQuote") or "",
+        locator=locator,
         locator_json=json.dumps(locator, ensure_ascii=False),
         relevance_score=relevance.get("score") or 0,
         provider_rank=relevance.get("providerRank"),

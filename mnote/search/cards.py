@@ -78,7 +78,7 @@ def cards_html(citations, query: str) -> list[SafeString]:
                 path=c.source_path,
                 file_name=c.file_name,
                 precision=precision,
-                precision_label=badge_label(precision, c.page),
+                precision_label=badge_label(precision, c.page, getattr(c, "locator", None)),
                 heading=format_html('<p class="muted heading-path">{}</p>', heading) if heading else "",
                 quote=marked_quote(c.display_quote, query),
                 score=f"{c.relevance_score:.2f}",

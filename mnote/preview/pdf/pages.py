@@ -134,6 +134,12 @@ def find_text(
     return match
 
 
+def page_texts(path: Path | str | BinaryIO) -> list[str]:
+    """The text layer of each page (the pages ``find_text`` searches), from the limited child."""
+    path, key = _checked(path)
+    return list(_text_index(path, key).pages)
+
+
 def locate_text(
     pages: Sequence[PageText],
     evidence_text: str,

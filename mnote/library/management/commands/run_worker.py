@@ -6,6 +6,7 @@ import time
 from django.core.management.base import BaseCommand
 
 from mnote.library.ingest import run_due_jobs
+from mnote.library.place_indexes import write_place_indexes
 from mnote.library.worker import work_once
 from mnote.library.jobs import Leadership, worker_id
 from mnote.library.models import IndexedRoot, Job, Source
@@ -80,6 +81,9 @@ class Command(BaseCommand):
                     sync_roots_logging_errors(IndexedRoot.objects.all())
                     next_full_sync = time.monotonic() + full_sync_every * 60
             self.carry_out_jobs(leading=leading)
+            if leading:
+                # The place indexes a round of jobs left for later (a few per round).
+                write_place_indexes()
             if leading and time.monotonic() >= next_reconcile:
                 self.reconcile()
                 next_reconcile = time.monotonic() + reconcile_every
