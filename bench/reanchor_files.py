@@ -426,7 +426,6 @@ def paragraph_cases(kind: str, name: str, units: list, per_doc: int, fillers: li
                     rng: random.Random, seed: int, work: Path):
     """Yield (quote, old text, (start, end) in it, case, new text, true span or None or "untold")."""
     texts = [u[1] if isinstance(u, tuple) else u for u in units]
-    wrap = (lambda t: ("p", t)) if kind == "odt" else (lambda t: t)
     style = [u[0] for u in units] if kind == "odt" else None
 
     def text_of(new_units, label: str) -> str:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
-import dataclasses
 import io
 import json
 import pstats
