@@ -473,8 +473,7 @@ def breakdown(fn, runs: int, before=None) -> dict:
         "_locator_position",
         "_citation_id",
         "doc_index",
-        "evidence_window",
-        "ensure_query_terms",
+        "evidence_sentences",
         "lexical_score",
         "_cleaned",  # the memo of clean_display_text (mnote/citations/matching.py)
         "_fingerprint",
