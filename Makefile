@@ -24,7 +24,8 @@ PY := $(VENV)/bin/python
 # workers on one PostgreSQL (they need it whichever pass runs them; the
 # PostgreSQL pass, beside the longer SQLite one, has the time); and, to even
 # the two passes out, the two longest browser tests (axe over every page, and a
-# team's first minutes on a fresh data folder).
+# team's first minutes on a fresh data folder) and the failing embedder's
+# retries (a stack of its own).
 POSTGRES_PASS ?= -m "postgres or postgres_only"
 SQLITE_PASS := -m "not postgres_only"
 

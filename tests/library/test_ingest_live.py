@@ -76,6 +76,8 @@ def test_a_slowed_embedder_fails_no_file_and_searches_still_answer(live_lightrag
     assert not root.sources.filter(generation__gt=0).exists()
 
 
+# In the PostgreSQL pass, to even the two passes out (its own stack, ~35 s).
+@pytest.mark.postgres_only
 def test_files_failed_by_a_failing_embedder_are_retried_until_indexed(live_lightrag, library_dir, monkeypatch):
     from mnote.library import failures
 
