@@ -85,6 +85,32 @@ def _render_place(file_name: str, sha256: str, language: str, _data_dir: str) ->
     return render_version(sha256, ctx), cache_file(render_cache_key(kind, ctx, language), sha256)
 
 
+# Where a chunk stands in a version's text does not depend on the query: a
+# search cites the same chunks again for other questions, and placing a
+# chunk whose rendered words differ from LightRAG's text (an alignment over
+# the whole document) was most of a search's mapping time.
+_CHUNK_PLACES: OrderedDict[tuple[str, str], object] = OrderedDict()
+_CHUNK_PLACES_KEPT = 4096
+_CHUNK_PLACES_LOCK = threading.Lock()
+
+
+def chunk_place(text_map: TextMap, chunk: str):
+    """The cited chunk's place in this version's text (None: not in it), kept by the process."""
+    if not text_map.version:  # a map with no version names no content: nothing to keep it by
+        return find_passage(text_map, chunk, whole=True)
+    key = (text_map.version, chunk)
+    with _CHUNK_PLACES_LOCK:
+        if key in _CHUNK_PLACES:
+            _CHUNK_PLACES.move_to_end(key)
+            return _CHUNK_PLACES[key]
+    place = find_passage(text_map, chunk, whole=True)
+    with _CHUNK_PLACES_LOCK:
+        _CHUNK_PLACES[key] = place
+        while len(_CHUNK_PLACES) > _CHUNK_PLACES_KEPT:
+            _CHUNK_PLACES.popitem(last=False)
+    return place
+
+
 def anchor_locator(text_map: TextMap, locator: dict, *, chunk: str = "", tail: str = "") -> dict | None:
     """Where a locator's passage is in the rendered text: the evidence text,
     inside the cited chunk's place when the chunk's text is known. With a
@@ -92,7 +118,7 @@ def anchor_locator(text_map: TextMap, locator: dict, *, chunk: str = "", tail: s
     evidence = str(locator.get("evidenceText") or locator.get("displayQuote") or "")[:MAX_LOCATOR_CHARS]
     headings = [h for h in locator.get("headingPath") or [] if isinstance(h, str)]
     heading = headings[-1] if headings else ""
-    place = find_passage(text_map, chunk, whole=True) if chunk else None
+    place = chunk_place(text_map, chunk) if chunk else None
     shared = shared_with(evidence, chunk, heading=heading) if chunk and place is None else ""
     if len(shared) >= MIN_SHARED_CHARS:
         # The chunk is known but not placed whole: mark only the evidence's
